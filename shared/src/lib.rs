@@ -1,0 +1,4 @@
+//! berth-shared: the pure logic both binaries call.
+//!
+//! Nothing here talks to the Kubernetes API; the agent and the console do the
+//! I/O and hand plain values to these functions.

@@ -1,0 +1,1 @@
+//! berth integration tests: one binary, one local control plane.

@@ -1,0 +1,1 @@
+//! The local control plane and the integration-test harness.
