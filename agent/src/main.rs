@@ -3,6 +3,8 @@
 //! The binary's edge: parses the command line, installs color-eyre, and hands
 //! each subcommand to its own module.
 
+mod crds;
+
 use clap::{Parser, Subcommand};
 
 /// berth's in-cluster agent.
@@ -14,10 +16,15 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Print every berth CRD as multi-document YAML.
+    Crds,
+}
 
 fn main() -> color_eyre::Result<()> {
     color_eyre::install()?;
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Crds => crds::run(),
+    }
 }

@@ -2,3 +2,8 @@
 //!
 //! Nothing here talks to the Kubernetes API; the agent and the console do the
 //! I/O and hand plain values to these functions.
+
+pub mod api;
+pub mod decide;
+pub mod grants;
+pub mod render;

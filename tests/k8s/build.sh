@@ -21,6 +21,8 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
     [[ -x "$BERTH_K8S_BIN_DIR/$b" ]] || { echo "BERTH_K8S_BIN_DIR=$BERTH_K8S_BIN_DIR has no executable $b" >&2; exit 1; }
     echo "$b=$BERTH_K8S_BIN_DIR/$b"
   done
+  [[ -f "$BERTH_K8S_BIN_DIR/kwok-stages.yaml" ]] || { echo "BERTH_K8S_BIN_DIR=$BERTH_K8S_BIN_DIR has no kwok-stages.yaml (kwok's default node and pod Stages)" >&2; exit 1; }
+  echo "kwok-stages=$BERTH_K8S_BIN_DIR/kwok-stages.yaml"
   exit 0
 fi
 
@@ -54,3 +56,19 @@ for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   build kubernetes "$KUBERNETES_VERSION" kubernetes "$c" "k8s.io/kubernetes/cmd/$c" "$k8s_ldflags"
 done
 build kwok "$KWOK_VERSION" kwok kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"
+
+# kwok itself ships no stages when run bare (kwokctl normally passes them):
+# collect the default node and pod Stages from the pinned kwok module.
+stages="$cache/kwok-$KWOK_VERSION/kwok-stages.yaml"
+if [[ ! -f "$stages" ]]; then
+  kwok_src="$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  {
+    for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+             pod/general/pod-ready.yaml pod/general/pod-complete.yaml pod/general/pod-delete.yaml; do
+      echo "---"
+      cat "$kwok_src/kustomize/stage/$f"
+    done
+  } > "$stages.tmp"
+  mv "$stages.tmp" "$stages"
+fi
+echo "kwok-stages=$stages"

@@ -1,1 +1,5 @@
-//! The local control plane and the integration-test harness.
+//! berth-tests: the local Kubernetes control plane (`berth-localcluster`)
+//! and the harness the integration tests run on.
+
+pub mod harness;
+pub mod localcluster;

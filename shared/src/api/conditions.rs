@@ -1,0 +1,91 @@
+//! Condition types and reasons with stable strings: the console, alerts and
+//! tests match on these, so they never change once released.
+
+/// Condition types on a Runtime (DESIGN §3 "Status").
+pub mod condition_types {
+    /// The requested profile is granted (or none is requested).
+    pub const PROFILE_GRANTED: &str = "ProfileGranted";
+    /// The handler is present on every node the pods may land on.
+    pub const HANDLER_READY: &str = "HandlerReady";
+    /// A rollout is under way.
+    pub const PROGRESSING: &str = "Progressing";
+    /// Enough replicas are available.
+    pub const AVAILABLE: &str = "Available";
+    /// The Runtime is fully rolled out and available.
+    pub const READY: &str = "Ready";
+    /// Something needs attention but the service still runs.
+    pub const DEGRADED: &str = "Degraded";
+    /// The agent will not change managed objects for this Runtime.
+    pub const BLOCKED: &str = "Blocked";
+    /// The image is changing.
+    pub const UPGRADING: &str = "Upgrading";
+
+    /// Every Runtime condition type, in display order.
+    pub const ALL: [&str; 8] = [
+        PROFILE_GRANTED,
+        HANDLER_READY,
+        PROGRESSING,
+        AVAILABLE,
+        READY,
+        DEGRADED,
+        BLOCKED,
+        UPGRADING,
+    ];
+}
+
+/// Condition reasons. Grant decisions use the reasons of
+/// [`crate::decide::Decision::reason`], listed here too.
+pub mod reasons {
+    /// No `runtimeProfile` requested.
+    pub const NOT_REQUESTED: &str = "NotRequested";
+    /// A binding for the identity exists and the class matches it.
+    pub const GRANTED: &str = "Granted";
+    /// No binding with that alias exists for the identity.
+    pub const NOT_GRANTED: &str = "NotGranted";
+    /// The Runtime ran with the profile before and the binding is gone.
+    pub const REVOKED: &str = "Revoked";
+    /// The Namespace lacks `berth.dev/project` or `berth.dev/environment`.
+    pub const IDENTITY_INCOMPLETE: &str = "IdentityIncomplete";
+    /// The granted RuntimeClass does not exist.
+    pub const CLASS_MISSING: &str = "ClassMissing";
+    /// The RuntimeClass names another handler than the binding.
+    pub const HANDLER_MISMATCH: &str = "HandlerMismatch";
+    /// The RuntimeClass sets overhead or scheduling.
+    pub const CLASS_UNSUPPORTED: &str = "ClassUnsupported";
+    /// The RuntimeClass is being deleted.
+    pub const CLASS_DELETING: &str = "ClassDeleting";
+
+    /// Every node the pods may land on reports the handler.
+    pub const HANDLER_PRESENT: &str = "HandlerPresent";
+    /// Some allowed Ready nodes do not report the handler.
+    pub const PLACEMENT_INCOMPLETE: &str = "PlacementIncomplete";
+    /// No node reports the handler.
+    pub const HANDLER_ABSENT: &str = "HandlerAbsent";
+    /// No profile, so no handler is needed.
+    pub const NO_HANDLER_NEEDED: &str = "NoHandlerNeeded";
+
+    /// The Deployment is rolling out a new template.
+    pub const ROLLING_OUT: &str = "RollingOut";
+    /// The rollout finished.
+    pub const ROLLOUT_COMPLETE: &str = "RolloutComplete";
+    /// The Deployment exceeded its progress deadline.
+    pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
+    /// Enough replicas are available.
+    pub const MINIMUM_REPLICAS_AVAILABLE: &str = "MinimumReplicasAvailable";
+    /// Too few replicas are available.
+    pub const MINIMUM_REPLICAS_UNAVAILABLE: &str = "MinimumReplicasUnavailable";
+    /// `spec.suspend` is true.
+    pub const SUSPENDED: &str = "Suspended";
+    /// Everything is as desired.
+    pub const AS_EXPECTED: &str = "AsExpected";
+    /// An object with a managed name exists and is not owned by the Runtime.
+    pub const CONFLICT: &str = "Conflict";
+    /// Applying a managed object failed.
+    pub const APPLY_FAILED: &str = "ApplyFailed";
+    /// Rendering the desired objects failed.
+    pub const RENDER_FAILED: &str = "RenderFailed";
+    /// The image is changing.
+    pub const IMAGE_CHANGING: &str = "ImageChanging";
+    /// The image is the one last rolled out.
+    pub const IMAGE_CURRENT: &str = "ImageCurrent";
+}

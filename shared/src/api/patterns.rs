@@ -1,0 +1,70 @@
+//! Regular expressions and limits shared by the CRD schema, the CEL rules and
+//! the pure functions that check the same values outside the apiserver.
+//!
+//! They live in one place so that the schema the apiserver enforces and the
+//! checks the agent and console do can never drift apart.
+
+/// Project, environment, application and service names (DESIGN §1): short
+/// enough to be embedded in object names and label values together.
+pub const SCOPE_NAME: &str = "^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$";
+
+/// A DNS-1123 label (1–63 characters).
+pub const DNS_LABEL: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+
+/// A DNS-1123 subdomain (up to 253 characters).
+pub const DNS_SUBDOMAIN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+/// An image repository, optionally with a registry host and port. No tag or
+/// digest here: those are separate fields so exactly one can be required.
+pub const IMAGE_REPOSITORY: &str =
+    "^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$";
+
+/// An image tag as the OCI distribution spec defines it.
+pub const IMAGE_TAG: &str = "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$";
+
+/// A sha256 image digest; other algorithms are not accepted on purpose, so a
+/// pinned image is always pinned the same way.
+pub const IMAGE_DIGEST: &str = "^sha256:[a-f0-9]{64}$";
+
+/// An environment variable name (what the ConfigMap keys become via envFrom).
+pub const ENV_NAME: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
+
+/// A cron schedule: five fields or one of the predefined macros. The
+/// CronJob controller does the full parse; this only catches obvious typos
+/// at admission.
+pub const CRON_SCHEDULE: &str =
+    "^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[^\\s]+(\\s+[^\\s]+){4})$";
+
+/// An IANA time zone name such as `Europe/Berlin` or `Etc/UTC`.
+pub const TIME_ZONE: &str = "^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$";
+
+/// A label key (optional DNS-subdomain prefix, then a name part).
+pub const LABEL_KEY: &str = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$";
+
+/// A label value (may be empty).
+pub const LABEL_VALUE: &str = "^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$";
+
+/// Most labels or annotations a map in the spec may hold. Bounded so the
+/// apiserver's CEL cost estimate for the key rules stays inside its budget.
+pub const MAX_MAP_ENTRIES: u32 = 64;
+
+/// Most environment entries in `spec.config.env`.
+pub const MAX_ENV_ENTRIES: u32 = 128;
+
+/// Longest single environment value (the whole ConfigMap stays well below
+/// the 1 MiB object limit).
+pub const MAX_ENV_VALUE_LEN: u32 = 4096;
+
+/// Longest annotation value accepted in `podMetadata`.
+pub const MAX_ANNOTATION_VALUE_LEN: u32 = 4096;
+
+/// Most `jobs[]` and most `schedules[]` entries.
+pub const MAX_JOBS: u32 = 16;
+
+/// Most arguments in a command or args list, and the longest argument.
+pub const MAX_ARGS: u32 = 64;
+/// Longest single command or args entry.
+pub const MAX_ARG_LEN: u32 = 1024;
+
+/// Most ingress peers of the NetworkPolicy.
+pub const MAX_INGRESS_PEERS: u32 = 16;

@@ -1,0 +1,590 @@
+//! The `Runtime` custom resource: one service's workload, written by
+//! application teams (DESIGN §2).
+//!
+//! Everything a team may set is here and nothing else: there is no free-form
+//! PodSpec, so the production contract rendered by [`crate::render`] cannot
+//! be bypassed from the spec.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, Toleration};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::patterns;
+use super::schema;
+
+/// Replicas when `spec.replicas` is unset: two, so a single node drain or
+/// pod restart never takes the service down.
+pub const DEFAULT_REPLICAS: i32 = 2;
+/// The `http` container port when `spec.expose` is unset.
+pub const DEFAULT_PORT: i32 = 8080;
+/// Drain timeout when `spec.shutdownDrainTimeoutSeconds` is unset.
+pub const DEFAULT_DRAIN_SECONDS: i32 = 30;
+/// Seconds added to the drain timeout for the termination grace period: the
+/// drain must finish before the kubelet sends SIGKILL, with room for the
+/// process to exit after draining.
+pub const GRACE_MARGIN_SECONDS: i64 = 6;
+/// Autoscaling defaults.
+pub const DEFAULT_MIN_REPLICAS: i32 = 2;
+/// Upper bound of replicas when autoscaling and `maxReplicas` is unset.
+pub const DEFAULT_MAX_REPLICAS: i32 = 10;
+/// CPU utilisation target when autoscaling and the target is unset.
+pub const DEFAULT_CPU_UTILIZATION: i32 = 80;
+/// Job `backoffLimit` when unset: a one-time job is retried a little, not forever.
+pub const DEFAULT_BACKOFF_LIMIT: i32 = 2;
+/// Job `activeDeadlineSeconds` when unset: one hour.
+pub const DEFAULT_ACTIVE_DEADLINE_SECONDS: i64 = 3600;
+
+/// The desired state of one service's workload.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "Runtime",
+    plural = "runtimes",
+    singular = "runtime",
+    namespaced,
+    status = "RuntimeStatus",
+    derive = "PartialEq",
+    derive = "Default",
+    shortname = "rt",
+    category = "berth",
+    doc = "One service's workload, run under berth's production contract. Project and environment come from the Namespace labels berth.dev/project and berth.dev/environment.",
+    printcolumn(name = "Application", type_ = "string", json_path = ".spec.application"),
+    printcolumn(name = "Service", type_ = "string", json_path = ".spec.service"),
+    printcolumn(name = "Profile", type_ = "string", json_path = ".spec.runtimeProfile"),
+    printcolumn(name = "Grant", type_ = "string", json_path = ".status.profile.state"),
+    printcolumn(name = "Ready", type_ = "integer", json_path = ".status.rollout.ready"),
+    printcolumn(name = "Desired", type_ = "integer", json_path = ".status.rollout.desired"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.rollout.phase"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!(has(self.autoscaling) && has(self.autoscaling.enabled) && self.autoscaling.enabled) || (has(self.resources) && has(self.resources.requests) && has(self.resources.requests.cpu))",
+        "message": "autoscaling.enabled requires resources.requests.cpu: CPU utilisation scaling cannot work without a CPU request",
+        "fieldPath": ".autoscaling",
+        "reason": "FieldValueRequired"
+    }
+]))]
+pub struct RuntimeSpec {
+    /// The application this service belongs to. Immutable: it is half of the
+    /// identity grants are matched against.
+    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
+    #[schemars(extend("x-kubernetes-validations" = [{"rule": "self == oldSelf", "message": "application is immutable"}]))]
+    pub application: String,
+
+    /// The service name within the application. Immutable, like application.
+    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
+    #[schemars(extend("x-kubernetes-validations" = [{"rule": "self == oldSelf", "message": "service is immutable"}]))]
+    pub service: String,
+
+    /// The container image: a repository and exactly one of tag or digest.
+    pub image: ImageSpec,
+
+    /// Desired replicas (default 2). Ignored while autoscaling is enabled:
+    /// the HorizontalPodAutoscaler owns the count then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub replicas: Option<i32>,
+
+    /// The grant alias (a binding name in the operator's grants file) whose
+    /// RuntimeClass this service should run with. Unset runs with the
+    /// cluster's default runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = patterns::DNS_LABEL), length(min = 1, max = 63))]
+    pub runtime_profile: Option<String>,
+
+    /// Scale the service to zero and suspend its schedules; no new one-time
+    /// jobs are started.
+    #[serde(default)]
+    pub suspend: bool,
+
+    /// Configuration rendered into the Runtime's ConfigMap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<ConfigSpec>,
+
+    /// CPU and memory requests and limits of the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesSpec>,
+
+    /// How the service's `http` port is exposed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expose: Option<ExposeSpec>,
+
+    /// One-time jobs, each run once as a Job with the same image and contract.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = patterns::MAX_JOBS))]
+    #[schemars(extend("x-kubernetes-validations" = [{"rule": "self.all(j, self.exists_one(o, o.name == j.name))", "message": "job names must be unique"}]))]
+    pub jobs: Vec<JobSpec>,
+
+    /// Scheduled jobs, each run as a CronJob with the same image and contract.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = patterns::MAX_JOBS))]
+    #[schemars(extend("x-kubernetes-validations" = [{"rule": "self.all(j, self.exists_one(o, o.name == j.name))", "message": "schedule names must be unique"}]))]
+    pub schedules: Vec<ScheduleSpec>,
+
+    /// Labels and annotations added to every pod. berth's own labels always
+    /// win over these, and keys under `berth.dev/` are reserved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_metadata: Option<PodMetadataSpec>,
+
+    /// Where the pods may run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<SchedulingSpec>,
+
+    /// An ingress-only NetworkPolicy for the service's pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<NetworkPolicySpec>,
+
+    /// CPU-based horizontal autoscaling (autoscaling/v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<AutoscalingSpec>,
+
+    /// Seconds the service needs to drain after SIGTERM (default 30). The
+    /// termination grace period is this plus 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 600))]
+    pub shutdown_drain_timeout_seconds: Option<i32>,
+}
+
+/// A container image reference split into its parts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{"rule": "has(self.tag) != has(self.digest)", "message": "exactly one of image.tag or image.digest must be set"}]))]
+pub struct ImageSpec {
+    /// Repository, optionally with registry host and port, e.g.
+    /// `registry.example.com/team/app`.
+    #[schemars(regex(pattern = patterns::IMAGE_REPOSITORY), length(min = 1, max = 255))]
+    pub repository: String,
+    /// Image tag. Exactly one of tag and digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = patterns::IMAGE_TAG), length(min = 1, max = 128))]
+    pub tag: Option<String>,
+    /// Image digest (`sha256:…`). Exactly one of tag and digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = patterns::IMAGE_DIGEST), length(min = 71, max = 71))]
+    pub digest: Option<String>,
+}
+
+impl ImageSpec {
+    /// The full image reference, `repository:tag` or `repository@digest`.
+    /// A digest wins if both are somehow set (the CEL rule forbids that).
+    pub fn reference(&self) -> String {
+        match (&self.digest, &self.tag) {
+            (Some(digest), _) => format!("{}@{}", self.repository, digest),
+            (None, Some(tag)) => format!("{}:{}", self.repository, tag),
+            (None, None) => self.repository.clone(),
+        }
+    }
+}
+
+/// Configuration data for the service.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigSpec {
+    /// Environment variables (name → value).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::env_map")]
+    pub env: BTreeMap<String, String>,
+}
+
+/// Requests and limits of the one container.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesSpec {
+    /// Resources reserved for the container; a CPU request is required for
+    /// autoscaling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<ResourceAmounts>,
+    /// Upper bounds for the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ResourceAmounts>,
+}
+
+/// CPU and memory amounts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceAmounts {
+    /// CPU, e.g. `250m` or `1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::quantity")]
+    pub cpu: Option<Quantity>,
+    /// Memory, e.g. `256Mi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::quantity")]
+    pub memory: Option<Quantity>,
+}
+
+/// How the Service exposes the `http` port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExposeSpec {
+    /// The container's `http` port, also the Service port (default 8080).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: Option<i32>,
+    /// The Service type (default ClusterIP).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<ExposeType>,
+}
+
+/// Service types a Runtime may use. ExternalName is left out on purpose: it
+/// exposes nothing of the Runtime's pods.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ExposeType {
+    #[default]
+    ClusterIP,
+    NodePort,
+    LoadBalancer,
+}
+
+impl ExposeType {
+    /// The Service `spec.type` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExposeType::ClusterIP => "ClusterIP",
+            ExposeType::NodePort => "NodePort",
+            ExposeType::LoadBalancer => "LoadBalancer",
+        }
+    }
+}
+
+/// A one-time job.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSpec {
+    /// Unique among the Runtime's jobs; part of the Job's name.
+    #[schemars(regex(pattern = patterns::DNS_LABEL), length(min = 1, max = 63))]
+    pub name: String,
+    /// Overrides the image's entrypoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "schema::arg_list")]
+    pub command: Vec<String>,
+    /// Arguments to the entrypoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "schema::arg_list")]
+    pub args: Vec<String>,
+    /// Retries before the Job is marked failed (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10))]
+    pub backoff_limit: Option<i32>,
+    /// Seconds the Job may run in total (default 3600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub active_deadline_seconds: Option<i64>,
+}
+
+/// A scheduled job.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleSpec {
+    /// Unique among the Runtime's schedules; part of the CronJob's name.
+    #[schemars(regex(pattern = patterns::DNS_LABEL), length(min = 1, max = 63))]
+    pub name: String,
+    /// Cron expression (five fields) or a macro such as `@daily`.
+    #[schemars(regex(pattern = patterns::CRON_SCHEDULE), length(min = 1, max = 100))]
+    pub schedule: String,
+    /// IANA time zone of the schedule (default: the controller's, usually UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = patterns::TIME_ZONE), length(min = 1, max = 64))]
+    pub time_zone: Option<String>,
+    /// What to do when a run is still going at the next tick (default Forbid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_policy: Option<ConcurrencyPolicy>,
+    /// Overrides the image's entrypoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "schema::arg_list")]
+    pub command: Vec<String>,
+    /// Arguments to the entrypoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "schema::arg_list")]
+    pub args: Vec<String>,
+    /// Retries of one run before it is marked failed (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10))]
+    pub backoff_limit: Option<i32>,
+    /// Seconds one run may take in total (default 3600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub active_deadline_seconds: Option<i64>,
+}
+
+/// CronJob concurrency policies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ConcurrencyPolicy {
+    Allow,
+    #[default]
+    Forbid,
+    Replace,
+}
+
+impl ConcurrencyPolicy {
+    /// The CronJob `spec.concurrencyPolicy` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConcurrencyPolicy::Allow => "Allow",
+            ConcurrencyPolicy::Forbid => "Forbid",
+            ConcurrencyPolicy::Replace => "Replace",
+        }
+    }
+}
+
+/// Extra pod labels and annotations.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodMetadataSpec {
+    /// Extra pod labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::label_map")]
+    pub labels: BTreeMap<String, String>,
+    /// Extra pod annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::annotation_map")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Pod placement.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulingSpec {
+    /// Node labels the pods require.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::node_selector_map")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Taints the pods tolerate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub tolerations: Vec<Toleration>,
+    /// Node and pod (anti-)affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+}
+
+/// The ingress-only NetworkPolicy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{"rule": "!(has(self.enabled) && self.enabled) || (has(self.ingress) && size(self.ingress) > 0)", "message": "networkPolicy.enabled needs at least one ingress peer", "fieldPath": ".ingress", "reason": "FieldValueRequired"}]))]
+pub struct NetworkPolicySpec {
+    /// Whether berth manages a NetworkPolicy for the pods. Turning it off
+    /// deletes only berth's own policy.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Who may connect to the `http` port. Nothing else is allowed in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = patterns::MAX_INGRESS_PEERS))]
+    pub ingress: Vec<IngressPeer>,
+}
+
+/// One allowed source of traffic: pods matching `podLabels` in namespaces
+/// matching `namespaceLabels`. Only `podLabels` means this namespace; only
+/// `namespaceLabels` means every pod in those namespaces.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{"rule": "has(self.namespaceLabels) || has(self.podLabels)", "message": "an ingress peer needs namespaceLabels or podLabels"}]))]
+pub struct IngressPeer {
+    /// Labels of the namespaces traffic may come from (use
+    /// `kubernetes.io/metadata.name` to name one namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::label_map")]
+    pub namespace_labels: Option<BTreeMap<String, String>>,
+    /// Labels of the pods traffic may come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::label_map")]
+    pub pod_labels: Option<BTreeMap<String, String>>,
+}
+
+/// CPU-based autoscaling. The CEL rule repeats the defaults
+/// (`DEFAULT_MIN_REPLICAS`, `DEFAULT_MAX_REPLICAS`) so that setting only one
+/// bound is still checked against the other's effective value.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{"rule": "(has(self.maxReplicas) ? self.maxReplicas : 10) >= (has(self.minReplicas) ? self.minReplicas : 2)", "message": "autoscaling.maxReplicas must be at least minReplicas", "fieldPath": ".maxReplicas"}]))]
+pub struct AutoscalingSpec {
+    /// Whether berth manages a HorizontalPodAutoscaler. While on, it owns
+    /// the replica count.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Lower bound (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub min_replicas: Option<i32>,
+    /// Upper bound (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub max_replicas: Option<i32>,
+    /// Average CPU utilisation target in percent of the request (default 80).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    #[serde(rename = "targetCPUUtilizationPercentage")]
+    pub target_cpu_utilization_percentage: Option<i32>,
+}
+
+/// What the agent observed and decided for a Runtime.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeStatus {
+    /// The spec generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The identity grants were matched against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<IdentityStatus>,
+    /// The requested profile and the grant decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileStatus>,
+    /// Rollout progress of the Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStatus>,
+    /// Image upgrade tracking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<UpgradeStatus>,
+    /// Standard conditions; see `berth_shared::api::condition_types`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+}
+
+/// The identity of a Runtime.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentityStatus {
+    /// From the Namespace label `berth.dev/project`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// From the Namespace label `berth.dev/environment`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    /// From `spec.application`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application: Option<String>,
+    /// From `spec.service`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+}
+
+/// The requested profile and what was decided for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileStatus {
+    /// The requested alias (`spec.runtimeProfile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// The RuntimeClass of the matching binding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// The handler the binding expects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler: Option<String>,
+    /// The decision.
+    pub state: ProfileState,
+}
+
+/// The grant decision states (DESIGN §3, step 2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ProfileState {
+    #[default]
+    NotRequested,
+    Granted,
+    NotGranted,
+    Revoked,
+    ClassMissing,
+    HandlerMismatch,
+    ClassUnsupported,
+    ClassDeleting,
+}
+
+impl ProfileState {
+    /// The serialized name, also used in printer columns and the console.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProfileState::NotRequested => "NotRequested",
+            ProfileState::Granted => "Granted",
+            ProfileState::NotGranted => "NotGranted",
+            ProfileState::Revoked => "Revoked",
+            ProfileState::ClassMissing => "ClassMissing",
+            ProfileState::HandlerMismatch => "HandlerMismatch",
+            ProfileState::ClassUnsupported => "ClassUnsupported",
+            ProfileState::ClassDeleting => "ClassDeleting",
+        }
+    }
+}
+
+impl std::fmt::Display for ProfileState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Rollout progress, summarised from the Deployment and its ReplicaSets.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStatus {
+    /// The Deployment revision (`deployment.kubernetes.io/revision`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    /// Replicas wanted.
+    #[serde(default)]
+    pub desired: i32,
+    /// Replicas on the current pod template.
+    #[serde(default)]
+    pub updated: i32,
+    /// Replicas ready.
+    #[serde(default)]
+    pub ready: i32,
+    /// Replicas available.
+    #[serde(default)]
+    pub available: i32,
+    /// Replicas unavailable.
+    #[serde(default)]
+    pub unavailable: i32,
+    /// Summary phase.
+    #[serde(default)]
+    pub phase: RolloutPhase,
+}
+
+/// Summary of where a rollout is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum RolloutPhase {
+    #[default]
+    Pending,
+    Progressing,
+    Complete,
+    Failed,
+    Suspended,
+    Blocked,
+}
+
+impl RolloutPhase {
+    /// The serialized name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RolloutPhase::Pending => "Pending",
+            RolloutPhase::Progressing => "Progressing",
+            RolloutPhase::Complete => "Complete",
+            RolloutPhase::Failed => "Failed",
+            RolloutPhase::Suspended => "Suspended",
+            RolloutPhase::Blocked => "Blocked",
+        }
+    }
+}
+
+/// Image upgrade tracking.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeStatus {
+    /// The image the spec asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_image: Option<String>,
+    /// The image most replicas run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_image: Option<String>,
+    /// The last image a rollout completed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_successful_image: Option<String>,
+}

@@ -1,0 +1,87 @@
+//! Hand-written schema fragments for fields whose shape schemars cannot
+//! express on its own: string maps whose keys need a pattern (OpenAPI v3
+//! structural schemas have no `propertyNames`, so a CEL rule checks them)
+//! and quantities (int-or-string with a short description instead of
+//! k8s-openapi's page-long one).
+
+use schemars::{Schema, SchemaGenerator, json_schema};
+
+use super::patterns;
+
+/// Turns a regular expression into a CEL single-quoted string literal body:
+/// CEL gives backslashes a meaning of their own, so they are doubled.
+pub(crate) fn cel_regex(re: &str) -> String {
+    re.replace('\\', "\\\\").replace('\'', "\\'")
+}
+
+/// `spec.config.env`: environment variable names to values.
+pub(crate) fn env_map(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "Environment variables rendered into the Runtime's ConfigMap and passed to every container with envFrom. Changing them rolls the pods (config checksum annotation).",
+        "type": "object",
+        "maxProperties": patterns::MAX_ENV_ENTRIES,
+        "additionalProperties": {"type": "string", "maxLength": patterns::MAX_ENV_VALUE_LEN},
+        "x-kubernetes-validations": [{
+            "rule": format!("self.all(k, k.matches('{}'))", cel_regex(patterns::ENV_NAME)),
+            "message": "config.env keys must be environment variable names ([A-Za-z_][A-Za-z0-9_]*)",
+        }],
+    })
+}
+
+/// A map of label keys to label values (podMetadata.labels, selectors).
+pub(crate) fn label_map(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "maxProperties": patterns::MAX_MAP_ENTRIES,
+        "additionalProperties": {"type": "string", "maxLength": 63},
+        "x-kubernetes-validations": [{
+            "rule": format!(
+                "self.all(k, size(k) <= 317 && k.matches('{}') && self[k].matches('{}'))",
+                cel_regex(patterns::LABEL_KEY),
+                cel_regex(patterns::LABEL_VALUE),
+            ),
+            "message": "keys must be valid label keys and values valid label values",
+        }],
+    })
+}
+
+/// A map of annotation keys to values (podMetadata.annotations).
+pub(crate) fn annotation_map(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "maxProperties": patterns::MAX_MAP_ENTRIES,
+        "additionalProperties": {"type": "string", "maxLength": patterns::MAX_ANNOTATION_VALUE_LEN},
+        "x-kubernetes-validations": [{
+            "rule": format!("self.all(k, size(k) <= 317 && k.matches('{}'))", cel_regex(patterns::LABEL_KEY)),
+            "message": "keys must be valid annotation keys",
+        }],
+    })
+}
+
+/// A node selector: label keys to values, same rules as labels.
+pub(crate) fn node_selector_map(generator: &mut SchemaGenerator) -> Schema {
+    label_map(generator)
+}
+
+/// A resource quantity (`100m`, `1`, `256Mi`). Int-or-string like the
+/// built-in type, with `isQuantity` so a typo fails at admission instead of
+/// when the agent applies the Deployment.
+pub(crate) fn quantity(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "A Kubernetes resource quantity, e.g. 100m, 1, 256Mi.",
+        "x-kubernetes-int-or-string": true,
+        "x-kubernetes-validations": [{
+            "rule": "isQuantity(string(self)) && quantity(string(self)).sign() >= 0",
+            "message": "must be a non-negative resource quantity such as 100m, 1 or 256Mi",
+        }],
+    })
+}
+
+/// A list of command or argument strings, bounded for the CEL cost budget.
+pub(crate) fn arg_list(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "maxItems": patterns::MAX_ARGS,
+        "items": {"type": "string", "maxLength": patterns::MAX_ARG_LEN},
+    })
+}

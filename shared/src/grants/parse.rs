@@ -1,0 +1,318 @@
+//! Bytes → bindings: encoding checks, TOML parsing, strict schema walk.
+//!
+//! The document is parsed into toml's spanned tree ([`DeTable`]) rather than
+//! deserialized with serde, so that every problem in every binding is found
+//! (serde stops at the first) and each one carries its line and column.
+
+use std::collections::HashMap;
+
+use toml::de::{DeTable, DeValue};
+
+use super::error::{FormatIssue, Position, Problem, TableRef};
+use super::excerpt;
+use super::validate;
+use super::{Binding, MAX_BINDINGS, SCHEMA_VERSION};
+
+/// The keys of a binding, in the order of [`Binding`]'s fields.
+pub(crate) const BINDING_KEYS: [&str; 7] = [
+    "name",
+    "project",
+    "environment",
+    "application",
+    "service",
+    "runtime_class",
+    "handler",
+];
+
+/// Longest TOML parser message kept, in characters.
+const MAX_SYNTAX_MESSAGE_CHARS: usize = 160;
+
+type Validator = fn(&str) -> Result<(), FormatIssue>;
+
+fn validator(key: &str) -> (Validator, &'static str) {
+    match key {
+        "name" | "handler" => (validate::dns_label, validate::LABEL_SYNTAX),
+        "runtime_class" => (validate::dns_subdomain, validate::SUBDOMAIN_SYNTAX),
+        _ => (validate::identity, validate::IDENTITY_SYNTAX),
+    }
+}
+
+fn type_name(value: &DeValue<'_>) -> &'static str {
+    match value {
+        DeValue::String(_) => "a string",
+        DeValue::Integer(_) => "an integer",
+        DeValue::Float(_) => "a float",
+        DeValue::Boolean(_) => "a boolean",
+        DeValue::Datetime(_) => "a date-time",
+        DeValue::Array(_) => "an array",
+        DeValue::Table(_) => "a table",
+    }
+}
+
+/// Parse and validate the content of a grants file.
+///
+/// Pure: no I/O, never panics on any input (fuzzed and property-tested).
+/// Size is not checked here; [`super::load`] refuses files over
+/// [`super::MAX_FILE_BYTES`] before calling this. On failure, returns every
+/// problem found, sorted by position.
+pub fn parse_bytes(bytes: &[u8]) -> Result<Vec<Binding>, Vec<Problem>> {
+    let mut problems = Vec::new();
+
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        problems.push(Problem::ByteOrderMark);
+    }
+    let nul = bytes.iter().position(|b| *b == 0);
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let valid = &bytes[..e.valid_up_to()];
+            // The prefix is valid UTF-8 by construction; fall back to an empty
+            // prefix rather than panic if that ever were not so.
+            let prefix = std::str::from_utf8(valid).unwrap_or("");
+            if let Some(n) = nul.filter(|n| *n < prefix.len()) {
+                problems.push(Problem::NulByte {
+                    at: Position::of_offset(prefix, n),
+                });
+            }
+            problems.push(Problem::NotUtf8 {
+                at: Position::of_offset(prefix, prefix.len()),
+            });
+            return Err(problems);
+        }
+    };
+    if let Some(n) = nul {
+        problems.push(Problem::NulByte {
+            at: Position::of_offset(text, n),
+        });
+        return Err(problems);
+    }
+
+    let doc = match DeTable::parse(text) {
+        Ok(doc) => doc,
+        Err(e) => {
+            problems.push(Problem::Syntax {
+                at: e.span().map(|s| Position::of_offset(text, s.start)),
+                message: excerpt::sanitize(e.message(), MAX_SYNTAX_MESSAGE_CHARS),
+            });
+            return Err(problems);
+        }
+    };
+
+    let bindings = walk_document(text, doc.get_ref(), &mut problems);
+    if problems.is_empty() {
+        Ok(bindings)
+    } else {
+        // Stable: problems at the same place keep the order they were found in.
+        problems.sort_by_key(Problem::position);
+        Err(problems)
+    }
+}
+
+fn walk_document(text: &str, root: &DeTable<'_>, problems: &mut Vec<Problem>) -> Vec<Binding> {
+    let at = |offset: usize| Position::of_offset(text, offset);
+    let mut saw_version = false;
+    let mut saw_bindings = false;
+    let mut bindings = Vec::new();
+
+    // Look at schema_version first: a file written for another version is
+    // reported as exactly that, without a flood of follow-on schema errors.
+    for (key, value) in root.iter() {
+        if key.get_ref().as_ref() != "schema_version" {
+            continue;
+        }
+        saw_version = true;
+        match value.get_ref() {
+            DeValue::Integer(int) => {
+                match i64::from_str_radix(int.as_str(), int.radix()) {
+                    Ok(SCHEMA_VERSION) => {}
+                    Ok(other) => {
+                        *problems = vec![Problem::UnsupportedSchemaVersion {
+                            at: at(value.span().start),
+                            found: other.to_string(),
+                        }];
+                        return bindings;
+                    }
+                    Err(_) => {
+                        *problems = vec![Problem::UnsupportedSchemaVersion {
+                            at: at(value.span().start),
+                            found: excerpt::sanitize(int.as_str(), excerpt::MAX_EXCERPT_CHARS),
+                        }];
+                        return bindings;
+                    }
+                }
+            }
+            other => problems.push(Problem::WrongType {
+                at: at(value.span().start),
+                what: "schema_version".to_owned(),
+                expected: "the integer 1",
+                found: type_name(other),
+            }),
+        }
+    }
+
+    for (key, value) in root.iter() {
+        match key.get_ref().as_ref() {
+            "schema_version" => {}
+            "bindings" => {
+                saw_bindings = true;
+                match value.get_ref() {
+                    DeValue::Array(items) => {
+                        if items.len() > MAX_BINDINGS {
+                            let first_extra = items
+                                .get(MAX_BINDINGS)
+                                .map_or(value.span().start, |v| v.span().start);
+                            problems.push(Problem::TooManyBindings {
+                                at: at(first_extra),
+                                count: items.len(),
+                                max: MAX_BINDINGS,
+                            });
+                        }
+                        bindings = walk_bindings(text, items, problems);
+                    }
+                    other => problems.push(Problem::WrongType {
+                        at: at(value.span().start),
+                        what: "bindings".to_owned(),
+                        expected: "an array of tables ([[bindings]])",
+                        found: type_name(other),
+                    }),
+                }
+            }
+            other => problems.push(Problem::UnknownKey {
+                at: at(key.span().start),
+                table: TableRef::TopLevel,
+                key: excerpt::quote(other),
+            }),
+        }
+    }
+
+    if !saw_version {
+        problems.push(Problem::MissingKey {
+            at: None,
+            table: TableRef::TopLevel,
+            key: "schema_version",
+        });
+    }
+    if !saw_bindings {
+        problems.push(Problem::MissingKey {
+            at: None,
+            table: TableRef::TopLevel,
+            key: "bindings",
+        });
+    }
+    bindings
+}
+
+fn walk_bindings(
+    text: &str,
+    items: &[toml::Spanned<DeValue<'_>>],
+    problems: &mut Vec<Problem>,
+) -> Vec<Binding> {
+    let at = |offset: usize| Position::of_offset(text, offset);
+    let mut bindings = Vec::new();
+    // name → (index, line of the name value)
+    let mut names: HashMap<String, (usize, u32)> = HashMap::new();
+
+    for (index, item) in items.iter().enumerate() {
+        let table_ref = TableRef::Binding(index);
+        let DeValue::Table(table) = item.get_ref() else {
+            problems.push(Problem::WrongType {
+                at: at(item.span().start),
+                what: format!("bindings[{index}]"),
+                expected: "a table",
+                found: type_name(item.get_ref()),
+            });
+            continue;
+        };
+
+        let mut fields: [Option<String>; 7] = Default::default();
+        let mut seen = [false; 7];
+        let mut complete = true;
+        for (key, value) in table.iter() {
+            let key_str = key.get_ref().as_ref();
+            let Some(slot) = BINDING_KEYS.iter().position(|k| *k == key_str) else {
+                problems.push(Problem::UnknownKey {
+                    at: at(key.span().start),
+                    table: table_ref,
+                    key: excerpt::quote(key_str),
+                });
+                continue;
+            };
+            seen[slot] = true;
+            let static_key = BINDING_KEYS[slot];
+            let DeValue::String(s) = value.get_ref() else {
+                problems.push(Problem::WrongType {
+                    at: at(value.span().start),
+                    what: format!("bindings[{index}].{static_key}"),
+                    expected: "a string",
+                    found: type_name(value.get_ref()),
+                });
+                complete = false;
+                continue;
+            };
+            let (check, syntax) = validator(static_key);
+            match check(s) {
+                Ok(()) => fields[slot] = Some(s.to_string()),
+                Err(issue) => {
+                    problems.push(Problem::InvalidValue {
+                        at: at(value.span().start),
+                        table: table_ref,
+                        key: static_key,
+                        value: excerpt::quote(s),
+                        syntax,
+                        issue,
+                    });
+                    complete = false;
+                }
+            }
+            if static_key == "name"
+                && let Some(name) = &fields[slot]
+            {
+                let here = at(value.span().start);
+                match names.get(name) {
+                    Some((first_index, first_line)) => problems.push(Problem::DuplicateName {
+                        at: here,
+                        table: table_ref,
+                        name: excerpt::quote(name),
+                        first_index: *first_index,
+                        first_line: *first_line,
+                    }),
+                    None => {
+                        names.insert(name.clone(), (index, here.line));
+                    }
+                }
+            }
+        }
+        for (slot, key) in BINDING_KEYS.iter().enumerate() {
+            if !seen[slot] {
+                problems.push(Problem::MissingKey {
+                    at: Some(at(item.span().start)),
+                    table: table_ref,
+                    key,
+                });
+                complete = false;
+            }
+        }
+        if complete
+            && let [
+                Some(name),
+                Some(project),
+                Some(environment),
+                Some(application),
+                Some(service),
+                Some(runtime_class),
+                Some(handler),
+            ] = fields
+        {
+            bindings.push(Binding {
+                name,
+                project,
+                environment,
+                application,
+                service,
+                runtime_class,
+                handler,
+            });
+        }
+    }
+    bindings
+}

@@ -1,0 +1,251 @@
+//! The integration-test harness: one local control plane per test binary,
+//! started lazily by the first test that asks for it and stopped when the
+//! test process exits (even after a panic or abort), and a fresh namespace
+//! plus a `kube::Client` per test.
+//!
+//! The cluster runs in a child `berth-localcluster up --exit-on-stdin-eof`
+//! process whose stdin is a pipe held here for the life of the process:
+//! however the test binary ends, the kernel closes the pipe and the cluster
+//! stops every component it started.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+
+use crate::localcluster::health::client_from_kubeconfig;
+
+/// The shared cluster of this test process.
+#[derive(Debug)]
+pub struct SharedCluster {
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub restricted_kubeconfig: PathBuf,
+    // Held, never written: closing it (at process exit) stops the cluster.
+    _stdin: Mutex<ChildStdin>,
+    _child: Mutex<Child>,
+}
+
+static CLUSTER: OnceLock<Result<SharedCluster, String>> = OnceLock::new();
+
+/// How long the first test waits for the cluster (binaries are normally
+/// prebuilt by `.ci/run`; a cold build inside the test takes much longer).
+const START_TIMEOUT: Duration = Duration::from_secs(1800);
+
+fn localcluster_binary() -> Result<PathBuf, String> {
+    if let Ok(p) = std::env::var("BERTH_LOCALCLUSTER_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    // Test executables live in target/<profile>/deps; cargo builds the
+    // package's binaries into target/<profile> before running them.
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| format!("unexpected test executable path {}", exe.display()))?;
+    let bin = profile_dir.join("berth-localcluster");
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "{} not found: build it with `cargo build -p berth-tests` or set BERTH_LOCALCLUSTER_BIN",
+            bin.display()
+        ))
+    }
+}
+
+fn start() -> Result<SharedCluster, String> {
+    let bin = localcluster_binary()?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .ok_or("no target directory")?
+        .join("berth-it");
+    let dir = target.join(format!("cluster-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    remove_stale_dirs(&target);
+    let log_path = dir.join("localcluster.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
+    let log2 = log.try_clone().map_err(|e| e.to_string())?;
+    let mut child = Command::new(&bin)
+        .args(["up", "--exit-on-stdin-eof", "--dir"])
+        .arg(&dir)
+        .stdin(Stdio::piped())
+        .stdout(log)
+        .stderr(log2)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", bin.display()))?;
+    let stdin = child.stdin.take().ok_or("no stdin pipe")?;
+    let kubeconfig = dir.join("kubeconfig");
+    let deadline = Instant::now() + START_TIMEOUT;
+    while !kubeconfig.is_file() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let out = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(format!(
+                "berth-localcluster exited ({status}) before the cluster was ready; {}:\n{out}",
+                log_path.display()
+            ));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            return Err(format!(
+                "the local cluster was not ready within {}s; see {}",
+                START_TIMEOUT.as_secs(),
+                log_path.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Ok(SharedCluster {
+        restricted_kubeconfig: dir.join("kubeconfig-restricted"),
+        dir,
+        kubeconfig,
+        _stdin: Mutex::new(stdin),
+        _child: Mutex::new(child),
+    })
+}
+
+/// Removes cluster directories of test processes that no longer exist.
+fn remove_stale_dirs(target: &Path) {
+    let Ok(entries) = std::fs::read_dir(target) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name.strip_prefix("cluster-")
+            && !Path::new("/proc").join(pid).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// The cluster of this test process, started on first use. Panics with the
+/// start-up error (naming the component and its log) if it cannot start.
+pub fn cluster() -> &'static SharedCluster {
+    match CLUSTER.get_or_init(start) {
+        Ok(c) => c,
+        Err(e) => panic!("local cluster unavailable: {e}"),
+    }
+}
+
+/// A client with cluster-admin rights.
+pub async fn admin_client() -> Client {
+    let path = tokio::task::spawn_blocking(|| cluster().kubeconfig.clone())
+        .await
+        .expect("cluster start-up thread");
+    client_from_kubeconfig(&path)
+        .await
+        .expect("admin client from kubeconfig")
+}
+
+/// A client for `berth-restricted` (group `berth:restricted`), which has no
+/// rights until a test binds some.
+pub async fn restricted_client() -> Client {
+    let path = tokio::task::spawn_blocking(|| cluster().restricted_kubeconfig.clone())
+        .await
+        .expect("cluster start-up thread");
+    client_from_kubeconfig(&path)
+        .await
+        .expect("restricted client from kubeconfig")
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh namespace for one test, with an admin client.
+#[derive(Clone)]
+pub struct TestNamespace {
+    pub client: Client,
+    pub name: String,
+}
+
+impl TestNamespace {
+    /// Creates `PREFIX-<pid>-<n>` and waits for its default ServiceAccount
+    /// (pods are refused before it exists).
+    pub async fn new(prefix: &str) -> Self {
+        Self::with_labels(prefix, &[]).await
+    }
+
+    /// Like [`TestNamespace::new`], with extra namespace labels (for example
+    /// berth's identity labels).
+    pub async fn with_labels(prefix: &str, labels: &[(&str, &str)]) -> Self {
+        let client = admin_client().await;
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let name = format!("{prefix}-{}-{n}", std::process::id());
+        let mut all = std::collections::BTreeMap::from([(
+            "berth.dev/test".to_string(),
+            "true".to_string(),
+        )]);
+        for (k, v) in labels {
+            all.insert((*k).to_string(), (*v).to_string());
+        }
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(all),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("create test namespace");
+        let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
+        wait_for("default ServiceAccount", Duration::from_secs(60), || {
+            let sas = sas.clone();
+            async move { matches!(sas.get_opt("default").await, Ok(Some(_))) }
+        })
+        .await;
+        Self { client, name }
+    }
+}
+
+/// Polls `check` until it returns true; panics naming `what` after `timeout`.
+pub async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {}s waiting for {what}",
+            timeout.as_secs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Polls `get` until it yields `Some`, returning the value; panics naming
+/// `what` after `timeout`.
+pub async fn wait_for_value<T, F, Fut>(what: &str, timeout: Duration, mut get: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = get().await {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {}s waiting for {what}",
+            timeout.as_secs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

@@ -1,0 +1,89 @@
+//! Finds the control plane's binaries: built from source by `tests/k8s/build.sh`
+//! (cached outside the checkout) or taken from `BERTH_K8S_BIN_DIR`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::Error;
+
+/// Every binary the local control plane runs.
+pub const COMPONENTS: [&str; 6] = [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "kubectl",
+];
+
+/// The pinned versions (`tests/k8s/versions.env`, the one place they live).
+pub const VERSIONS_ENV: &str = include_str!("../../k8s/versions.env");
+
+/// Returns the value of `KEY=VALUE` in versions.env.
+pub fn pinned_version(key: &str) -> Option<&'static str> {
+    VERSIONS_ENV
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| v.trim())
+}
+
+/// Absolute paths of every component binary.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    paths: BTreeMap<String, PathBuf>,
+}
+
+impl Binaries {
+    /// Runs the build script (which builds nothing when the cache is warm, and
+    /// only checks `BERTH_K8S_BIN_DIR` when that is set) and collects its answer.
+    pub fn resolve(log_dir: &Path) -> Result<Self, Error> {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("k8s/build.sh");
+        let log = log_dir.join("build.log");
+        let log_file = std::fs::File::create(&log).map_err(|e| Error::io(&log, e))?;
+        let output = Command::new("bash")
+            .arg(&script)
+            .stderr(log_file)
+            .output()
+            .map_err(|e| Error::Build {
+                detail: format!("could not run {}: {e}", script.display()),
+                log: log.clone(),
+            })?;
+        if !output.status.success() {
+            return Err(Error::Build {
+                detail: format!("{} exited with {}", script.display(), output.status),
+                log,
+            });
+        }
+        let mut paths = BTreeMap::new();
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            if let Some((name, path)) = line.split_once('=') {
+                paths.insert(name.to_string(), PathBuf::from(path));
+            }
+        }
+        for component in COMPONENTS {
+            match paths.get(component) {
+                Some(p) if p.is_file() => {}
+                _ => {
+                    return Err(Error::MissingBinary {
+                        component: component.to_string(),
+                        log,
+                    });
+                }
+            }
+        }
+        Ok(Self { paths })
+    }
+
+    /// The path of one component's binary.
+    pub fn path(&self, component: &str) -> Result<&Path, Error> {
+        self.paths
+            .get(component)
+            .map(PathBuf::as_path)
+            .ok_or_else(|| Error::MissingBinary {
+                component: component.to_string(),
+                log: PathBuf::from("build.log"),
+            })
+    }
+}

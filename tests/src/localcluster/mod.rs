@@ -1,0 +1,314 @@
+//! A real local Kubernetes control plane on loopback: etcd, kube-apiserver,
+//! kube-controller-manager, kube-scheduler and kwok (simulated nodes whose
+//! `status.runtimeHandlers` list the configured handlers, and pods that
+//! become Running/Ready), all built from source by `tests/k8s/build.sh`.
+//!
+//! Everything it writes lives under one directory; `DIR/kubeconfig` appears
+//! only once every component is healthy and every node is Ready.
+
+pub mod binaries;
+pub mod health;
+pub mod kubeconfig;
+pub mod nodes;
+pub mod pki;
+pub mod ports;
+pub mod process;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use binaries::Binaries;
+use pki::Pki;
+use process::Component;
+
+pub use nodes::NodeSpec;
+
+/// Everything that can go wrong starting the cluster; each names the
+/// component and where to look.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("building the control plane failed: {detail}; see {}", log.display())]
+    Build { detail: String, log: PathBuf },
+    #[error("no {component} binary was found; see {}", log.display())]
+    MissingBinary { component: String, log: PathBuf },
+    #[error("{component} could not start: {detail}; see {}", log.display())]
+    Start {
+        component: String,
+        detail: String,
+        log: PathBuf,
+    },
+    #[error("{component} exited ({status}); see {} — last lines:\n{tail}", log.display())]
+    Exited {
+        component: String,
+        status: String,
+        log: PathBuf,
+        tail: String,
+    },
+    #[error("{component} did not become healthy within {secs}s: {detail}; see {}", log.display())]
+    Unhealthy {
+        component: String,
+        secs: u64,
+        detail: String,
+        log: PathBuf,
+    },
+    #[error("{} is already in use by another process (port clash) for {component}", port)]
+    PortClash { component: String, port: u16 },
+    #[error("choosing free loopback ports failed: {0}")]
+    Ports(String),
+    #[error("creating certificates failed: {0}")]
+    Pki(String),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("kubernetes client: {0}")]
+    Kube(String),
+}
+
+impl Error {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// How to start a cluster.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Holds logs, data, certificates and the kubeconfig; nothing is written outside it.
+    pub dir: PathBuf,
+    /// Simulated nodes and the runtime handlers each reports.
+    pub nodes: Vec<NodeSpec>,
+    /// How long each start-up stage may take.
+    pub timeout: Duration,
+}
+
+impl Options {
+    /// `n` nodes named `kwok-node-0…`, each reporting `handlers`.
+    pub fn uniform(dir: PathBuf, n: usize, handlers: &[String]) -> Self {
+        Self {
+            dir,
+            nodes: (0..n)
+                .map(|i| NodeSpec {
+                    name: format!("kwok-node-{i}"),
+                    handlers: handlers.to_vec(),
+                })
+                .collect(),
+            timeout: Duration::from_secs(180),
+        }
+    }
+}
+
+/// A running local control plane. Dropping it stops every process.
+#[derive(Debug)]
+pub struct LocalCluster {
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    /// kubeconfig of `berth-restricted` (group `berth:restricted`), a user
+    /// with no rights until a test grants some.
+    pub restricted_kubeconfig: PathBuf,
+    pub server: String,
+    pub binaries: Binaries,
+    components: Vec<Component>,
+}
+
+impl LocalCluster {
+    /// Builds (or finds) the binaries, starts every component, waits for
+    /// health and Ready nodes, then writes the kubeconfig.
+    pub async fn start(opts: &Options) -> Result<Self, Error> {
+        let dir = std::path::absolute(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
+        let logs = dir.join("logs");
+        std::fs::create_dir_all(&logs).map_err(|e| Error::io(&logs, e))?;
+        // A kubeconfig left by an earlier run must not be mistaken for readiness.
+        let kubeconfig_path = dir.join("kubeconfig");
+        let _ = std::fs::remove_file(&kubeconfig_path);
+
+        let binaries = tokio::task::spawn_blocking({
+            let logs = logs.clone();
+            move || Binaries::resolve(&logs)
+        })
+        .await
+        .map_err(|e| Error::Kube(e.to_string()))??;
+
+        let pki = Pki::create(&dir.join("pki"))?;
+        let [etcd_client, etcd_peer, apiserver, kcm, scheduler, kwok]: [u16; 6] =
+            ports::free_loopback_ports(6)?
+                .try_into()
+                .map_err(|_| Error::Ports("wrong number of ports".into()))?;
+        let server = format!("https://127.0.0.1:{apiserver}");
+
+        // Components authenticate with the admin certificate through a
+        // private kubeconfig; the public one is written last.
+        let internal_kubeconfig = dir.join("pki/components.kubeconfig");
+        kubeconfig::write_atomic(
+            &internal_kubeconfig,
+            &kubeconfig::render(&server, &pki.dir, "berth-admin", "admin.crt", "admin.key"),
+        )?;
+
+        let mut cluster = Self {
+            dir: dir.clone(),
+            kubeconfig: kubeconfig_path,
+            restricted_kubeconfig: dir.join("kubeconfig-restricted"),
+            server: server.clone(),
+            binaries,
+            components: Vec::new(),
+        };
+        for (component, port) in [
+            ("etcd", etcd_client),
+            ("etcd", etcd_peer),
+            ("kube-apiserver", apiserver),
+            ("kube-controller-manager", kcm),
+            ("kube-scheduler", scheduler),
+            ("kwok", kwok),
+        ] {
+            if ports::is_listening(port) {
+                return Err(Error::PortClash {
+                    component: component.into(),
+                    port,
+                });
+            }
+        }
+
+        let data = dir.join("etcd-data");
+        let etcd_args = vec![
+            "--name=berth".into(),
+            format!("--data-dir={}", data.display()),
+            format!("--listen-client-urls=http://127.0.0.1:{etcd_client}"),
+            format!("--advertise-client-urls=http://127.0.0.1:{etcd_client}"),
+            format!("--listen-peer-urls=http://127.0.0.1:{etcd_peer}"),
+            format!("--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}"),
+            format!("--initial-cluster=berth=http://127.0.0.1:{etcd_peer}"),
+            "--listen-metrics-urls=".into(),
+            // A throwaway test store: durability is not worth the fsyncs.
+            "--unsafe-no-fsync=true".into(),
+            "--log-level=warn".into(),
+        ];
+        cluster.spawn("etcd", &etcd_args, &logs)?;
+        health::wait_for_port(&mut cluster.components[0], etcd_client, opts.timeout).await?;
+
+        let p = |f: &str| pki.file(f).display().to_string();
+        let apiserver_args = vec![
+            format!("--etcd-servers=http://127.0.0.1:{etcd_client}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={apiserver}"),
+            format!("--tls-cert-file={}", p("apiserver.crt")),
+            format!("--tls-private-key-file={}", p("apiserver.key")),
+            format!("--client-ca-file={}", p("ca.crt")),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            format!("--service-account-key-file={}", p("sa.pub")),
+            format!("--service-account-signing-key-file={}", p("sa.key")),
+            "--service-cluster-ip-range=10.96.0.0/16".into(),
+            "--authorization-mode=Node,RBAC".into(),
+            // The default plugin set (RuntimeClass, ServiceAccount,
+            // validating/mutating webhooks, ValidatingAdmissionPolicy …) stays on.
+            "--allow-privileged=true".into(),
+            // The `kubernetes` Service cannot point at a loopback address.
+            "--endpoint-reconciler-type=none".into(),
+            "--profiling=false".into(),
+            "--v=1".into(),
+        ];
+        cluster.spawn("kube-apiserver", &apiserver_args, &logs)?;
+        let admin = health::wait_for_apiserver(
+            &mut cluster.components[1],
+            &internal_kubeconfig,
+            opts.timeout,
+        )
+        .await?;
+
+        let kc = internal_kubeconfig.display().to_string();
+        let kcm_args = vec![
+            format!("--kubeconfig={kc}"),
+            format!("--authentication-kubeconfig={kc}"),
+            format!("--authorization-kubeconfig={kc}"),
+            "--bind-address=127.0.0.1".into(),
+            format!("--secure-port={kcm}"),
+            "--leader-elect=false".into(),
+            format!("--root-ca-file={}", p("ca.crt")),
+            format!("--service-account-private-key-file={}", p("sa.key")),
+            format!("--cluster-signing-cert-file={}", p("ca.crt")),
+            format!("--cluster-signing-key-file={}", p("ca.key")),
+            "--use-service-account-credentials=false".into(),
+            // Fast, but not frantic, for short test timeouts.
+            "--concurrent-deployment-syncs=5".into(),
+            "--v=1".into(),
+        ];
+        cluster.spawn("kube-controller-manager", &kcm_args, &logs)?;
+        let scheduler_args = vec![
+            format!("--kubeconfig={kc}"),
+            format!("--authentication-kubeconfig={kc}"),
+            format!("--authorization-kubeconfig={kc}"),
+            "--bind-address=127.0.0.1".into(),
+            format!("--secure-port={scheduler}"),
+            "--leader-elect=false".into(),
+            "--v=1".into(),
+        ];
+        cluster.spawn("kube-scheduler", &scheduler_args, &logs)?;
+        let stages = cluster.binaries.path("kwok-stages")?.display().to_string();
+        let kwok_args = vec![
+            format!("--kubeconfig={kc}"),
+            format!("--config={stages}"),
+            "--manage-all-nodes=false".into(),
+            format!("--manage-nodes-with-annotation-selector={}=fake", nodes::KWOK_ANNOTATION),
+            format!("--server-address=127.0.0.1:{kwok}"),
+            "--node-lease-duration-seconds=40".into(),
+            "--cidr=10.244.0.0/16".into(),
+            "--node-ip=10.0.0.1".into(),
+        ];
+        cluster.spawn("kwok", &kwok_args, &logs)?;
+
+        for (i, port, https) in [(2usize, kcm, true), (3, scheduler, true), (4, kwok, false)] {
+            health::wait_for_healthz(&mut cluster.components[i], port, https, opts.timeout)
+                .await?;
+        }
+
+        nodes::create(&admin, &opts.nodes).await?;
+        nodes::wait_ready(&admin, &opts.nodes, &mut cluster.components, opts.timeout).await?;
+        health::wait_for_default_service_account(&admin, &mut cluster.components, opts.timeout)
+            .await?;
+
+        kubeconfig::write_atomic(
+            &cluster.restricted_kubeconfig,
+            &kubeconfig::render(
+                &server,
+                &pki.dir,
+                "berth-restricted",
+                "restricted.crt",
+                "restricted.key",
+            ),
+        )?;
+        kubeconfig::write_atomic(
+            &cluster.kubeconfig,
+            &kubeconfig::render(&server, &pki.dir, "berth-admin", "admin.crt", "admin.key"),
+        )?;
+        Ok(cluster)
+    }
+
+    fn spawn(&mut self, name: &str, args: &[String], logs: &Path) -> Result<(), Error> {
+        let binary = self.binaries.path(name)?.to_path_buf();
+        let c = Component::spawn(name, &binary, args, logs)?;
+        self.components.push(c);
+        Ok(())
+    }
+
+    /// An error naming the first component that has exited, if any.
+    pub fn check_running(&mut self) -> Result<(), Error> {
+        self.components.iter_mut().try_for_each(Component::check_running)
+    }
+
+    /// Stops every component, newest first (kwok … etcd).
+    pub fn stop(&mut self) {
+        while let Some(mut c) = self.components.pop() {
+            c.stop(Duration::from_secs(10));
+        }
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,137 @@
+//! The cluster's certificates and keys: one CA, the apiserver's serving
+//! certificate, an admin client certificate (group system:masters), a
+//! restricted user's client certificate for RBAC tests, and the
+//! ServiceAccount token signing key.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
+};
+
+use super::Error;
+
+/// A PEM certificate and its PEM private key.
+#[derive(Debug, Clone)]
+pub struct CertAndKey {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// Everything the control plane and its clients need, written under `DIR/pki`.
+#[derive(Debug)]
+pub struct Pki {
+    pub dir: PathBuf,
+    pub ca: CertAndKey,
+    pub admin: CertAndKey,
+}
+
+fn rc(e: rcgen::Error) -> Error {
+    Error::Pki(e.to_string())
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> Result<(), Error> {
+    let path = dir.join(name);
+    std::fs::write(&path, content).map_err(|e| Error::io(&path, e))
+}
+
+/// Issues a client certificate for `user` in `groups`, signed by the CA.
+fn client_cert(
+    ca: &CertifiedIssuer<'_, KeyPair>,
+    user: &str,
+    groups: &[&str],
+) -> Result<CertAndKey, Error> {
+    let key = KeyPair::generate().map_err(rc)?;
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rc)?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, user);
+    for g in groups {
+        dn.push(DnType::OrganizationName, *g);
+    }
+    params.distinguished_name = dn;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, ca).map_err(rc)?;
+    Ok(CertAndKey {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+impl Pki {
+    /// Creates a fresh CA and every certificate under `dir`.
+    pub fn create(dir: &Path) -> Result<Self, Error> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+
+        let ca_key = KeyPair::generate().map_err(rc)?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(rc)?;
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "berth-localcluster-ca");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca_key_pem = ca_key.serialize_pem();
+        let ca = CertifiedIssuer::self_signed(ca_params, ca_key).map_err(rc)?;
+        let ca_pair = CertAndKey {
+            cert_pem: ca.pem(),
+            key_pem: ca_key_pem,
+        };
+
+        // Serving certificate for the apiserver (and reused by the other
+        // components' secure ports, which clients reach on loopback only).
+        let serving_key = KeyPair::generate().map_err(rc)?;
+        let mut serving = CertificateParams::new(vec![
+            "localhost".to_string(),
+            "kubernetes".to_string(),
+            "kubernetes.default".to_string(),
+            "kubernetes.default.svc".to_string(),
+            "kubernetes.default.svc.cluster.local".to_string(),
+        ])
+        .map_err(rc)?;
+        serving
+            .subject_alt_names
+            .push(SanType::IpAddress(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)));
+        serving
+            .distinguished_name
+            .push(DnType::CommonName, "kube-apiserver");
+        serving.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let serving_cert = serving.signed_by(&serving_key, &ca).map_err(rc)?;
+
+        let admin = client_cert(&ca, "berth-admin", &["system:masters"])?;
+        // A second identity with no rights of its own; tests grant it RBAC.
+        let restricted = client_cert(&ca, "berth-restricted", &["berth:restricted"])?;
+
+        let sa_key = KeyPair::generate().map_err(rc)?;
+
+        write(dir, "ca.crt", &ca_pair.cert_pem)?;
+        write(dir, "ca.key", &ca_pair.key_pem)?;
+        write(dir, "apiserver.crt", &serving_cert.pem())?;
+        write(dir, "apiserver.key", &serving_key.serialize_pem())?;
+        write(dir, "admin.crt", &admin.cert_pem)?;
+        write(dir, "admin.key", &admin.key_pem)?;
+        write(dir, "restricted.crt", &restricted.cert_pem)?;
+        write(dir, "restricted.key", &restricted.key_pem)?;
+        write(dir, "sa.key", &sa_key.serialize_pem())?;
+        write(dir, "sa.pub", &sa_key.public_key_pem())?;
+
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            ca: ca_pair,
+            admin,
+        })
+    }
+
+    /// Path of a file in the PKI directory.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
