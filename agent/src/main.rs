@@ -3,7 +3,9 @@
 //! The binary's edge: parses the command line, installs color-eyre, and hands
 //! each subcommand to its own module.
 
+mod check_grants;
 mod crds;
+mod grants_config;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +21,9 @@ struct Cli {
 enum Command {
     /// Print every berth CRD as multi-document YAML.
     Crds,
+    /// Validate a grants file and print its bindings or every error
+    /// (exit 0 valid, 1 invalid, 2 usage).
+    CheckGrants(check_grants::CheckGrantsArgs),
 }
 
 fn main() -> color_eyre::Result<()> {
@@ -26,5 +31,6 @@ fn main() -> color_eyre::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Crds => crds::run(),
+        Command::CheckGrants(args) => check_grants::run(&args),
     }
 }

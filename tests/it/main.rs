@@ -1,1 +1,4 @@
-//! berth integration tests: one binary, one local control plane.
+//! berth integration tests: one test binary, one real local control plane
+//! (see `berth_tests::harness`), a namespace per test.
+
+mod foundation;

@@ -58,17 +58,19 @@ done
 build kwok "$KWOK_VERSION" kwok kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"
 
 # kwok itself ships no stages when run bare (kwokctl normally passes them):
-# collect the default node and pod Stages from the pinned kwok module.
-stages="$cache/kwok-$KWOK_VERSION/kwok-stages.yaml"
+# collect the default node and pod Stages from the pinned kwok module. The
+# file name carries a digest of the list, so changing the list rebuilds it.
+stage_files="node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+pod/general/pod-create.yaml pod/general/pod-init-container-running.yaml
+pod/general/pod-init-container-completed.yaml pod/general/pod-ready.yaml
+pod/general/pod-complete.yaml pod/general/pod-delete.yaml"
+stages="$cache/kwok-$KWOK_VERSION/kwok-stages-$(echo "$stage_files" | sha256sum | cut -c1-12).yaml"
 if [[ ! -f "$stages" ]]; then
   kwok_src="$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
-  {
-    for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-             pod/general/pod-ready.yaml pod/general/pod-complete.yaml pod/general/pod-delete.yaml; do
-      echo "---"
-      cat "$kwok_src/kustomize/stage/$f"
-    done
-  } > "$stages.tmp"
+  for f in $stage_files; do
+    echo "---"
+    cat "$kwok_src/kustomize/stage/$f"
+  done > "$stages.tmp"
   mv "$stages.tmp" "$stages"
 fi
 echo "kwok-stages=$stages"

@@ -2,6 +2,10 @@
 //! the loaded grants file (DESIGN §2). Cluster-scoped and written only by the
 //! agent, so the console and kubectl can see grants without the file.
 
+// Every `printcolumn(...)` repeats `type_ = ...`, which clippy's
+// duplicated_attributes lint mistakes for a duplicated attribute.
+#![allow(clippy::duplicated_attributes)]
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -25,14 +29,30 @@ use super::patterns;
     category = "berth",
     doc = "A grant of one RuntimeClass to one service, mirrored by the berth agent from its grants file. Read-only for everyone but the agent.",
     printcolumn(name = "Project", type_ = "string", json_path = ".spec.project"),
-    printcolumn(name = "Environment", type_ = "string", json_path = ".spec.environment"),
-    printcolumn(name = "Application", type_ = "string", json_path = ".spec.application"),
+    printcolumn(
+        name = "Environment",
+        type_ = "string",
+        json_path = ".spec.environment"
+    ),
+    printcolumn(
+        name = "Application",
+        type_ = "string",
+        json_path = ".spec.application"
+    ),
     printcolumn(name = "Service", type_ = "string", json_path = ".spec.service"),
     printcolumn(name = "Class", type_ = "string", json_path = ".spec.runtimeClass"),
     printcolumn(name = "Handler", type_ = "string", json_path = ".spec.handler"),
-    printcolumn(name = "Class-Present", type_ = "boolean", json_path = ".status.classPresent"),
+    printcolumn(
+        name = "Class-Present",
+        type_ = "boolean",
+        json_path = ".status.classPresent"
+    ),
     printcolumn(name = "Nodes", type_ = "string", json_path = ".status.nodes.summary"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeGrantSpec {
@@ -126,7 +146,9 @@ impl NodeCoverage {
 }
 
 /// A namespaced object reference.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
     /// Namespace.
@@ -136,7 +158,9 @@ pub struct ObjectRef {
 }
 
 /// A workload controller reference.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadRef {
     /// Kind, e.g. `ReplicaSet`.

@@ -12,7 +12,8 @@ pub const SCOPE_NAME: &str = "^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$";
 pub const DNS_LABEL: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 
 /// A DNS-1123 subdomain (up to 253 characters).
-pub const DNS_SUBDOMAIN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+pub const DNS_SUBDOMAIN: &str =
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
 /// An image repository, optionally with a registry host and port. No tag or
 /// digest here: those are separate fields so exactly one can be required.

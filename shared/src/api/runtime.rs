@@ -5,6 +5,10 @@
 //! PodSpec, so the production contract rendered by [`crate::render`] cannot
 //! be bypassed from the spec.
 
+// Every `printcolumn(...)` repeats `type_ = ...`, which clippy's
+// duplicated_attributes lint mistakes for a duplicated attribute.
+#![allow(clippy::duplicated_attributes)]
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Affinity, Toleration};
@@ -54,14 +58,26 @@ pub const DEFAULT_ACTIVE_DEADLINE_SECONDS: i64 = 3600;
     shortname = "rt",
     category = "berth",
     doc = "One service's workload, run under berth's production contract. Project and environment come from the Namespace labels berth.dev/project and berth.dev/environment.",
-    printcolumn(name = "Application", type_ = "string", json_path = ".spec.application"),
+    printcolumn(
+        name = "Application",
+        type_ = "string",
+        json_path = ".spec.application"
+    ),
     printcolumn(name = "Service", type_ = "string", json_path = ".spec.service"),
     printcolumn(name = "Profile", type_ = "string", json_path = ".spec.runtimeProfile"),
     printcolumn(name = "Grant", type_ = "string", json_path = ".status.profile.state"),
     printcolumn(name = "Ready", type_ = "integer", json_path = ".status.rollout.ready"),
-    printcolumn(name = "Desired", type_ = "integer", json_path = ".status.rollout.desired"),
+    printcolumn(
+        name = "Desired",
+        type_ = "integer",
+        json_path = ".status.rollout.desired"
+    ),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.rollout.phase"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [

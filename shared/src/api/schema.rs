@@ -71,7 +71,7 @@ pub(crate) fn quantity(_: &mut SchemaGenerator) -> Schema {
         "description": "A Kubernetes resource quantity, e.g. 100m, 1, 256Mi.",
         "x-kubernetes-int-or-string": true,
         "x-kubernetes-validations": [{
-            "rule": "isQuantity(string(self)) && quantity(string(self)).sign() >= 0",
+            "rule": "isQuantity(string(self)) && !string(self).startsWith('-')",
             "message": "must be a non-negative resource quantity such as 100m, 1 or 256Mi",
         }],
     })

@@ -11,7 +11,9 @@ use super::*;
 /// workspace root). With `BERTH_UPDATE_GOLDEN=1` it rewrites the file instead,
 /// so regenerating every golden file is one test run.
 pub(crate) fn check_golden(rel: &str, content: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(rel);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(rel);
     if std::env::var("BERTH_UPDATE_GOLDEN").as_deref() == Ok("1") {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).expect("create golden dir");
@@ -38,18 +40,41 @@ fn committed_crds_match_generated() {
 #[test]
 fn crd_names_and_scopes() {
     let crds = crds();
-    let names: Vec<_> = crds.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
+    let names: Vec<_> = crds
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap_or_default())
+        .collect();
     assert_eq!(names, ["runtimes.berth.dev", "runtimegrants.berth.dev"]);
     assert_eq!(crds[0].spec.scope, "Namespaced");
     assert_eq!(crds[1].spec.scope, "Cluster");
     for crd in &crds {
-        assert_eq!(crd.spec.names.categories.as_deref(), Some(&["berth".to_string()][..]));
+        assert_eq!(
+            crd.spec.names.categories.as_deref(),
+            Some(&["berth".to_string()][..])
+        );
         let version = &crd.spec.versions[0];
-        assert!(version.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some());
-        assert!(version.additional_printer_columns.as_ref().is_some_and(|c| c.len() >= 6));
+        assert!(
+            version
+                .subresources
+                .as_ref()
+                .and_then(|s| s.status.as_ref())
+                .is_some()
+        );
+        assert!(
+            version
+                .additional_printer_columns
+                .as_ref()
+                .is_some_and(|c| c.len() >= 6)
+        );
     }
-    assert_eq!(crds[0].spec.names.short_names.as_deref(), Some(&["rt".to_string()][..]));
-    assert_eq!(crds[1].spec.names.short_names.as_deref(), Some(&["rtg".to_string()][..]));
+    assert_eq!(
+        crds[0].spec.names.short_names.as_deref(),
+        Some(&["rt".to_string()][..])
+    );
+    assert_eq!(
+        crds[1].spec.names.short_names.as_deref(),
+        Some(&["rtg".to_string()][..])
+    );
     let yaml = crds_yaml().expect("yaml");
     assert_eq!(yaml.matches("---\n").count(), 2);
 }
@@ -58,11 +83,24 @@ fn crd_names_and_scopes() {
 fn schemas_are_structural_without_unknown_fields() {
     for crd in crds() {
         let json = serde_json::to_string(&crd).expect("json");
-        assert!(!json.contains("x-kubernetes-preserve-unknown-fields"), "{json}");
+        assert!(
+            !json.contains("x-kubernetes-preserve-unknown-fields"),
+            "{json}"
+        );
         // Structural schemas forbid these composition keywords at the top of
         // a property (kube's rewriter must have hoisted them).
-        for keyword in ["\"anyOf\"", "\"oneOf\"", "\"allOf\"", "\"$ref\"", "\"additionalProperties\":true"] {
-            assert!(!json.contains(keyword), "{} contains {keyword}", crd.metadata.name.unwrap_or_default());
+        for keyword in [
+            "\"anyOf\"",
+            "\"oneOf\"",
+            "\"allOf\"",
+            "\"$ref\"",
+            "\"additionalProperties\":true",
+        ] {
+            assert!(
+                !json.contains(keyword),
+                "{} contains {keyword}",
+                crd.metadata.name.unwrap_or_default()
+            );
         }
     }
 }
@@ -81,11 +119,19 @@ fn runtime_schema() -> Value {
 fn every_cel_rule_compiles() {
     for crd in crds() {
         let schema = serde_json::to_value(
-            crd.spec.versions[0].schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref()).expect("schema"),
+            crd.spec.versions[0]
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .expect("schema"),
         )
         .expect("json");
         let compiled = compile_schema(&schema);
-        assert!(!compiled.has_errors(), "{:?}", compiled.compilation_errors());
+        assert!(
+            !compiled.has_errors(),
+            "{:?}",
+            compiled.compilation_errors()
+        );
     }
 }
 
@@ -122,7 +168,10 @@ fn errors_after(change: impl FnOnce(&mut Value), old: Option<&Value>) -> Vec<Str
 }
 
 fn assert_rejected(errors: &[String], needle: &str) {
-    assert!(errors.iter().any(|e| e.contains(needle)), "expected {needle:?} in {errors:?}");
+    assert!(
+        errors.iter().any(|e| e.contains(needle)),
+        "expected {needle:?} in {errors:?}"
+    );
 }
 
 #[test]
@@ -132,12 +181,19 @@ fn valid_runtime_passes() {
     assert_eq!(errors_after(|_| {}, Some(&old)), Vec::<String>::new());
     // The smallest accepted spec.
     let minimal = json!({"spec": {"application": "a", "service": "b", "image": {"repository": "r", "digest": format!("sha256:{}", "a".repeat(64))}}});
-    assert!(Validator::new().validate(&runtime_schema(), &minimal, None).is_ok());
+    assert!(
+        Validator::new()
+            .validate(&runtime_schema(), &minimal, None)
+            .is_ok()
+    );
 }
 
 #[test]
 fn image_needs_exactly_one_of_tag_and_digest() {
-    let both = errors_after(|o| o["spec"]["image"]["digest"] = json!(format!("sha256:{}", "0".repeat(64))), None);
+    let both = errors_after(
+        |o| o["spec"]["image"]["digest"] = json!(format!("sha256:{}", "0".repeat(64))),
+        None,
+    );
     assert_rejected(&both, "exactly one of image.tag or image.digest");
     let neither = errors_after(|o| o["spec"]["image"] = json!({"repository": "r"}), None);
     assert_rejected(&neither, "exactly one of image.tag or image.digest");
@@ -156,27 +212,67 @@ fn application_and_service_are_immutable() {
 
 #[test]
 fn network_policy_enabled_needs_ingress() {
-    let none = errors_after(|o| o["spec"]["networkPolicy"] = json!({"enabled": true}), None);
+    let none = errors_after(
+        |o| o["spec"]["networkPolicy"] = json!({"enabled": true}),
+        None,
+    );
     assert_rejected(&none, "needs at least one ingress peer");
-    let empty = errors_after(|o| o["spec"]["networkPolicy"] = json!({"enabled": true, "ingress": []}), None);
+    let empty = errors_after(
+        |o| o["spec"]["networkPolicy"] = json!({"enabled": true, "ingress": []}),
+        None,
+    );
     assert_rejected(&empty, "needs at least one ingress peer");
-    assert!(errors_after(|o| o["spec"]["networkPolicy"] = json!({"enabled": false}), None).is_empty());
-    let empty_peer = errors_after(|o| o["spec"]["networkPolicy"]["ingress"] = json!([{}]), None);
+    assert!(
+        errors_after(
+            |o| o["spec"]["networkPolicy"] = json!({"enabled": false}),
+            None
+        )
+        .is_empty()
+    );
+    let empty_peer = errors_after(
+        |o| o["spec"]["networkPolicy"]["ingress"] = json!([{}]),
+        None,
+    );
     assert_rejected(&empty_peer, "needs namespaceLabels or podLabels");
 }
 
 #[test]
 fn autoscaling_bounds_and_cpu_request() {
-    let inverted = errors_after(|o| o["spec"]["autoscaling"] = json!({"enabled": true, "minReplicas": 5, "maxReplicas": 3}), None);
+    let inverted = errors_after(
+        |o| o["spec"]["autoscaling"] = json!({"enabled": true, "minReplicas": 5, "maxReplicas": 3}),
+        None,
+    );
     assert_rejected(&inverted, "maxReplicas must be at least minReplicas");
     // maxReplicas 1 is below the default minimum of 2.
-    let below_default = errors_after(|o| o["spec"]["autoscaling"] = json!({"enabled": true, "maxReplicas": 1}), None);
+    let below_default = errors_after(
+        |o| o["spec"]["autoscaling"] = json!({"enabled": true, "maxReplicas": 1}),
+        None,
+    );
     assert_rejected(&below_default, "maxReplicas must be at least minReplicas");
-    assert!(errors_after(|o| o["spec"]["autoscaling"] = json!({"enabled": true, "minReplicas": 3, "maxReplicas": 3}), None).is_empty());
+    assert!(
+        errors_after(
+            |o| o["spec"]["autoscaling"] =
+                json!({"enabled": true, "minReplicas": 3, "maxReplicas": 3}),
+            None
+        )
+        .is_empty()
+    );
 
-    let no_cpu = errors_after(|o| o["spec"]["resources"]["requests"] = json!({"memory": "1Gi"}), None);
+    let no_cpu = errors_after(
+        |o| o["spec"]["resources"]["requests"] = json!({"memory": "1Gi"}),
+        None,
+    );
     assert_rejected(&no_cpu, "requires resources.requests.cpu");
-    let no_resources = errors_after(|o| o["spec"].as_object_mut().map(|s| s.remove("resources")).map(drop).unwrap_or(()), None);
+    let no_resources = errors_after(
+        |o| {
+            o["spec"]
+                .as_object_mut()
+                .map(|s| s.remove("resources"))
+                .map(drop)
+                .unwrap_or(())
+        },
+        None,
+    );
     assert_rejected(&no_resources, "requires resources.requests.cpu");
     // Off, no CPU request is needed.
     assert!(
@@ -193,10 +289,16 @@ fn autoscaling_bounds_and_cpu_request() {
 
 #[test]
 fn job_and_schedule_names_are_unique() {
-    let jobs = errors_after(|o| o["spec"]["jobs"] = json!([{"name": "a"}, {"name": "a"}]), None);
+    let jobs = errors_after(
+        |o| o["spec"]["jobs"] = json!([{"name": "a"}, {"name": "a"}]),
+        None,
+    );
     assert_rejected(&jobs, "job names must be unique");
     let schedules = errors_after(
-        |o| o["spec"]["schedules"] = json!([{"name": "n", "schedule": "@daily"}, {"name": "n", "schedule": "@hourly"}]),
+        |o| {
+            o["spec"]["schedules"] =
+                json!([{"name": "n", "schedule": "@daily"}, {"name": "n", "schedule": "@hourly"}])
+        },
         None,
     );
     assert_rejected(&schedules, "schedule names must be unique");
@@ -206,35 +308,83 @@ fn job_and_schedule_names_are_unique() {
 fn map_keys_are_checked() {
     let env = errors_after(|o| o["spec"]["config"]["env"] = json!({"1BAD": "x"}), None);
     assert_rejected(&env, "environment variable names");
-    let env = errors_after(|o| o["spec"]["config"]["env"] = json!({"BAD-NAME": "x"}), None);
+    let env = errors_after(
+        |o| o["spec"]["config"]["env"] = json!({"BAD-NAME": "x"}),
+        None,
+    );
     assert_rejected(&env, "environment variable names");
-    let label_key = errors_after(|o| o["spec"]["podMetadata"]["labels"] = json!({"-bad": "x"}), None);
+    let label_key = errors_after(
+        |o| o["spec"]["podMetadata"]["labels"] = json!({"-bad": "x"}),
+        None,
+    );
     assert_rejected(&label_key, "valid label keys");
-    let label_value = errors_after(|o| o["spec"]["podMetadata"]["labels"] = json!({"good": "not ok"}), None);
+    let label_value = errors_after(
+        |o| o["spec"]["podMetadata"]["labels"] = json!({"good": "not ok"}),
+        None,
+    );
     assert_rejected(&label_value, "valid label values");
-    let node_selector = errors_after(|o| o["spec"]["scheduling"]["nodeSelector"] = json!({"a/b/c": "x"}), None);
+    let node_selector = errors_after(
+        |o| o["spec"]["scheduling"]["nodeSelector"] = json!({"a/b/c": "x"}),
+        None,
+    );
     assert_rejected(&node_selector, "valid label keys");
-    let annotation = errors_after(|o| o["spec"]["podMetadata"]["annotations"] = json!({"bad key": "x"}), None);
+    let annotation = errors_after(
+        |o| o["spec"]["podMetadata"]["annotations"] = json!({"bad key": "x"}),
+        None,
+    );
     assert_rejected(&annotation, "valid annotation keys");
-    let peer = errors_after(|o| o["spec"]["networkPolicy"]["ingress"][0]["podLabels"] = json!({"app": "bad value!"}), None);
+    let peer = errors_after(
+        |o| o["spec"]["networkPolicy"]["ingress"][0]["podLabels"] = json!({"app": "bad value!"}),
+        None,
+    );
     assert_rejected(&peer, "valid label values");
 }
 
 #[test]
 fn quantities_are_checked() {
-    let bad = errors_after(|o| o["spec"]["resources"]["requests"]["cpu"] = json!("lots"), None);
+    let bad = errors_after(
+        |o| o["spec"]["resources"]["requests"]["cpu"] = json!("lots"),
+        None,
+    );
     assert_rejected(&bad, "resource quantity");
-    let negative = errors_after(|o| o["spec"]["resources"]["limits"]["memory"] = json!("-1Gi"), None);
+    let negative = errors_after(
+        |o| o["spec"]["resources"]["limits"]["memory"] = json!("-1Gi"),
+        None,
+    );
     assert_rejected(&negative, "resource quantity");
-    assert!(errors_after(|o| o["spec"]["resources"]["requests"]["cpu"] = json!(2), None).is_empty());
-    assert!(errors_after(|o| o["spec"]["resources"]["requests"]["cpu"] = json!("1.5"), None).is_empty());
+    assert!(
+        errors_after(
+            |o| o["spec"]["resources"]["requests"]["cpu"] = json!(2),
+            None
+        )
+        .is_empty()
+    );
+    assert!(
+        errors_after(
+            |o| o["spec"]["resources"]["requests"]["cpu"] = json!("1.5"),
+            None
+        )
+        .is_empty()
+    );
 }
 
 #[test]
 fn runtime_round_trips_through_serde() {
     let runtime: Runtime = serde_json::from_value(valid()).expect("deserialize");
-    assert_eq!(runtime.spec.image.reference(), "registry.example/analytics/worker:1.2.3");
-    assert_eq!(runtime.spec.resources.as_ref().and_then(|r| r.limits.as_ref()).and_then(|l| l.cpu.as_ref()).map(|q| q.0.as_str()), Some("1"));
+    assert_eq!(
+        runtime.spec.image.reference(),
+        "registry.example/analytics/worker:1.2.3"
+    );
+    assert_eq!(
+        runtime
+            .spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.as_ref())
+            .and_then(|l| l.cpu.as_ref())
+            .map(|q| q.0.as_str()),
+        Some("1")
+    );
     let back = serde_json::to_value(&runtime).expect("serialize");
     let again: Runtime = serde_json::from_value(back).expect("deserialize again");
     assert_eq!(runtime, again);

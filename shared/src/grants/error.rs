@@ -209,7 +209,9 @@ pub enum Problem {
         issue: FormatIssue,
     },
     /// Two bindings with the same `name`.
-    #[error("{table}.name = {name} is already used by bindings[{first_index}] (line {first_line}); names must be unique")]
+    #[error(
+        "{table}.name = {name} is already used by bindings[{first_index}] (line {first_line}); names must be unique"
+    )]
     DuplicateName {
         /// Where the second use is.
         at: Position,
@@ -221,6 +223,12 @@ pub enum Problem {
         first_index: usize,
         /// Line of the first binding's name.
         first_line: u32,
+    },
+    /// More problems than [`super::MAX_REPORTED_PROBLEMS`]: the rest are only counted.
+    #[error("{omitted} more problem(s) not listed")]
+    Truncated {
+        /// How many were not listed.
+        omitted: usize,
     },
 }
 
@@ -244,6 +252,7 @@ impl Problem {
                 _ => "identity-format",
             },
             Problem::DuplicateName { .. } => "name-unique",
+            Problem::Truncated { .. } => "more-problems",
         }
     }
 
@@ -260,6 +269,7 @@ impl Problem {
             | Problem::DuplicateName { at, .. } => Some(*at),
             Problem::ByteOrderMark => Some(Position::START),
             Problem::Syntax { at, .. } | Problem::MissingKey { at, .. } => *at,
+            Problem::Truncated { .. } => None,
         }
     }
 }

@@ -29,14 +29,12 @@ pub(crate) fn is_unsafe_char(c: char) -> bool {
 /// Replace unsafe characters and bound the length; appends `…` when cut.
 pub(crate) fn sanitize(text: &str, max_chars: usize) -> String {
     let mut out = String::new();
-    let mut count = 0usize;
-    for c in text.chars() {
+    for (count, c) in text.chars().enumerate() {
         if count == max_chars {
             out.push('…');
             return out;
         }
         out.push(if is_unsafe_char(c) { '\u{FFFD}' } else { c });
-        count += 1;
     }
     out
 }
@@ -59,11 +57,7 @@ pub(crate) fn path(p: &std::path::Path) -> String {
     let half = MAX_PATH_CHARS / 2;
     let head: String = lossy.chars().take(half).collect();
     let tail: String = lossy.chars().skip(total - half).collect();
-    format!(
-        "{}…{}",
-        sanitize(&head, half),
-        sanitize(&tail, half)
-    )
+    format!("{}…{}", sanitize(&head, half), sanitize(&tail, half))
 }
 
 /// How a single character is shown in a message: printable ASCII quoted,

@@ -178,7 +178,10 @@ fn check_file(ctx: &Ctx<'_>, st: &rfs::Stat, path: &Path) -> Result<(), GrantsEr
             mode: st.st_mode & 0o7777,
         }));
     }
-    #[allow(clippy::useless_conversion, reason = "st_nlink is u32 or u64 by target")]
+    #[allow(
+        clippy::useless_conversion,
+        reason = "st_nlink is u32 or u64 by target"
+    )]
     let nlink = u64::from(st.st_nlink);
     if nlink != 1 {
         return Err(ctx.unsafe_file(UnsafeFile::HardLinks {
@@ -220,7 +223,12 @@ fn read_file(
     check_file(ctx, &opened, &path)?;
 
     let limit = MAX_FILE_BYTES as u64 + 1;
-    let mut bytes = Vec::with_capacity(usize::try_from(opened.st_size).unwrap_or(0).min(MAX_FILE_BYTES) + 1);
+    let mut bytes = Vec::with_capacity(
+        usize::try_from(opened.st_size)
+            .unwrap_or(0)
+            .min(MAX_FILE_BYTES)
+            + 1,
+    );
     std::fs::File::from(fd)
         .take(limit)
         .read_to_end(&mut bytes)
@@ -264,7 +272,8 @@ fn read_volume_file(ctx: &Ctx<'_>, dir: &Dir, name: &OsStr) -> Result<TrustedCon
 
     let data = OsStr::new("..data");
     let data_path = dir.path.join(data);
-    let data_fd = open_path(&dir.fd, data, OFlags::empty()).map_err(|e| ctx.io("open", &data_path, e))?;
+    let data_fd =
+        open_path(&dir.fd, data, OFlags::empty()).map_err(|e| ctx.io("open", &data_path, e))?;
     let data_st = rfs::fstat(&data_fd).map_err(|e| ctx.io("inspect", &data_path, e))?;
     if FileType::from_raw_mode(data_st.st_mode) != FileType::Symlink {
         return Err(ctx.unsafe_file(UnsafeFile::VolumeLayout {
@@ -274,7 +283,11 @@ fn read_volume_file(ctx: &Ctx<'_>, dir: &Dir, name: &OsStr) -> Result<TrustedCon
     }
     let ts = readlink(ctx, dir, data)?;
     let ts_bytes = ts.as_bytes();
-    if ts_bytes.len() <= 2 || !ts_bytes.starts_with(b"..") || ts_bytes.contains(&b'/') || ts_bytes == b"..data" {
+    if ts_bytes.len() <= 2
+        || !ts_bytes.starts_with(b"..")
+        || ts_bytes.contains(&b'/')
+        || ts_bytes == b"..data"
+    {
         return Err(ctx.unsafe_file(UnsafeFile::VolumeLayout {
             path: data_path,
             reason: "..data must point to a ..<timestamp> directory in the same directory",
@@ -282,7 +295,8 @@ fn read_volume_file(ctx: &Ctx<'_>, dir: &Dir, name: &OsStr) -> Result<TrustedCon
     }
 
     let ts_path = dir.path.join(&ts);
-    let ts_fd = open_path(&dir.fd, &ts, OFlags::empty()).map_err(|e| ctx.io("open", &ts_path, e))?;
+    let ts_fd =
+        open_path(&dir.fd, &ts, OFlags::empty()).map_err(|e| ctx.io("open", &ts_path, e))?;
     let ts_st = rfs::fstat(&ts_fd).map_err(|e| ctx.io("inspect", &ts_path, e))?;
     if FileType::from_raw_mode(ts_st.st_mode) != FileType::Directory {
         return Err(ctx.unsafe_file(UnsafeFile::VolumeLayout {
@@ -297,7 +311,8 @@ fn read_volume_file(ctx: &Ctx<'_>, dir: &Dir, name: &OsStr) -> Result<TrustedCon
     };
 
     let file_path = ts_dir.path.join(name);
-    let file_fd = open_path(&ts_dir.fd, name, OFlags::empty()).map_err(|e| ctx.io("open", &file_path, e))?;
+    let file_fd =
+        open_path(&ts_dir.fd, name, OFlags::empty()).map_err(|e| ctx.io("open", &file_path, e))?;
     let file_st = rfs::fstat(&file_fd).map_err(|e| ctx.io("inspect", &file_path, e))?;
     if FileType::from_raw_mode(file_st.st_mode) == FileType::Symlink {
         return Err(ctx.unsafe_file(UnsafeFile::VolumeLayout {
@@ -328,11 +343,19 @@ fn push_front_components(pending: &mut VecDeque<OsString>, path: &Path) -> bool 
 }
 
 /// Resolve `configured` under the file-safety rules and read it, bounded.
-pub(crate) fn read_trusted(configured: &Path, options: &LoadOptions) -> Result<TrustedContent, GrantsError> {
-    let ctx = Ctx { configured, options };
+pub(crate) fn read_trusted(
+    configured: &Path,
+    options: &LoadOptions,
+) -> Result<TrustedContent, GrantsError> {
+    let ctx = Ctx {
+        configured,
+        options,
+    };
     let raw = configured.as_os_str().as_bytes();
     if raw.is_empty() {
-        return Err(ctx.unsafe_file(UnsafeFile::BadPath { reason: "it is empty" }));
+        return Err(ctx.unsafe_file(UnsafeFile::BadPath {
+            reason: "it is empty",
+        }));
     }
     if raw.contains(&0) {
         return Err(ctx.unsafe_file(UnsafeFile::BadPath {
@@ -396,7 +419,8 @@ pub(crate) fn read_trusted(configured: &Path, options: &LoadOptions) -> Result<T
             }));
         };
         let path = dir.path.join(&name);
-        let fd = open_path(&dir.fd, &name, OFlags::empty()).map_err(|e| ctx.io("open", &path, e))?;
+        let fd =
+            open_path(&dir.fd, &name, OFlags::empty()).map_err(|e| ctx.io("open", &path, e))?;
         let st = rfs::fstat(&fd).map_err(|e| ctx.io("inspect", &path, e))?;
         match FileType::from_raw_mode(st.st_mode) {
             FileType::Symlink if is_last => return read_volume_file(&ctx, dir, &name),
@@ -429,7 +453,9 @@ pub(crate) fn read_trusted(configured: &Path, options: &LoadOptions) -> Result<T
     }
 
     // Ran out of components on a directory (`/`, or a path ending in `..`).
-    let path = stack.last().map_or_else(|| PathBuf::from("/"), |d| d.path.clone());
+    let path = stack
+        .last()
+        .map_or_else(|| PathBuf::from("/"), |d| d.path.clone());
     Err(ctx.unsafe_file(UnsafeFile::NotRegular {
         path,
         kind: "directory",

@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 pub use error::{Diagnostic, FormatIssue, GrantsError, Position, Problem, TableRef, UnsafeFile};
-pub use parse::parse_bytes;
+pub use parse::{MAX_REPORTED_PROBLEMS, parse_bytes};
 
 /// Largest accepted file, in bytes (64 KiB). Never more than this + 1 is read.
 pub const MAX_FILE_BYTES: usize = 64 * 1024;
@@ -76,7 +76,13 @@ pub struct Binding {
 
 impl Binding {
     /// Whether this binding grants its alias to the given identity.
-    pub fn matches(&self, project: &str, environment: &str, application: &str, service: &str) -> bool {
+    pub fn matches(
+        &self,
+        project: &str,
+        environment: &str,
+        application: &str,
+        service: &str,
+    ) -> bool {
         self.project == project
             && self.environment == environment
             && self.application == application
@@ -144,7 +150,10 @@ impl LoadedGrants {
     /// Validate bytes that did not come from a checked file (tests, tools).
     /// Applies every content rule and the size limit, but no file-safety rule:
     /// never use this for the agent's grants.
-    pub fn from_unchecked_bytes(path: impl Into<PathBuf>, bytes: &[u8]) -> Result<LoadedGrants, GrantsError> {
+    pub fn from_unchecked_bytes(
+        path: impl Into<PathBuf>,
+        bytes: &[u8],
+    ) -> Result<LoadedGrants, GrantsError> {
         let path = path.into();
         if bytes.len() > MAX_FILE_BYTES {
             return Err(GrantsError::TooLarge {

@@ -27,7 +27,67 @@ pub(crate) const BINDING_KEYS: [&str; 7] = [
 /// Longest TOML parser message kept, in characters.
 const MAX_SYNTAX_MESSAGE_CHARS: usize = 160;
 
+/// Most problems listed for one file; the rest are counted. More than the
+/// 64 x 7 value errors a file within the binding limit can have, so such a
+/// file always gets every error; a hostile file cannot make the report (or the
+/// time to build it) unbounded.
+pub const MAX_REPORTED_PROBLEMS: usize = 500;
+
 type Validator = fn(&str) -> Result<(), FormatIssue>;
+
+/// Byte offset → line and column, with an index of line starts so that each
+/// lookup costs a binary search plus the length of one line.
+struct LineIndex<'t> {
+    text: &'t str,
+    starts: Vec<usize>,
+}
+
+impl<'t> LineIndex<'t> {
+    fn new(text: &'t str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { text, starts }
+    }
+
+    fn line_index(&self, offset: usize) -> usize {
+        self.starts
+            .partition_point(|s| *s <= offset)
+            .saturating_sub(1)
+    }
+
+    fn line(&self, offset: usize) -> u32 {
+        u32::try_from(self.line_index(offset) + 1).unwrap_or(u32::MAX)
+    }
+
+    fn at(&self, offset: usize) -> Position {
+        let idx = self.line_index(offset);
+        let start = self.starts.get(idx).copied().unwrap_or(0);
+        let line_text = self.text.get(start..).unwrap_or("");
+        let rel = offset.saturating_sub(start);
+        let mut pos = Position::of_offset(line_text, rel);
+        // of_offset counted within this line only: it is line 1 there.
+        pos.line = u32::try_from(idx + 1).unwrap_or(u32::MAX);
+        pos
+    }
+}
+
+/// Collects problems up to [`MAX_REPORTED_PROBLEMS`], counting the rest.
+struct Sink<'t> {
+    lines: LineIndex<'t>,
+    problems: Vec<Problem>,
+    omitted: usize,
+}
+
+impl Sink<'_> {
+    fn report(&mut self, make: impl FnOnce(&LineIndex<'_>) -> Problem) {
+        if self.problems.len() < MAX_REPORTED_PROBLEMS {
+            let problem = make(&self.lines);
+            self.problems.push(problem);
+        } else {
+            self.omitted += 1;
+        }
+    }
+}
 
 fn validator(key: &str) -> (Validator, &'static str) {
     match key {
@@ -98,18 +158,30 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Vec<Binding>, Vec<Problem>> {
         }
     };
 
-    let bindings = walk_document(text, doc.get_ref(), &mut problems);
+    let mut sink = Sink {
+        lines: LineIndex::new(text),
+        problems,
+        omitted: 0,
+    };
+    let bindings = walk_document(doc.get_ref(), &mut sink);
+    let Sink {
+        mut problems,
+        omitted,
+        ..
+    } = sink;
     if problems.is_empty() {
         Ok(bindings)
     } else {
         // Stable: problems at the same place keep the order they were found in.
         problems.sort_by_key(Problem::position);
+        if omitted > 0 {
+            problems.push(Problem::Truncated { omitted });
+        }
         Err(problems)
     }
 }
 
-fn walk_document(text: &str, root: &DeTable<'_>, problems: &mut Vec<Problem>) -> Vec<Binding> {
-    let at = |offset: usize| Position::of_offset(text, offset);
+fn walk_document(root: &DeTable<'_>, sink: &mut Sink<'_>) -> Vec<Binding> {
     let mut saw_version = false;
     let mut saw_bindings = false;
     let mut bindings = Vec::new();
@@ -122,27 +194,27 @@ fn walk_document(text: &str, root: &DeTable<'_>, problems: &mut Vec<Problem>) ->
         }
         saw_version = true;
         match value.get_ref() {
-            DeValue::Integer(int) => {
-                match i64::from_str_radix(int.as_str(), int.radix()) {
-                    Ok(SCHEMA_VERSION) => {}
-                    Ok(other) => {
-                        *problems = vec![Problem::UnsupportedSchemaVersion {
-                            at: at(value.span().start),
-                            found: other.to_string(),
-                        }];
-                        return bindings;
-                    }
-                    Err(_) => {
-                        *problems = vec![Problem::UnsupportedSchemaVersion {
-                            at: at(value.span().start),
-                            found: excerpt::sanitize(int.as_str(), excerpt::MAX_EXCERPT_CHARS),
-                        }];
-                        return bindings;
-                    }
+            DeValue::Integer(int) => match i64::from_str_radix(int.as_str(), int.radix()) {
+                Ok(SCHEMA_VERSION) => {}
+                Ok(other) => {
+                    // Only a BOM can have been reported before this.
+                    sink.report(|l| Problem::UnsupportedSchemaVersion {
+                        at: l.at(value.span().start),
+                        found: other.to_string(),
+                    });
+                    return bindings;
                 }
-            }
-            other => problems.push(Problem::WrongType {
-                at: at(value.span().start),
+                Err(_) => {
+                    // Only a BOM can have been reported before this.
+                    sink.report(|l| Problem::UnsupportedSchemaVersion {
+                        at: l.at(value.span().start),
+                        found: excerpt::sanitize(int.as_str(), excerpt::MAX_EXCERPT_CHARS),
+                    });
+                    return bindings;
+                }
+            },
+            other => sink.report(|l| Problem::WrongType {
+                at: l.at(value.span().start),
                 what: "schema_version".to_owned(),
                 expected: "the integer 1",
                 found: type_name(other),
@@ -161,24 +233,24 @@ fn walk_document(text: &str, root: &DeTable<'_>, problems: &mut Vec<Problem>) ->
                             let first_extra = items
                                 .get(MAX_BINDINGS)
                                 .map_or(value.span().start, |v| v.span().start);
-                            problems.push(Problem::TooManyBindings {
-                                at: at(first_extra),
+                            sink.report(|l| Problem::TooManyBindings {
+                                at: l.at(first_extra),
                                 count: items.len(),
                                 max: MAX_BINDINGS,
                             });
                         }
-                        bindings = walk_bindings(text, items, problems);
+                        bindings = walk_bindings(items, sink);
                     }
-                    other => problems.push(Problem::WrongType {
-                        at: at(value.span().start),
+                    other => sink.report(|l| Problem::WrongType {
+                        at: l.at(value.span().start),
                         what: "bindings".to_owned(),
                         expected: "an array of tables ([[bindings]])",
                         found: type_name(other),
                     }),
                 }
             }
-            other => problems.push(Problem::UnknownKey {
-                at: at(key.span().start),
+            other => sink.report(|l| Problem::UnknownKey {
+                at: l.at(key.span().start),
                 table: TableRef::TopLevel,
                 key: excerpt::quote(other),
             }),
@@ -186,14 +258,14 @@ fn walk_document(text: &str, root: &DeTable<'_>, problems: &mut Vec<Problem>) ->
     }
 
     if !saw_version {
-        problems.push(Problem::MissingKey {
+        sink.report(|_| Problem::MissingKey {
             at: None,
             table: TableRef::TopLevel,
             key: "schema_version",
         });
     }
     if !saw_bindings {
-        problems.push(Problem::MissingKey {
+        sink.report(|_| Problem::MissingKey {
             at: None,
             table: TableRef::TopLevel,
             key: "bindings",
@@ -202,12 +274,7 @@ fn walk_document(text: &str, root: &DeTable<'_>, problems: &mut Vec<Problem>) ->
     bindings
 }
 
-fn walk_bindings(
-    text: &str,
-    items: &[toml::Spanned<DeValue<'_>>],
-    problems: &mut Vec<Problem>,
-) -> Vec<Binding> {
-    let at = |offset: usize| Position::of_offset(text, offset);
+fn walk_bindings(items: &[toml::Spanned<DeValue<'_>>], sink: &mut Sink<'_>) -> Vec<Binding> {
     let mut bindings = Vec::new();
     // name → (index, line of the name value)
     let mut names: HashMap<String, (usize, u32)> = HashMap::new();
@@ -215,8 +282,8 @@ fn walk_bindings(
     for (index, item) in items.iter().enumerate() {
         let table_ref = TableRef::Binding(index);
         let DeValue::Table(table) = item.get_ref() else {
-            problems.push(Problem::WrongType {
-                at: at(item.span().start),
+            sink.report(|l| Problem::WrongType {
+                at: l.at(item.span().start),
                 what: format!("bindings[{index}]"),
                 expected: "a table",
                 found: type_name(item.get_ref()),
@@ -230,8 +297,8 @@ fn walk_bindings(
         for (key, value) in table.iter() {
             let key_str = key.get_ref().as_ref();
             let Some(slot) = BINDING_KEYS.iter().position(|k| *k == key_str) else {
-                problems.push(Problem::UnknownKey {
-                    at: at(key.span().start),
+                sink.report(|l| Problem::UnknownKey {
+                    at: l.at(key.span().start),
                     table: table_ref,
                     key: excerpt::quote(key_str),
                 });
@@ -240,8 +307,8 @@ fn walk_bindings(
             seen[slot] = true;
             let static_key = BINDING_KEYS[slot];
             let DeValue::String(s) = value.get_ref() else {
-                problems.push(Problem::WrongType {
-                    at: at(value.span().start),
+                sink.report(|l| Problem::WrongType {
+                    at: l.at(value.span().start),
                     what: format!("bindings[{index}].{static_key}"),
                     expected: "a string",
                     found: type_name(value.get_ref()),
@@ -253,8 +320,8 @@ fn walk_bindings(
             match check(s) {
                 Ok(()) => fields[slot] = Some(s.to_string()),
                 Err(issue) => {
-                    problems.push(Problem::InvalidValue {
-                        at: at(value.span().start),
+                    sink.report(|l| Problem::InvalidValue {
+                        at: l.at(value.span().start),
                         table: table_ref,
                         key: static_key,
                         value: excerpt::quote(s),
@@ -267,25 +334,25 @@ fn walk_bindings(
             if static_key == "name"
                 && let Some(name) = &fields[slot]
             {
-                let here = at(value.span().start);
+                let offset = value.span().start;
                 match names.get(name) {
-                    Some((first_index, first_line)) => problems.push(Problem::DuplicateName {
-                        at: here,
+                    Some(&(first_index, first_line)) => sink.report(|l| Problem::DuplicateName {
+                        at: l.at(offset),
                         table: table_ref,
                         name: excerpt::quote(name),
-                        first_index: *first_index,
-                        first_line: *first_line,
+                        first_index,
+                        first_line,
                     }),
                     None => {
-                        names.insert(name.clone(), (index, here.line));
+                        names.insert(name.clone(), (index, sink.lines.line(offset)));
                     }
                 }
             }
         }
         for (slot, key) in BINDING_KEYS.iter().enumerate() {
             if !seen[slot] {
-                problems.push(Problem::MissingKey {
-                    at: Some(at(item.span().start)),
+                sink.report(|l| Problem::MissingKey {
+                    at: Some(l.at(item.span().start)),
                     table: table_ref,
                     key,
                 });

@@ -86,7 +86,10 @@ fn binding(name: &str, service: &str) -> String {
 }
 
 fn valid() -> String {
-    format!("schema_version = 1\n{}", binding("bounded-worker", "worker"))
+    format!(
+        "schema_version = 1\n{}",
+        binding("bounded-worker", "worker")
+    )
 }
 
 fn with_field(field: &str, value: &str) -> String {
@@ -175,7 +178,11 @@ fn content(name: &'static str, bytes: impl Into<Vec<u8>>, expect: Expect) -> Cas
     }
 }
 
-fn file_case(name: &'static str, setup: impl Fn(&Path) -> PathBuf + 'static, expect: Expect) -> Case {
+fn file_case(
+    name: &'static str,
+    setup: impl Fn(&Path) -> PathBuf + 'static,
+    expect: Expect,
+) -> Case {
     Case {
         name,
         setup: Box::new(setup),
@@ -219,7 +226,11 @@ fn cases() -> Vec<Case> {
         // ---- valid files -------------------------------------------------
         content("valid", valid(), Loads(1)),
         content("crlf line endings", valid().replace('\n', "\r\n"), Loads(1)),
-        content("empty bindings array", "schema_version = 1\nbindings = []\n", Loads(0)),
+        content(
+            "empty bindings array",
+            "schema_version = 1\nbindings = []\n",
+            Loads(0),
+        ),
         content(
             "inline array of tables",
             "schema_version = 1\nbindings = [{name = \"a\", project = \"p\", environment = \"e\", application = \"a\", service = \"s\", runtime_class = \"gvisor\", handler = \"runsc\"}]\n",
@@ -227,62 +238,194 @@ fn cases() -> Vec<Case> {
         ),
         content(
             "one scope under two names",
-            format!("schema_version = 1\n{}{}", binding("alias-a", "worker"), binding("alias-b", "worker")),
+            format!(
+                "schema_version = 1\n{}{}",
+                binding("alias-a", "worker"),
+                binding("alias-b", "worker")
+            ),
             Loads(2),
         ),
         content("64 bindings", many(64), Loads(64)),
-        content("name of 63 characters", with_field("name", &format!("\"{}\"", "a".repeat(63))), Loads(1)),
-        content("runtime_class subdomain", with_field("runtime_class", "\"kata.example.com\""), Loads(1)),
+        content(
+            "name of 63 characters",
+            with_field("name", &format!("\"{}\"", "a".repeat(63))),
+            Loads(1),
+        ),
+        content(
+            "runtime_class subdomain",
+            with_field("runtime_class", "\"kata.example.com\""),
+            Loads(1),
+        ),
         content("exactly 64 KiB", padded(&valid(), MAX_FILE_BYTES), Loads(1)),
         mode_case("mode 0400", 0o400, Loads(1)),
         mode_case("mode 0600", 0o600, Loads(1)),
         mode_case("mode 0644", 0o644, Loads(1)),
         // ---- size ---------------------------------------------------------
-        content("64 KiB + 1", padded(&valid(), MAX_FILE_BYTES + 1), Refused("file-size")),
+        content(
+            "64 KiB + 1",
+            padded(&valid(), MAX_FILE_BYTES + 1),
+            Refused("file-size"),
+        ),
         // ---- encoding -----------------------------------------------------
-        content("UTF-8 BOM", [b"\xEF\xBB\xBF".as_slice(), valid().as_bytes()].concat(), Problems(&["encoding-bom"])),
-        content("NUL byte", valid().replace("worker\"\n", "work\0er\"\n"), Problems(&["encoding-nul"])),
-        content("invalid UTF-8", [valid().as_bytes(), b"# \xC3\x28\n".as_slice()].concat(), Problems(&["encoding-utf8"])),
-        content("TOML syntax error", "schema_version = 1\n[[bindings]\n", Problems(&["toml-syntax"])),
-        content("duplicate TOML key", format!("{}name = \"again\"\n", valid()), Problems(&["toml-syntax"])),
+        content(
+            "UTF-8 BOM",
+            [b"\xEF\xBB\xBF".as_slice(), valid().as_bytes()].concat(),
+            Problems(&["encoding-bom"]),
+        ),
+        content(
+            "NUL byte",
+            valid().replace("worker\"\n", "work\0er\"\n"),
+            Problems(&["encoding-nul"]),
+        ),
+        content(
+            "invalid UTF-8",
+            [valid().as_bytes(), b"# \xC3\x28\n".as_slice()].concat(),
+            Problems(&["encoding-utf8"]),
+        ),
+        content(
+            "TOML syntax error",
+            "schema_version = 1\n[[bindings]\n",
+            Problems(&["toml-syntax"]),
+        ),
+        content(
+            "duplicate TOML key",
+            format!("{}name = \"again\"\n", valid()),
+            Problems(&["toml-syntax"]),
+        ),
         // ---- schema -------------------------------------------------------
-        content("schema_version 2", valid().replace("schema_version = 1", "schema_version = 2"), Problems(&["schema-version"])),
-        content("schema_version \"1\"", valid().replace("schema_version = 1", "schema_version = \"1\""), Problems(&["type"])),
-        content("schema_version 1.0", valid().replace("schema_version = 1", "schema_version = 1.0"), Problems(&["type"])),
-        content("schema_version missing", valid().replace("schema_version = 1\n", ""), Problems(&["key-missing"])),
-        content("bindings missing", "schema_version = 1\n", Problems(&["key-missing"])),
-        content("bindings not an array", "schema_version = 1\nbindings = \"all\"\n", Problems(&["type"])),
-        content("binding not a table", "schema_version = 1\nbindings = [1]\n", Problems(&["type"])),
-        content("unknown top-level key", format!("debug = true\n{}", valid()), Problems(&["key-unknown"])),
-        content("unknown binding key", format!("{}namespace = \"x\"\n", valid()), Problems(&["key-unknown"])),
-        content("missing binding key", valid().replace("handler = \"bounded-runc\"\n", ""), Problems(&["key-missing"])),
-        content("wrong value type", with_field("project", "1"), Problems(&["type"])),
-        content("array value", with_field("service", "[\"worker\"]"), Problems(&["type"])),
+        content(
+            "schema_version 2",
+            valid().replace("schema_version = 1", "schema_version = 2"),
+            Problems(&["schema-version"]),
+        ),
+        content(
+            "schema_version \"1\"",
+            valid().replace("schema_version = 1", "schema_version = \"1\""),
+            Problems(&["type"]),
+        ),
+        content(
+            "schema_version 1.0",
+            valid().replace("schema_version = 1", "schema_version = 1.0"),
+            Problems(&["type"]),
+        ),
+        content(
+            "schema_version missing",
+            valid().replace("schema_version = 1\n", ""),
+            Problems(&["key-missing"]),
+        ),
+        content(
+            "bindings missing",
+            "schema_version = 1\n",
+            Problems(&["key-missing"]),
+        ),
+        content(
+            "bindings not an array",
+            "schema_version = 1\nbindings = \"all\"\n",
+            Problems(&["type"]),
+        ),
+        content(
+            "binding not a table",
+            "schema_version = 1\nbindings = [1]\n",
+            Problems(&["type"]),
+        ),
+        content(
+            "unknown top-level key",
+            format!("debug = true\n{}", valid()),
+            Problems(&["key-unknown"]),
+        ),
+        content(
+            "unknown binding key",
+            format!("{}namespace = \"x\"\n", valid()),
+            Problems(&["key-unknown"]),
+        ),
+        content(
+            "missing binding key",
+            valid().replace("handler = \"bounded-runc\"\n", ""),
+            Problems(&["key-missing"]),
+        ),
+        content(
+            "wrong value type",
+            with_field("project", "1"),
+            Problems(&["type"]),
+        ),
+        content(
+            "array value",
+            with_field("service", "[\"worker\"]"),
+            Problems(&["type"]),
+        ),
         content("65 bindings", many(65), Problems(&["bindings-max"])),
         content(
             "duplicate names",
-            format!("schema_version = 1\n{}{}", binding("same", "a"), binding("same", "b")),
+            format!(
+                "schema_version = 1\n{}{}",
+                binding("same", "a"),
+                binding("same", "b")
+            ),
             Problems(&["name-unique"]),
         ),
         // ---- value formats ------------------------------------------------
-        content("empty string", with_field("environment", "\"\""), Problems(&["identity-format"])),
-        content("uppercase name", with_field("name", "\"Bounded\""), Problems(&["name-format"])),
-        content("uppercase project", with_field("project", "\"Demo\""), Problems(&["identity-format"])),
-        content("wildcard project", with_field("project", "\"*\""), Problems(&["identity-format"])),
-        content("wildcard service", with_field("service", "\"work*\""), Problems(&["identity-format"])),
-        content("name of 64 characters", with_field("name", &format!("\"{}\"", "a".repeat(64))), Problems(&["name-format"])),
-        content("handler with '/'", with_field("handler", "\"runsc/v2\""), Problems(&["handler-format"])),
-        content("runtime_class with '..'", with_field("runtime_class", "\"a..b\""), Problems(&["runtime-class-format"])),
-        content("identity starting with a digit", with_field("application", "\"1app\""), Problems(&["identity-format"])),
+        content(
+            "empty string",
+            with_field("environment", "\"\""),
+            Problems(&["identity-format"]),
+        ),
+        content(
+            "uppercase name",
+            with_field("name", "\"Bounded\""),
+            Problems(&["name-format"]),
+        ),
+        content(
+            "uppercase project",
+            with_field("project", "\"Demo\""),
+            Problems(&["identity-format"]),
+        ),
+        content(
+            "wildcard project",
+            with_field("project", "\"*\""),
+            Problems(&["identity-format"]),
+        ),
+        content(
+            "wildcard service",
+            with_field("service", "\"work*\""),
+            Problems(&["identity-format"]),
+        ),
+        content(
+            "name of 64 characters",
+            with_field("name", &format!("\"{}\"", "a".repeat(64))),
+            Problems(&["name-format"]),
+        ),
+        content(
+            "handler with '/'",
+            with_field("handler", "\"runsc/v2\""),
+            Problems(&["handler-format"]),
+        ),
+        content(
+            "runtime_class with '..'",
+            with_field("runtime_class", "\"a..b\""),
+            Problems(&["runtime-class-format"]),
+        ),
+        content(
+            "identity starting with a digit",
+            with_field("application", "\"1app\""),
+            Problems(&["identity-format"]),
+        ),
         content(
             "every binding error reported",
             format!(
                 "schema_version = 1\n{}{}{}",
                 binding("Bad", "ok"),
                 binding("fine", "Bad"),
-                binding("also-fine", "x").replace("handler = \"bounded-runc\"\n", "handler = \"a/b\"\nextra = 1\n"),
+                binding("also-fine", "x").replace(
+                    "handler = \"bounded-runc\"\n",
+                    "handler = \"a/b\"\nextra = 1\n"
+                ),
             ),
-            Problems(&["name-format", "identity-format", "handler-format", "key-unknown"]),
+            Problems(&[
+                "name-format",
+                "identity-format",
+                "handler-format",
+                "key-unknown",
+            ]),
         ),
         // ---- file type and identity ---------------------------------------
         file_case(
@@ -316,19 +459,33 @@ fn cases() -> Vec<Case> {
             "FIFO",
             |d| {
                 let p = d.join("grants.toml");
-                rustix::fs::mknodat(rustix::fs::CWD, &p, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o644), 0)
-                    .expect("mkfifo");
+                rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    &p,
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o644),
+                    0,
+                )
+                .expect("mkfifo");
                 p
             },
             Refused("file-type"),
         ),
         file_case("directory", |d| d.to_path_buf(), Refused("file-type")),
-        file_case("/dev/zero", |_| PathBuf::from("/dev/zero"), Refused("file-type")),
+        file_case(
+            "/dev/zero",
+            |_| PathBuf::from("/dev/zero"),
+            Refused("file-type"),
+        ),
         file_case("missing file", |d| d.join("nope.toml"), Refused("io")),
-        file_case("file used as a directory", |d| {
-            write(&d.join("f"), b"x", 0o644);
-            d.join("f/grants.toml")
-        }, Refused("dir-type")),
+        file_case(
+            "file used as a directory",
+            |d| {
+                write(&d.join("f"), b"x", 0o644);
+                d.join("f/grants.toml")
+            },
+            Refused("dir-type"),
+        ),
         Case {
             name: "another owner",
             setup: Box::new(|d| {
@@ -388,15 +545,23 @@ fn cases() -> Vec<Case> {
             },
             Refused("dir-mode"),
         ),
-        file_case("dot-dot in the path", |d| {
-            mkdir(&d.join("a"), 0o755);
-            write(&d.join("grants.toml"), valid().as_bytes(), 0o644);
-            d.join("a/../grants.toml")
-        }, Loads(1)),
-        file_case("trailing slash", |d| {
-            write(&d.join("grants.toml"), valid().as_bytes(), 0o644);
-            PathBuf::from(format!("{}/", d.join("grants.toml").display()))
-        }, Refused("path")),
+        file_case(
+            "dot-dot in the path",
+            |d| {
+                mkdir(&d.join("a"), 0o755);
+                write(&d.join("grants.toml"), valid().as_bytes(), 0o644);
+                d.join("a/../grants.toml")
+            },
+            Loads(1),
+        ),
+        file_case(
+            "trailing slash",
+            |d| {
+                write(&d.join("grants.toml"), valid().as_bytes(), 0o644);
+                PathBuf::from(format!("{}/", d.join("grants.toml").display()))
+            },
+            Refused("path"),
+        ),
         // ---- symlinks in directory position --------------------------------
         file_case(
             "symlinked directory",
@@ -413,7 +578,8 @@ fn cases() -> Vec<Case> {
             |d| {
                 mkdir(&d.join("open"), 0o755);
                 write(&d.join("open/grants.toml"), valid().as_bytes(), 0o644);
-                fs::set_permissions(d.join("open"), fs::Permissions::from_mode(0o777)).expect("chmod");
+                fs::set_permissions(d.join("open"), fs::Permissions::from_mode(0o777))
+                    .expect("chmod");
                 symlink(d.join("open"), d.join("link")).expect("symlink");
                 d.join("link/grants.toml")
             },
@@ -429,7 +595,11 @@ fn cases() -> Vec<Case> {
             Refused("symlink-loop"),
         ),
         // ---- Kubernetes projected-volume layout ---------------------------
-        file_case("projected volume", move |d| projected(d, "grants.toml", ts, 0o755, valid().as_bytes()), Loads(1)),
+        file_case(
+            "projected volume",
+            move |d| projected(d, "grants.toml", ts, 0o755, valid().as_bytes()),
+            Loads(1),
+        ),
         file_case(
             "projected volume, group-writable ..data target",
             move |d| projected(d, "grants.toml", ts, 0o775, valid().as_bytes()),
@@ -437,14 +607,26 @@ fn cases() -> Vec<Case> {
         ),
         file_case(
             "projected volume, invalid content",
-            move |d| projected(d, "grants.toml", ts, 0o755, with_field("name", "\"X\"").as_bytes()),
+            move |d| {
+                projected(
+                    d,
+                    "grants.toml",
+                    ts,
+                    0o755,
+                    with_field("name", "\"X\"").as_bytes(),
+                )
+            },
             Problems(&["name-format"]),
         ),
         file_case(
             "projected volume, link to another key",
             move |d| {
                 let p = projected(d, "grants.toml", ts, 0o755, valid().as_bytes());
-                write(&d.join("volume").join(ts).join("other.toml"), valid().as_bytes(), 0o644);
+                write(
+                    &d.join("volume").join(ts).join("other.toml"),
+                    valid().as_bytes(),
+                    0o644,
+                );
                 fs::remove_file(&p).expect("rm");
                 symlink("..data/other.toml", &p).expect("symlink");
                 p
@@ -467,7 +649,11 @@ fn cases() -> Vec<Case> {
             move |d| {
                 let p = projected(d, "grants.toml", ts, 0o755, valid().as_bytes());
                 let inner = d.join("volume").join(ts).join("grants.toml");
-                write(&d.join("volume").join(ts).join("real.toml"), valid().as_bytes(), 0o644);
+                write(
+                    &d.join("volume").join(ts).join("real.toml"),
+                    valid().as_bytes(),
+                    0o644,
+                );
                 fs::remove_file(&inner).expect("rm");
                 symlink("real.toml", &inner).expect("symlink");
                 p
@@ -479,7 +665,11 @@ fn cases() -> Vec<Case> {
             move |d| {
                 let vol = d.join("volume");
                 mkdir(&vol.join(ts).join("sub"), 0o755);
-                write(&vol.join(ts).join("sub/grants.toml"), valid().as_bytes(), 0o644);
+                write(
+                    &vol.join(ts).join("sub/grants.toml"),
+                    valid().as_bytes(),
+                    0o644,
+                );
                 symlink(ts, vol.join("..data")).expect("symlink");
                 symlink("..data/sub", vol.join("sub")).expect("symlink");
                 vol.join("sub/grants.toml")
@@ -510,7 +700,10 @@ fn check_case(case: &Case) -> Result<(), String> {
             }
             Ok(())
         }
-        (Expect::Ok(n), Ok(loaded)) => Err(format!("expected {n} bindings, got {}", loaded.bindings.len())),
+        (Expect::Ok(n), Ok(loaded)) => Err(format!(
+            "expected {n} bindings, got {}",
+            loaded.bindings.len()
+        )),
         (Expect::Ok(_), Err(e)) => Err(format!("expected to load, got: {e}")),
         (_, Ok(_)) => Err("expected an error, but the file loaded".to_owned()),
         (Expect::Refused(rule), Err(e)) => {
@@ -559,7 +752,12 @@ fn table() {
         }
     }
     eprintln!("grants table: {ran} of {} cases ran", cases.len());
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -584,7 +782,10 @@ fn messages_name_path_line_and_column() {
     let msg = err.to_string();
     // project is on line 4 of with_field's output, value at column 11.
     let shown = p.display().to_string();
-    assert!(msg.contains(&format!("{shown}:4:11: [identity-format]")), "{msg}");
+    assert!(
+        msg.contains(&format!("{shown}:4:11: [identity-format]")),
+        "{msg}"
+    );
     assert!(msg.contains("uppercase"), "{msg}");
     let diags = err.diagnostics();
     assert_eq!(diags.len(), 1);
@@ -608,7 +809,10 @@ fn excerpts_are_sanitized_and_bounded() {
     let bytes = with_field("service", &format!("\"{evil}\""));
     let problems = parse_bytes(bytes.as_bytes()).expect_err("invalid");
     let msg = problems[0].to_string();
-    assert!(!msg.chars().any(|c| c.is_control() || c == '\u{202e}'), "{msg:?}");
+    assert!(
+        !msg.chars().any(|c| c.is_control() || c == '\u{202e}'),
+        "{msg:?}"
+    );
     assert!(msg.len() < 400, "message not bounded: {} bytes", msg.len());
     assert!(!msg.contains(&"x".repeat(100)));
 
@@ -627,7 +831,10 @@ fn every_problem_has_a_position_and_they_are_sorted() {
     );
     let problems = parse_bytes(text.as_bytes()).expect_err("invalid");
     assert_eq!(problems.len(), 4, "{problems:?}");
-    let positions: Vec<_> = problems.iter().map(|p| p.position().expect("position")).collect();
+    let positions: Vec<_> = problems
+        .iter()
+        .map(|p| p.position().expect("position"))
+        .collect();
     let mut sorted = positions.clone();
     sorted.sort();
     assert_eq!(positions, sorted);
@@ -639,8 +846,14 @@ fn fifo_does_not_hang() {
     // explicit: nobody ever opens the write end.
     let dir = CaseDir::new("fifo");
     let p = dir.0.join("grants.toml");
-    rustix::fs::mknodat(rustix::fs::CWD, &p, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
-        .expect("mkfifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &p,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
     let started = std::time::Instant::now();
     let err = load(&p).expect_err("fifo");
     assert_eq!(err.rule(), "file-type");
@@ -669,13 +882,21 @@ fn change_detection_in_projected_volume() {
     let ts1 = "..2026_01_01_00_00_00.000000001";
     let p = projected(&dir.0, "grants.toml", ts1, 0o755, valid().as_bytes());
     let loaded = load(&p).expect("load");
-    assert!(loaded.resolved_path.ends_with(format!("volume/{ts1}/grants.toml")));
+    assert!(
+        loaded
+            .resolved_path
+            .ends_with(format!("volume/{ts1}/grants.toml"))
+    );
     assert!(!loaded.changed_on_disk().expect("check"));
     // What kubelet does on update: new timestamp dir, swap ..data.
     let vol = dir.0.join("volume");
     let ts2 = "..2026_01_02_00_00_00.000000002";
     mkdir(&vol.join(ts2), 0o755);
-    write(&vol.join(ts2).join("grants.toml"), many(3).as_bytes(), 0o644);
+    write(
+        &vol.join(ts2).join("grants.toml"),
+        many(3).as_bytes(),
+        0o644,
+    );
     symlink(ts2, vol.join("..data_tmp")).expect("symlink");
     fs::rename(vol.join("..data_tmp"), vol.join("..data")).expect("swap");
     assert!(loaded.changed_on_disk().expect("check"));
@@ -826,8 +1047,64 @@ fn projected_volume_on_read_only_tmpfs() {
     // Read-only does not excuse a writable file or an untrusted owner: those
     // rules still hold (checked on a group-writable ..data target).
     assert!(mount(&["-o", "remount,rw"], &vol), "remount read-write");
-    fs::set_permissions(vol.join(ts).join("grants.toml"), fs::Permissions::from_mode(0o664)).expect("chmod");
+    fs::set_permissions(
+        vol.join(ts).join("grants.toml"),
+        fs::Permissions::from_mode(0o664),
+    )
+    .expect("chmod");
     assert!(mount(&["-o", "remount,ro"], &vol), "remount read-only");
     assert_eq!(load(&p).expect_err("writable file").rule(), "file-mode");
     drop(guard);
+}
+
+#[test]
+fn hostile_files_give_bounded_reports_quickly() {
+    // ~16 000 unknown keys in one binding, and the same on a single line.
+    let mut many_keys = valid();
+    while many_keys.len() < MAX_FILE_BYTES - 16 {
+        let n = many_keys.len();
+        many_keys.push_str(&format!("k{n} = 1\n"));
+    }
+    let mut one_line = String::from("schema_version = 1\nbindings = [{");
+    let mut i = 0;
+    while one_line.len() < MAX_FILE_BYTES - 16 {
+        one_line.push_str(&format!("k{i}=1,"));
+        i += 1;
+    }
+    one_line.push_str("x=1}]\n");
+    for text in [many_keys, one_line] {
+        let started = std::time::Instant::now();
+        let problems = parse_bytes(text.as_bytes()).expect_err("invalid");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(problems.len(), MAX_REPORTED_PROBLEMS + 1);
+        let last = problems.last().expect("last");
+        assert_eq!(last.rule(), "more-problems");
+        assert!(last.to_string().contains("more problem(s) not listed"));
+    }
+}
+
+#[test]
+fn every_error_of_64_bindings_is_listed() {
+    // 64 bindings with all seven values wrong: 448 problems, all listed.
+    let mut text = String::from("schema_version = 1\n");
+    for _ in 0..MAX_BINDINGS {
+        text.push_str(
+            "[[bindings]]\nname = \"N\"\nproject = \"P\"\nenvironment = \"E\"\napplication = \"A\"\n\
+             service = \"S\"\nruntime_class = \"C\"\nhandler = \"H\"\n",
+        );
+    }
+    let problems = parse_bytes(text.as_bytes()).expect_err("invalid");
+    assert_eq!(problems.len(), 64 * 7);
+    assert!(problems.iter().all(|p| p.rule() != "more-problems"));
+}
+
+#[test]
+fn positions_with_multibyte_characters_and_crlf() {
+    let text = "schema_version = 1\r\n# é ü\r\n[[bindings]]\r\nname = \"é\"\r\n";
+    let problems = parse_bytes(text.as_bytes()).expect_err("invalid");
+    let p = problems
+        .iter()
+        .find(|p| p.rule() == "name-format")
+        .expect("name-format");
+    assert_eq!(p.position(), Some(Position { line: 4, column: 8 }));
 }

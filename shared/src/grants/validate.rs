@@ -84,7 +84,9 @@ pub fn identity(value: &str) -> Result<(), FormatIssue> {
 pub fn dns_subdomain(value: &str) -> Result<(), FormatIssue> {
     common(value, SUBDOMAIN_MAX, true)?;
     for label in value.split('.') {
-        if label.is_empty() || !label.starts_with(is_lower_alnum) || !label.ends_with(is_lower_alnum)
+        if label.is_empty()
+            || !label.starts_with(is_lower_alnum)
+            || !label.ends_with(is_lower_alnum)
         {
             return Err(FormatIssue::BadLabel);
         }
@@ -108,9 +110,19 @@ mod tests {
             ("Abc", FormatIssue::Uppercase),
             ("a/b", FormatIssue::InvalidChar { ch: "'/'".into() }),
             ("a.b", FormatIssue::InvalidChar { ch: "'.'".into() }),
-            ("-a", FormatIssue::BadStart { must: "a letter or digit" }),
+            (
+                "-a",
+                FormatIssue::BadStart {
+                    must: "a letter or digit",
+                },
+            ),
             ("a-", FormatIssue::BadEnd),
-            ("a\u{1b}", FormatIssue::InvalidChar { ch: "U+001B".into() }),
+            (
+                "a\u{1b}",
+                FormatIssue::InvalidChar {
+                    ch: "U+001B".into(),
+                },
+            ),
         ];
         for (bad, want) in cases {
             assert_eq!(dns_label(bad), Err(want), "{bad:?}");
@@ -126,7 +138,10 @@ mod tests {
         for ok in ["a", "demo", "a-1", "production", &"a".repeat(40)] {
             assert_eq!(identity(ok), Ok(()), "{ok}");
         }
-        assert_eq!(identity("1a"), Err(FormatIssue::BadStart { must: "a letter" }));
+        assert_eq!(
+            identity("1a"),
+            Err(FormatIssue::BadStart { must: "a letter" })
+        );
         assert_eq!(identity("a-"), Err(FormatIssue::BadEnd));
         assert_eq!(
             identity(&"a".repeat(41)),
