@@ -3,7 +3,9 @@
 //! Nothing here talks to the Kubernetes API; the agent and the console do the
 //! I/O and hand plain values to these functions.
 
+pub mod analysis;
 pub mod api;
 pub mod decide;
 pub mod grants;
 pub mod render;
+pub mod sanitize;

@@ -2,3 +2,4 @@
 //! (see `berth_tests::harness`), a namespace per test.
 
 mod foundation;
+mod crds;

@@ -249,3 +249,40 @@ where
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// Applies berth's CRDs (server-side apply, so concurrent tests and reruns
+/// are idempotent) and waits until each is Established.
+pub async fn install_crds(client: &Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Patch, PatchParams};
+
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in berth_shared::api::crds() {
+        let name = crd.metadata.name.clone().expect("CRD has a name");
+        api.patch(
+            &name,
+            &PatchParams::apply("berth-tests").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .expect("apply CRD");
+        let api = api.clone();
+        wait_for(&format!("CRD {name} Established"), Duration::from_secs(60), || {
+            let api = api.clone();
+            let name = name.clone();
+            async move {
+                api.get_opt(&name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|c| c.status)
+                    .and_then(|s| s.conditions)
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c.type_ == "Established" && c.status == "True")
+                    })
+            }
+        })
+        .await;
+    }
+}

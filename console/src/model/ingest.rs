@@ -1,0 +1,76 @@
+//! Where cluster data enters the model: every object is stripped of
+//! `managedFields` and large annotations, then every string in it (keys and
+//! values) goes through [`berth_shared::sanitize`].
+
+use berth_shared::sanitize;
+use kube::ResourceExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Annotations longer than this (bytes) are replaced by a short marker.
+pub const MAX_ANNOTATION_BYTES: usize = 2048;
+/// Bound for any one string value kept in the model (characters).
+pub const MAX_VALUE_CHARS: usize = sanitize::MAX_VALUE_CHARS;
+/// Annotation dropped entirely: a copy of the whole object.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Strips and sanitizes one object. Returns `None` only if the sanitized
+/// form no longer deserializes (it is then left out rather than shown raw).
+pub fn prepare<K>(mut obj: K) -> Option<K>
+where
+    K: ResourceExt + Serialize + DeserializeOwned,
+{
+    strip(&mut obj);
+    let mut v = serde_json::to_value(&obj).ok()?;
+    sanitize::json(&mut v, MAX_VALUE_CHARS);
+    serde_json::from_value(v).ok()
+}
+
+/// Removes `managedFields`, the last-applied annotation and the value of any
+/// annotation above [`MAX_ANNOTATION_BYTES`].
+pub fn strip<K: ResourceExt>(obj: &mut K) {
+    let meta = obj.meta_mut();
+    meta.managed_fields = None;
+    if let Some(ann) = meta.annotations.as_mut() {
+        ann.remove(LAST_APPLIED);
+        for v in ann.values_mut() {
+            if v.len() > MAX_ANNOTATION_BYTES {
+                *v = format!("<{} bytes omitted>", v.len());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+    use kube::api::ObjectMeta;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn strips_managed_fields_big_annotations_and_escapes() {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("web\u{1b}[2J-1".into()),
+                namespace: Some("ns".into()),
+                managed_fields: Some(vec![ManagedFieldsEntry::default()]),
+                annotations: Some(BTreeMap::from([
+                    ("big".to_string(), "x".repeat(10_000)),
+                    (LAST_APPLIED.to_string(), "{}".to_string()),
+                    ("note\u{202e}".to_string(), "a\u{9b}31mb".to_string()),
+                ])),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let pod = prepare(pod).expect("prepared");
+        assert_eq!(pod.metadata.name.as_deref(), Some("web-1"));
+        assert!(pod.metadata.managed_fields.is_none());
+        let ann = pod.metadata.annotations.expect("annotations");
+        assert_eq!(ann.get("big").map(String::as_str), Some("<10000 bytes omitted>"));
+        assert!(!ann.contains_key(LAST_APPLIED));
+        assert_eq!(ann.get("note").map(String::as_str), Some("ab"));
+    }
+}

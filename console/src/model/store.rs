@@ -1,0 +1,149 @@
+//! The console's copy of the cluster: one map per watched kind, filled from
+//! watch events (the app task is the reflector's store). Every object in
+//! here went through [`crate::model::ingest::prepare`] first.
+
+use std::collections::BTreeMap;
+
+use berth_shared::api::{Runtime, RuntimeGrant};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::ResourceExt;
+
+/// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
+pub type ObjKey = (String, String);
+
+/// The key of an object.
+pub fn key_of<K: ResourceExt>(obj: &K) -> ObjKey {
+    (obj.namespace().unwrap_or_default(), obj.name_any())
+}
+
+macro_rules! kinds {
+    ($( $variant:ident => $ty:ty, $field:ident, $label:literal, $namespaced:literal; )*) => {
+        /// Every kind the console watches.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Kind { $( $variant, )* }
+
+        impl Kind {
+            /// Every kind, in a stable order.
+            pub const ALL: &'static [Kind] = &[ $( Kind::$variant, )* ];
+
+            /// The Kubernetes kind name.
+            pub fn label(self) -> &'static str {
+                match self { $( Kind::$variant => $label, )* }
+            }
+
+            /// Whether objects of this kind live in a namespace.
+            pub fn namespaced(self) -> bool {
+                match self { $( Kind::$variant => $namespaced, )* }
+            }
+        }
+
+        /// One object of any watched kind.
+        #[derive(Clone, Debug)]
+        pub enum Object { $( $variant(Box<$ty>), )* }
+
+        impl Object {
+            /// The object's kind.
+            pub fn kind(&self) -> Kind {
+                match self { $( Object::$variant(_) => Kind::$variant, )* }
+            }
+
+            /// The object's key.
+            pub fn key(&self) -> ObjKey {
+                match self { $( Object::$variant(o) => key_of(o.as_ref()), )* }
+            }
+
+            /// The object as YAML (already sanitized and stripped).
+            pub fn to_yaml(&self) -> String {
+                let r = match self { $( Object::$variant(o) => serde_yaml::to_string(o.as_ref()), )* };
+                r.unwrap_or_else(|e| format!("# cannot render YAML: {e}\n"))
+            }
+        }
+
+        $(
+            impl From<$ty> for Object {
+                fn from(o: $ty) -> Self { Object::$variant(Box::new(o)) }
+            }
+        )*
+
+        /// The console's copy of the cluster.
+        #[derive(Clone, Debug, Default)]
+        pub struct Store {
+            $( pub $field: BTreeMap<ObjKey, $ty>, )*
+            /// Bumped on every change, so derived rows know when to rebuild.
+            pub version: u64,
+        }
+
+        impl Store {
+            /// Inserts or replaces an object.
+            pub fn apply(&mut self, obj: Object) {
+                self.version += 1;
+                match obj { $( Object::$variant(o) => { self.$field.insert(key_of(o.as_ref()), *o); } )* }
+            }
+
+            /// Removes an object.
+            pub fn delete(&mut self, kind: Kind, key: &ObjKey) {
+                self.version += 1;
+                match kind { $( Kind::$variant => { self.$field.remove(key); } )* }
+            }
+
+            /// Replaces every object of a kind (the end of a (re)list).
+            pub fn replace(&mut self, kind: Kind, objs: Vec<Object>) {
+                self.clear(kind);
+                for o in objs {
+                    if o.kind() == kind {
+                        self.apply(o);
+                    }
+                }
+            }
+
+            /// Forgets every object of a kind.
+            pub fn clear(&mut self, kind: Kind) {
+                self.version += 1;
+                match kind { $( Kind::$variant => self.$field.clear(), )* }
+            }
+
+            /// How many objects of a kind are known.
+            pub fn count(&self, kind: Kind) -> usize {
+                match kind { $( Kind::$variant => self.$field.len(), )* }
+            }
+
+            /// One object by kind and key, cloned into an [`Object`].
+            pub fn get(&self, kind: Kind, key: &ObjKey) -> Option<Object> {
+                match kind { $( Kind::$variant => self.$field.get(key).cloned().map(Object::from), )* }
+            }
+        }
+    };
+}
+
+kinds! {
+    Runtime => Runtime, runtimes, "Runtime", true;
+    RuntimeGrant => RuntimeGrant, grants, "RuntimeGrant", false;
+    RuntimeClass => RuntimeClass, classes, "RuntimeClass", false;
+    Node => Node, nodes, "Node", false;
+    Pod => Pod, pods, "Pod", true;
+    Deployment => Deployment, deployments, "Deployment", true;
+    ReplicaSet => ReplicaSet, replicasets, "ReplicaSet", true;
+    StatefulSet => StatefulSet, statefulsets, "StatefulSet", true;
+    DaemonSet => DaemonSet, daemonsets, "DaemonSet", true;
+    Job => Job, jobs, "Job", true;
+    CronJob => CronJob, cronjobs, "CronJob", true;
+    Event => Event, events, "Event", true;
+    Lease => Lease, leases, "Lease", true;
+}
+
+impl Kind {
+    /// Parses a kind name as typed in a command (case-insensitive, plural
+    /// and short forms accepted).
+    pub fn parse(s: &str) -> Option<Kind> {
+        let s = s.to_ascii_lowercase();
+        let s = s.trim_end_matches('s');
+        Kind::ALL.iter().copied().find(|k| {
+            let l = k.label().to_ascii_lowercase();
+            l == s || l.trim_end_matches('s') == s
+        })
+    }
+}

@@ -1,0 +1,396 @@
+//! Adapters from the Kubernetes workload kinds to one plain [`Workload`].
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::render::RUNTIME_PROFILE_ANNOTATION;
+use crate::render::labels::MANAGED_BY;
+
+/// `app.kubernetes.io/managed-by`, set to `berth` on every managed object
+/// and pod template.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// The annotation the Deployment controller puts on a Deployment and each of
+/// its ReplicaSets; the ReplicaSet whose value equals the Deployment's is
+/// the current revision.
+pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+
+/// The kinds of workload the analysis understands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkloadKind {
+    /// apps/v1 Deployment.
+    Deployment,
+    /// apps/v1 ReplicaSet (a Deployment's revision, or a bare one).
+    ReplicaSet,
+    /// apps/v1 StatefulSet.
+    StatefulSet,
+    /// apps/v1 DaemonSet.
+    DaemonSet,
+    /// batch/v1 Job.
+    Job,
+    /// batch/v1 CronJob.
+    CronJob,
+    /// core/v1 Pod (the console reads these; the agent never does).
+    Pod,
+}
+
+impl WorkloadKind {
+    /// The Kubernetes kind string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "Deployment",
+            WorkloadKind::ReplicaSet => "ReplicaSet",
+            WorkloadKind::StatefulSet => "StatefulSet",
+            WorkloadKind::DaemonSet => "DaemonSet",
+            WorkloadKind::Job => "Job",
+            WorkloadKind::CronJob => "CronJob",
+            WorkloadKind::Pod => "Pod",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The controller owner of a workload (`ownerReferences[controller=true]`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Owner {
+    /// Owner kind, e.g. `Deployment`.
+    pub kind: String,
+    /// Owner name (same namespace).
+    pub name: String,
+}
+
+/// One workload, reduced to what the grant/handler analysis needs.
+///
+/// Built with the `Workload::from_*` adapters (or [`Workload::from_replica_set`]
+/// with the owning Deployment's revision, to tell rollback revisions apart).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Workload {
+    /// Which kind.
+    pub kind: WorkloadKind,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `runtimeClassName` of the pod template (of the pod for a Pod); `None`
+    /// when unset or empty (the cluster's default runtime).
+    pub runtime_class: Option<String>,
+    /// Desired replicas: `spec.replicas` (Deployment, ReplicaSet,
+    /// StatefulSet; default 1), `desiredNumberScheduled` (DaemonSet),
+    /// `parallelism` while unfinished and not suspended (Job), active Jobs
+    /// (CronJob), 1 while not terminated (Pod).
+    pub replicas: i32,
+    /// Ready replicas: `readyReplicas` / `numberReady` / Job `ready` /
+    /// active Jobs (CronJob) / the Pod's Ready condition.
+    pub ready: i32,
+    /// The object (or its pod template) carries
+    /// `app.kubernetes.io/managed-by: berth`.
+    pub managed_by_berth: bool,
+    /// The controller owner, if any.
+    pub owner: Option<Owner>,
+    /// A ReplicaSet that is not the current revision of its Deployment (or,
+    /// when the Deployment is not known, one owned by a Deployment and
+    /// scaled to zero): it keeps the class for a `kubectl rollout undo`.
+    pub is_rollback_revision: bool,
+    /// `spec.suspend` of a Job or CronJob.
+    pub suspended: bool,
+    /// The pod template's `berth.dev/runtime-profile` annotation (the alias
+    /// it was granted under), when set.
+    pub runtime_profile: Option<String>,
+    /// The pod template's labels overlaid with the object's own (berth's
+    /// identity labels among them).
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Workload {
+    /// `Kind/namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}/{}", self.kind, self.namespace, self.name)
+    }
+
+    /// A Pod without a controller owner.
+    pub fn is_bare_pod(&self) -> bool {
+        self.kind == WorkloadKind::Pod && self.owner.is_none()
+    }
+
+    /// Whether anything is running or wanted right now (`replicas > 0` or
+    /// `ready > 0`).
+    pub fn is_active(&self) -> bool {
+        self.replicas > 0 || self.ready > 0
+    }
+
+    /// From a Deployment.
+    pub fn from_deployment(d: &Deployment) -> Self {
+        let spec = d.spec.as_ref();
+        let status = d.status.as_ref();
+        base(
+            WorkloadKind::Deployment,
+            &d.metadata,
+            spec.map(|s| &s.template),
+            spec.and_then(|s| s.replicas).unwrap_or(1),
+            status.and_then(|s| s.ready_replicas).unwrap_or(0),
+        )
+    }
+
+    /// From a ReplicaSet. `deployment_revision` is the
+    /// `deployment.kubernetes.io/revision` of its owning Deployment when the
+    /// caller knows it: a ReplicaSet with another revision is a rollback
+    /// revision. Without it, a Deployment-owned ReplicaSet scaled to zero is
+    /// taken for one.
+    pub fn from_replica_set(rs: &ReplicaSet, deployment_revision: Option<&str>) -> Self {
+        let spec = rs.spec.as_ref();
+        let replicas = spec.and_then(|s| s.replicas).unwrap_or(1);
+        let mut w = base(
+            WorkloadKind::ReplicaSet,
+            &rs.metadata,
+            spec.and_then(|s| s.template.as_ref()),
+            replicas,
+            rs.status
+                .as_ref()
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or(0),
+        );
+        let owned_by_deployment = w.owner.as_ref().is_some_and(|o| o.kind == "Deployment");
+        let own_revision = rs
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REVISION_ANNOTATION));
+        w.is_rollback_revision = owned_by_deployment
+            && match (deployment_revision, own_revision) {
+                (Some(current), Some(own)) => current != own,
+                _ => replicas == 0,
+            };
+        w
+    }
+
+    /// From a StatefulSet.
+    pub fn from_stateful_set(s: &StatefulSet) -> Self {
+        let spec = s.spec.as_ref();
+        base(
+            WorkloadKind::StatefulSet,
+            &s.metadata,
+            spec.map(|s| &s.template),
+            spec.and_then(|s| s.replicas).unwrap_or(1),
+            s.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
+        )
+    }
+
+    /// From a DaemonSet.
+    pub fn from_daemon_set(d: &DaemonSet) -> Self {
+        let status = d.status.as_ref();
+        base(
+            WorkloadKind::DaemonSet,
+            &d.metadata,
+            d.spec.as_ref().map(|s| &s.template),
+            status.map(|s| s.desired_number_scheduled).unwrap_or(0),
+            status.map(|s| s.number_ready).unwrap_or(0),
+        )
+    }
+
+    /// From a Job. A finished (Complete/Failed) or suspended Job wants no pods.
+    pub fn from_job(j: &Job) -> Self {
+        let spec = j.spec.as_ref();
+        let status = j.status.as_ref();
+        let finished = status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
+            });
+        let suspended = spec.and_then(|s| s.suspend).unwrap_or(false);
+        let replicas = if finished || suspended {
+            0
+        } else {
+            spec.and_then(|s| s.parallelism).unwrap_or(1)
+        };
+        let mut w = base(
+            WorkloadKind::Job,
+            &j.metadata,
+            spec.map(|s| &s.template),
+            replicas,
+            status.and_then(|s| s.ready).unwrap_or(0),
+        );
+        w.suspended = suspended;
+        w
+    }
+
+    /// From a CronJob: `replicas` and `ready` are the Jobs it has running.
+    pub fn from_cron_job(c: &CronJob) -> Self {
+        let spec = c.spec.as_ref();
+        let active = c
+            .status
+            .as_ref()
+            .and_then(|s| s.active.as_ref())
+            .map_or(0, |a| i32::try_from(a.len()).unwrap_or(i32::MAX));
+        let template = spec
+            .and_then(|s| s.job_template.spec.as_ref())
+            .map(|s| &s.template);
+        let mut w = base(
+            WorkloadKind::CronJob,
+            &c.metadata,
+            template,
+            active,
+            active,
+        );
+        w.suspended = spec.and_then(|s| s.suspend).unwrap_or(false);
+        w
+    }
+
+    /// From a Pod: wants one replica until it terminated (Succeeded/Failed).
+    pub fn from_pod(p: &Pod) -> Self {
+        let status = p.status.as_ref();
+        let terminated = status
+            .and_then(|s| s.phase.as_deref())
+            .is_some_and(|ph| ph == "Succeeded" || ph == "Failed");
+        let ready = status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        let mut w = base(
+            WorkloadKind::Pod,
+            &p.metadata,
+            None,
+            i32::from(!terminated),
+            i32::from(ready),
+        );
+        w.runtime_class = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.runtime_class_name.clone())
+            .filter(|c| !c.is_empty());
+        w.managed_by_berth = is_managed(p.metadata.labels.as_ref());
+        w.runtime_profile = p
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(RUNTIME_PROFILE_ANNOTATION).cloned());
+        w
+    }
+}
+
+fn is_managed(labels: Option<&BTreeMap<String, String>>) -> bool {
+    labels
+        .and_then(|l| l.get(MANAGED_BY_LABEL))
+        .is_some_and(|v| v == MANAGED_BY)
+}
+
+fn base(
+    kind: WorkloadKind,
+    meta: &ObjectMeta,
+    template: Option<&PodTemplateSpec>,
+    replicas: i32,
+    ready: i32,
+) -> Workload {
+    let template_meta = template.and_then(|t| t.metadata.as_ref());
+    let owner = meta.owner_references.as_ref().and_then(|refs| {
+        refs.iter()
+            .find(|r| r.controller == Some(true))
+            .map(|r| Owner {
+                kind: r.kind.clone(),
+                name: r.name.clone(),
+            })
+    });
+    Workload {
+        kind,
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        name: meta.name.clone().unwrap_or_default(),
+        runtime_class: template
+            .and_then(|t| t.spec.as_ref())
+            .and_then(|s| s.runtime_class_name.clone())
+            .filter(|c| !c.is_empty()),
+        replicas: replicas.max(0),
+        ready: ready.max(0),
+        managed_by_berth: is_managed(meta.labels.as_ref())
+            || is_managed(template_meta.and_then(|m| m.labels.as_ref())),
+        owner,
+        is_rollback_revision: false,
+        suspended: false,
+        runtime_profile: template_meta
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get(RUNTIME_PROFILE_ANNOTATION).cloned()),
+        labels: {
+            // The template's labels, overlaid with the object's own: Jobs
+            // made by a CronJob and ReplicaSets carry berth's identity labels
+            // only through their templates.
+            let mut labels = template_meta
+                .and_then(|m| m.labels.clone())
+                .unwrap_or_default();
+            labels.extend(meta.labels.clone().unwrap_or_default());
+            labels
+        },
+    }
+}
+
+/// Every workload of the given lists as [`Workload`]s, ReplicaSets judged
+/// against their owning Deployment's current revision when it is among
+/// `deployments`. Pass empty slices for kinds you do not read (the agent
+/// passes no Pods).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WorkloadSources<'a> {
+    /// Deployments.
+    pub deployments: &'a [Deployment],
+    /// ReplicaSets.
+    pub replica_sets: &'a [ReplicaSet],
+    /// StatefulSets.
+    pub stateful_sets: &'a [StatefulSet],
+    /// DaemonSets.
+    pub daemon_sets: &'a [DaemonSet],
+    /// Jobs.
+    pub jobs: &'a [Job],
+    /// CronJobs.
+    pub cron_jobs: &'a [CronJob],
+    /// Pods.
+    pub pods: &'a [Pod],
+}
+
+impl WorkloadSources<'_> {
+    /// Converts everything, in kind order then the input order.
+    pub fn collect(&self) -> Vec<Workload> {
+        let revisions: BTreeMap<(String, String), String> = self
+            .deployments
+            .iter()
+            .filter_map(|d| {
+                let rev = d.metadata.annotations.as_ref()?.get(REVISION_ANNOTATION)?;
+                Some((
+                    (
+                        d.metadata.namespace.clone().unwrap_or_default(),
+                        d.metadata.name.clone().unwrap_or_default(),
+                    ),
+                    rev.clone(),
+                ))
+            })
+            .collect();
+        let mut out = Vec::new();
+        out.extend(self.deployments.iter().map(Workload::from_deployment));
+        out.extend(self.replica_sets.iter().map(|rs| {
+            let owner_rev = rs
+                .metadata
+                .owner_references
+                .as_ref()
+                .and_then(|refs| {
+                    refs.iter()
+                        .find(|r| r.controller == Some(true) && r.kind == "Deployment")
+                })
+                .and_then(|r| {
+                    revisions.get(&(
+                        rs.metadata.namespace.clone().unwrap_or_default(),
+                        r.name.clone(),
+                    ))
+                });
+            Workload::from_replica_set(rs, owner_rev.map(String::as_str))
+        }));
+        out.extend(self.stateful_sets.iter().map(Workload::from_stateful_set));
+        out.extend(self.daemon_sets.iter().map(Workload::from_daemon_set));
+        out.extend(self.jobs.iter().map(Workload::from_job));
+        out.extend(self.cron_jobs.iter().map(Workload::from_cron_job));
+        out.extend(self.pods.iter().map(Workload::from_pod));
+        out
+    }
+}
