@@ -3,6 +3,7 @@
 //! The binary's edge: parses the command line, installs color-eyre, and hands
 //! each subcommand to its own module.
 
+mod admission;
 mod check_grants;
 mod crds;
 mod grants_config;
@@ -24,6 +25,8 @@ enum Command {
     /// Validate a grants file and print its bindings or every error
     /// (exit 0 valid, 1 invalid, 2 usage).
     CheckGrants(check_grants::CheckGrantsArgs),
+    /// Serve only the validating admission webhook for Runtimes (no controller).
+    Webhook(admission::WebhookCommandArgs),
 }
 
 fn main() -> color_eyre::Result<()> {
@@ -32,5 +35,6 @@ fn main() -> color_eyre::Result<()> {
     match cli.command {
         Command::Crds => crds::run(),
         Command::CheckGrants(args) => check_grants::run(&args),
+        Command::Webhook(args) => admission::run_command(&args),
     }
 }

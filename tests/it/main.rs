@@ -3,3 +3,4 @@
 
 mod foundation;
 mod crds;
+mod assets;

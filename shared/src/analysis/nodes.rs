@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{Affinity, Node, NodeSelectorRequirement, Taint, Toleration};
 
 /// What the analysis needs of one Node.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeInfo {
     /// Node name.
     pub name: String,
@@ -132,7 +132,10 @@ impl Placement<'_> {
         let Some(required) = self
             .affinity
             .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
+            .and_then(|na| {
+                na.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
         else {
             return true;
         };
@@ -158,7 +161,11 @@ impl Placement<'_> {
         node.taints
             .iter()
             .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-            .all(|t| self.tolerations.iter().any(|tol| toleration_matches(tol, t)))
+            .all(|t| {
+                self.tolerations
+                    .iter()
+                    .any(|tol| toleration_matches(tol, t))
+            })
     }
 }
 
@@ -176,7 +183,11 @@ fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool
             ) else {
                 return false;
             };
-            if r.operator == "Gt" { v > bound } else { v < bound }
+            if r.operator == "Gt" {
+                v > bound
+            } else {
+                v < bound
+            }
         }
         _ => false,
     }

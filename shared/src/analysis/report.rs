@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::api::RuntimeGrant;
-use crate::decide::{
-    ENVIRONMENT_LABEL, GrantBinding, ObservedClass, PROJECT_LABEL,
-};
+use crate::decide::{ENVIRONMENT_LABEL, GrantBinding, ObservedClass, PROJECT_LABEL};
 use crate::render::labels::{APPLICATION_LABEL, SERVICE_LABEL};
 
 use super::nodes::{Coverage, NodeInfo, coverage};
@@ -227,7 +225,8 @@ pub struct Retained {
 /// whose pod template names an alias that is still bound, for the identity
 /// on its labels, to the same class.
 pub fn covered_by_grant(w: &Workload, grants: &[GrantBinding]) -> bool {
-    let (Some(class), Some(alias), true) = (&w.runtime_class, &w.runtime_profile, w.managed_by_berth)
+    let (Some(class), Some(alias), true) =
+        (&w.runtime_class, &w.runtime_profile, w.managed_by_berth)
     else {
         return false;
     };

@@ -179,7 +179,10 @@ impl Workload {
             &s.metadata,
             spec.map(|s| &s.template),
             spec.and_then(|s| s.replicas).unwrap_or(1),
-            s.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
+            s.status
+                .as_ref()
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or(0),
         )
     }
 
@@ -233,13 +236,7 @@ impl Workload {
         let template = spec
             .and_then(|s| s.job_template.spec.as_ref())
             .map(|s| &s.template);
-        let mut w = base(
-            WorkloadKind::CronJob,
-            &c.metadata,
-            template,
-            active,
-            active,
-        );
+        let mut w = base(WorkloadKind::CronJob, &c.metadata, template, active, active);
         w.suspended = spec.and_then(|s| s.suspend).unwrap_or(false);
         w
     }

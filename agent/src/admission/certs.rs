@@ -1,0 +1,421 @@
+//! The webhook's serving certificate.
+//!
+//! Two sources:
+//!
+//! - **self-signed** ([`SelfSignedCa`]): at start the agent creates a CA and
+//!   a serving certificate signed by it, and injects the CA into the
+//!   ValidatingWebhookConfiguration it owns. Before the serving certificate
+//!   expires (at two thirds of its validity) a new CA and serving
+//!   certificate replace them. The new CA is also *cross-signed* by the old
+//!   one and served as an intermediate, so the new chain verifies against
+//!   either CA bundle: the API server keeps calling successfully whether or
+//!   not it has seen the updated `caBundle` yet. No timing assumption.
+//! - **files** ([`load_pem_files`]): a certificate and key supplied by the
+//!   operator (cert-manager Secret volume or plain files), re-read when their
+//!   content changes.
+//!
+//! Either way the TLS server asks a [`SwappableResolver`] for the certificate
+//! on every handshake, so a new one takes effect for the next connection
+//! without restarting the listener; established connections are unaffected.
+
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::crypto::CryptoProvider;
+use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
+use tokio_rustls::rustls::sign::CertifiedKey;
+
+/// Certificate problems.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    /// rcgen refused to build a certificate.
+    #[error("generating a certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// rustls refused the certificate or key.
+    #[error("loading the certificate into TLS: {0}")]
+    Tls(#[from] rustls::Error),
+    /// A file could not be read or parsed.
+    #[error("{path}: {detail}")]
+    File {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// A validity too short to be useful or too long to compute.
+    #[error("invalid certificate validity {0:?}")]
+    Validity(Duration),
+}
+
+/// The crypto provider the webhook serves with (ring, as kube's client).
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Backdating of `notBefore`, for clocks that are slightly apart.
+const BACKDATE: Duration = Duration::from_secs(300);
+
+/// Options of the self-signed mode.
+#[derive(Clone, Debug)]
+pub struct SelfSignedOptions {
+    /// Subject alternative names of the serving certificate: DNS names or
+    /// IP addresses (what the API server dials).
+    pub names: Vec<String>,
+    /// Validity of a serving certificate; it is replaced at two thirds of
+    /// it. A CA is valid for twice as long (it must outlive the next
+    /// generation's cross-signed chain).
+    pub validity: Duration,
+}
+
+/// One generation: a CA and the serving certificate it signed.
+struct Generation {
+    ca_pem: String,
+    ca_not_after: SystemTime,
+    ca_params: CertificateParams,
+    ca: Issuer<'static, KeyPair>,
+    served: Arc<CertifiedKey>,
+    rotate_at: SystemTime,
+}
+
+/// The self-signed CA and its current serving certificate.
+pub struct SelfSignedCa {
+    options: SelfSignedOptions,
+    current: Generation,
+    previous_ca: Option<(String, SystemTime)>,
+    generation: u64,
+}
+
+impl std::fmt::Debug for SelfSignedCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelfSignedCa")
+            .field("names", &self.options.names)
+            .field("generation", &self.generation)
+            .field("rotate_at", &self.current.rotate_at)
+            .finish_non_exhaustive()
+    }
+}
+
+fn offset(t: SystemTime) -> time::OffsetDateTime {
+    time::OffsetDateTime::from(t)
+}
+
+fn unique_suffix() -> String {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{}.{:09}", now.as_secs(), now.subsec_nanos())
+}
+
+fn generation(
+    options: &SelfSignedOptions,
+    signer: Option<&Generation>,
+    provider: &CryptoProvider,
+) -> Result<Generation, CertError> {
+    let now = SystemTime::now();
+    let validity = options.validity;
+    if validity < Duration::from_secs(3) || validity > Duration::from_secs(20 * 365 * 86400) {
+        return Err(CertError::Validity(validity));
+    }
+    let not_before = now.checked_sub(BACKDATE).unwrap_or(now);
+    let leaf_not_after = now + validity;
+    let ca_not_after = now + validity * 2;
+
+    // A CA with a unique name per generation, so chains are never ambiguous.
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, "berth");
+    dn.push(
+        DnType::CommonName,
+        format!("berth-agent-webhook-ca {}", unique_suffix()),
+    );
+    ca_params.distinguished_name = dn;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    ca_params.not_before = offset(not_before);
+    ca_params.not_after = offset(ca_not_after);
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let ca_pem = ca_cert.pem();
+
+    // The same CA, signed by the previous one (valid no longer than it).
+    let cross = match signer {
+        Some(prev) => {
+            let mut p = ca_params.clone();
+            p.not_after = offset(ca_not_after.min(prev.ca_not_after));
+            Some(p.signed_by(&ca_key, &prev.ca)?)
+        }
+        None => None,
+    };
+
+    let leaf_key = KeyPair::generate()?;
+    let mut leaf = CertificateParams::new(Vec::<String>::new())?;
+    for name in &options.names {
+        leaf.subject_alt_names.push(match name.parse() {
+            Ok(ip) => SanType::IpAddress(ip),
+            Err(_) => SanType::DnsName(name.clone().try_into()?),
+        });
+    }
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, "berth");
+    dn.push(
+        DnType::CommonName,
+        options
+            .names
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "berth-agent-webhook".into()),
+    );
+    leaf.distinguished_name = dn;
+    leaf.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    leaf.use_authority_key_identifier_extension = true;
+    leaf.not_before = offset(not_before);
+    leaf.not_after = offset(leaf_not_after);
+    let ca = Issuer::new(ca_params.clone(), ca_key);
+    let leaf_cert = leaf.signed_by(&leaf_key, &ca)?;
+
+    let mut chain = vec![leaf_cert.der().clone()];
+    if let Some(cross) = cross {
+        chain.push(cross.der().clone());
+    }
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+    let served = Arc::new(CertifiedKey::from_der(chain, key, provider)?);
+    Ok(Generation {
+        ca_pem,
+        ca_not_after,
+        ca_params,
+        ca,
+        served,
+        rotate_at: now + validity * 2 / 3,
+    })
+}
+
+impl SelfSignedCa {
+    /// A fresh CA and serving certificate.
+    pub fn new(options: SelfSignedOptions) -> Result<Self, CertError> {
+        let current = generation(&options, None, &provider())?;
+        Ok(Self {
+            options,
+            current,
+            previous_ca: None,
+            generation: 1,
+        })
+    }
+
+    /// Replaces the CA and serving certificate; the new CA is cross-signed
+    /// by the old one, whose certificate stays in [`Self::ca_bundle`] until
+    /// it expires or the next rotation.
+    pub fn rotate(&mut self) -> Result<(), CertError> {
+        let next = generation(&self.options, Some(&self.current), &provider())?;
+        let old = std::mem::replace(&mut self.current, next);
+        self.previous_ca = Some((old.ca_pem, old.ca_not_after));
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// The PEM CA bundle for the webhook configuration: the current CA, and
+    /// the previous one while it is still valid.
+    pub fn ca_bundle(&self) -> String {
+        let mut out = self.current.ca_pem.clone();
+        if let Some((pem, not_after)) = &self.previous_ca
+            && *not_after > SystemTime::now()
+        {
+            out.push_str(pem);
+        }
+        out
+    }
+
+    /// The certificate chain and key to serve.
+    pub fn certified_key(&self) -> Arc<CertifiedKey> {
+        self.current.served.clone()
+    }
+
+    /// When the serving certificate should be replaced.
+    pub fn rotate_at(&self) -> SystemTime {
+        self.current.rotate_at
+    }
+
+    /// 1 for the first certificate, +1 per rotation.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The current CA's subject, for logs.
+    pub fn ca_name(&self) -> String {
+        self.current
+            .ca_params
+            .distinguished_name
+            .get(&DnType::CommonName)
+            .map(|v| format!("{v:?}"))
+            .unwrap_or_default()
+    }
+}
+
+/// Loads a PEM certificate chain and PEM private key from files (as written
+/// by cert-manager into a `kubernetes.io/tls` Secret: `tls.crt`, `tls.key`).
+/// Returns the key and the raw bytes read (to notice later changes).
+pub fn load_pem_files(
+    cert: &Path,
+    key: &Path,
+) -> Result<(Arc<CertifiedKey>, Vec<u8>), CertError> {
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| CertError::File {
+            path: p.display().to_string(),
+            detail: e.to_string(),
+        })
+    };
+    let cert_bytes = read(cert)?;
+    let key_bytes = read(key)?;
+    let chain = CertificateDer::pem_slice_iter(&cert_bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CertError::File {
+            path: cert.display().to_string(),
+            detail: format!("not a PEM certificate chain: {e}"),
+        })?;
+    if chain.is_empty() {
+        return Err(CertError::File {
+            path: cert.display().to_string(),
+            detail: "no CERTIFICATE block found".into(),
+        });
+    }
+    let private = PrivateKeyDer::from_pem_slice(&key_bytes).map_err(|e| CertError::File {
+        path: key.display().to_string(),
+        detail: format!("not a PEM private key: {e}"),
+    })?;
+    let ck = CertifiedKey::from_der(chain, private, &provider())?;
+    let mut seen = cert_bytes;
+    seen.extend_from_slice(&key_bytes);
+    Ok((Arc::new(ck), seen))
+}
+
+/// Hands the current certificate to every TLS handshake; [`Self::set`]
+/// swaps it for the next handshake.
+#[derive(Debug)]
+pub struct SwappableResolver {
+    current: RwLock<Arc<CertifiedKey>>,
+}
+
+impl SwappableResolver {
+    /// A resolver serving `key`.
+    pub fn new(key: Arc<CertifiedKey>) -> Self {
+        Self {
+            current: RwLock::new(key),
+        }
+    }
+
+    /// Serve `key` from the next handshake on.
+    pub fn set(&self, key: Arc<CertifiedKey>) {
+        match self.current.write() {
+            Ok(mut guard) => *guard = key,
+            Err(poisoned) => *poisoned.into_inner() = key,
+        }
+    }
+
+    /// The certificate served now.
+    pub fn get(&self) -> Arc<CertifiedKey> {
+        match self.current.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+impl ResolvesServerCert for SwappableResolver {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.get())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(validity: Duration) -> SelfSignedOptions {
+        SelfSignedOptions {
+            names: vec!["127.0.0.1".into(), "berth-agent.berth-system.svc".into()],
+            validity,
+        }
+    }
+
+    #[test]
+    fn generates_and_rotates_with_a_cross_signed_chain() {
+        let mut ca = SelfSignedCa::new(opts(Duration::from_secs(3600))).expect("ca");
+        assert_eq!(ca.generation(), 1);
+        assert_eq!(ca.certified_key().cert.len(), 1, "first chain is the leaf");
+        let first_bundle = ca.ca_bundle();
+        assert_eq!(first_bundle.matches("BEGIN CERTIFICATE").count(), 1);
+        let rotate_at = ca.rotate_at();
+        let in_40m = SystemTime::now() + Duration::from_secs(40 * 60);
+        assert!(rotate_at <= in_40m + Duration::from_secs(1));
+        assert!(rotate_at >= in_40m - Duration::from_secs(5));
+
+        let first_leaf = ca.certified_key().cert[0].clone();
+        ca.rotate().expect("rotate");
+        assert_eq!(ca.generation(), 2);
+        let chain = &ca.certified_key().cert;
+        assert_eq!(chain.len(), 2, "leaf + cross-signed CA");
+        assert_ne!(chain[0], first_leaf);
+        let bundle = ca.ca_bundle();
+        assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2);
+        assert!(bundle.ends_with(&first_bundle), "old CA kept after the new");
+    }
+
+    #[test]
+    fn rejects_silly_validity() {
+        assert!(matches!(
+            SelfSignedCa::new(opts(Duration::from_secs(1))),
+            Err(CertError::Validity(_))
+        ));
+    }
+
+    #[test]
+    fn resolver_swaps() {
+        let a = SelfSignedCa::new(opts(Duration::from_secs(60))).expect("a");
+        let b = SelfSignedCa::new(opts(Duration::from_secs(60))).expect("b");
+        let r = SwappableResolver::new(a.certified_key());
+        assert!(Arc::ptr_eq(&r.get(), &a.certified_key()));
+        r.set(b.certified_key());
+        assert!(Arc::ptr_eq(&r.get(), &b.certified_key()));
+    }
+
+    #[test]
+    fn loads_pem_files() {
+        let dir = std::env::current_exe()
+            .expect("exe")
+            .parent()
+            .expect("deps")
+            .join(format!("berth-admission-certs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let key = KeyPair::generate().expect("key");
+        let cert = CertificateParams::new(vec!["localhost".to_string()])
+            .expect("params")
+            .self_signed(&key)
+            .expect("cert");
+        std::fs::write(dir.join("tls.crt"), cert.pem()).expect("write");
+        std::fs::write(dir.join("tls.key"), key.serialize_pem()).expect("write");
+        let (ck, seen) =
+            load_pem_files(&dir.join("tls.crt"), &dir.join("tls.key")).expect("loads");
+        assert_eq!(ck.cert.len(), 1);
+        assert!(!seen.is_empty());
+        std::fs::write(dir.join("tls.key"), "garbage").expect("write");
+        let err = load_pem_files(&dir.join("tls.crt"), &dir.join("tls.key"))
+            .expect_err("bad key");
+        assert!(err.to_string().contains("tls.key"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,490 @@
+//! One admission review: `AdmissionReview` in, verdict out (DESIGN §3
+//! "Acceptance").
+//!
+//! The verdict reuses the controller's pure [`decide`] function, so
+//! acceptance and reconciliation can never disagree about a grant. Only two
+//! reads happen per review — the Runtime's Namespace (for the identity
+//! labels) and the RuntimeClass of the matching binding — both through the
+//! [`Lookup`] trait so the whole path is unit-tested without a cluster.
+//!
+//! Rules, in order:
+//! 1. anything but CREATE/UPDATE is allowed (deletes are never even sent);
+//! 2. an UPDATE of a Runtime that is being deleted is allowed (finalizers
+//!    must always be removable);
+//! 3. a granted profile, or no profile, is allowed — so clearing
+//!    `runtimeProfile` always is;
+//! 4. `suspend: true` is allowed (it retires the dependency), with a warning
+//!    when the profile is not granted;
+//! 5. an UPDATE that leaves `spec` unchanged (labels, annotations,
+//!    finalizers) requests nothing new and is allowed, with a warning;
+//! 6. anything else is denied, naming the reason and the exact scope a
+//!    binding would need.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use berth_shared::api::ProfileStatus;
+use berth_shared::decide::{
+    self, DecideInput, Decision, GrantBinding, Identity, IdentityError, ObservedClass,
+};
+use berth_shared::grants::LoadedGrants;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube::{Api, Client};
+use serde::Deserialize;
+
+/// The bindings of a loaded grants file in the form [`decide`] takes (empty
+/// when no file is configured: nothing is granted).
+pub fn grant_bindings(loaded: Option<&LoadedGrants>) -> Vec<GrantBinding> {
+    loaded
+        .map(|l| {
+            l.bindings
+                .iter()
+                .map(|b| GrantBinding {
+                    name: b.name.clone(),
+                    project: b.project.clone(),
+                    environment: b.environment.clone(),
+                    application: b.application.clone(),
+                    service: b.service.clone(),
+                    runtime_class: b.runtime_class.clone(),
+                    handler: b.handler.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The part of a Runtime's spec the verdict looks at. Deliberately lenient
+/// (everything else is ignored) so that a newer or older schema never makes
+/// the webhook refuse a change it cannot parse in full.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeView {
+    /// `spec.application`.
+    #[serde(default)]
+    pub application: String,
+    /// `spec.service`.
+    #[serde(default)]
+    pub service: String,
+    /// `spec.runtimeProfile`.
+    #[serde(default)]
+    pub runtime_profile: Option<String>,
+    /// `spec.suspend`.
+    #[serde(default)]
+    pub suspend: bool,
+}
+
+impl RuntimeView {
+    /// The requested alias, `None` when unset or empty.
+    pub fn requested(&self) -> Option<&str> {
+        self.runtime_profile.as_deref().filter(|p| !p.is_empty())
+    }
+}
+
+/// The operation under review.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// CREATE.
+    Create,
+    /// UPDATE.
+    Update,
+    /// DELETE or CONNECT: never refused.
+    Other,
+}
+
+/// Everything the verdict needs, already read.
+#[derive(Clone, Copy, Debug)]
+pub struct Facts<'a> {
+    /// The operation.
+    pub op: Op,
+    /// The Runtime's namespace.
+    pub namespace: &'a str,
+    /// The Runtime's name.
+    pub name: &'a str,
+    /// The new object's spec.
+    pub new: &'a RuntimeView,
+    /// UPDATE only: the spec did not change at all.
+    pub spec_unchanged: bool,
+    /// UPDATE only: the object already has a deletionTimestamp.
+    pub deleting: bool,
+    /// The Namespace's labels (empty when it has none or does not exist).
+    pub namespace_labels: &'a BTreeMap<String, String>,
+    /// The loaded grants.
+    pub bindings: &'a [GrantBinding],
+    /// The RuntimeClass of the matching binding, as observed.
+    pub class: Option<&'a ObservedClass>,
+    /// UPDATE only: `status.profile` of the stored object (tells "revoked"
+    /// from "never granted").
+    pub previous: Option<&'a ProfileStatus>,
+}
+
+/// The outcome of a review.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Admit; `warning` is shown to the client (kubectl prints it).
+    Allowed {
+        /// The grant decision, when one was made.
+        reason: &'static str,
+        /// A warning for the client.
+        warning: Option<String>,
+    },
+    /// Refuse with a stable reason and a message naming what to fix.
+    Denied {
+        /// The decision's stable reason (`NotGranted`, `ClassMissing` …).
+        reason: &'static str,
+        /// The message the client sees.
+        message: String,
+    },
+}
+
+impl Verdict {
+    /// Whether the request is admitted.
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Verdict::Allowed { .. })
+    }
+}
+
+/// The identity of a Runtime in a namespace with these labels.
+pub fn identity_of(
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    view: &RuntimeView,
+) -> Result<Identity, IdentityError> {
+    let (project, environment) = decide::namespace_scope(namespace, labels)?;
+    Ok(Identity {
+        project,
+        environment,
+        application: view.application.clone(),
+        service: view.service.clone(),
+    })
+}
+
+/// The RuntimeClass that has to be read before [`review`]: the class of the
+/// binding the Runtime selects, if one exists for its identity.
+pub fn class_to_look_up(
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    view: &RuntimeView,
+    bindings: &[GrantBinding],
+) -> Option<String> {
+    let alias = view.requested()?;
+    let identity = identity_of(namespace, labels, view).ok()?;
+    decide::binding_for(bindings, &identity, alias).map(|b| b.runtime_class.clone())
+}
+
+/// The verdict (pure).
+pub fn review(f: &Facts<'_>) -> Verdict {
+    if f.op == Op::Other {
+        return Verdict::Allowed {
+            reason: "NotReviewed",
+            warning: None,
+        };
+    }
+    if f.op == Op::Update && f.deleting {
+        return Verdict::Allowed {
+            reason: "Deleting",
+            warning: None,
+        };
+    }
+    let identity = identity_of(f.namespace, f.namespace_labels, f.new);
+    let decision = decide::decide(DecideInput {
+        bindings: f.bindings,
+        identity: identity.as_ref(),
+        requested: f.new.requested(),
+        class: f.class,
+        previous: if f.op == Op::Update { f.previous } else { None },
+    });
+    if decision.allows_changes() {
+        return Verdict::Allowed {
+            reason: decision.reason(),
+            warning: None,
+        };
+    }
+    let message = denial_message(f.namespace, f.name, f.new, &identity, &decision);
+    if f.new.suspend {
+        return Verdict::Allowed {
+            reason: decision.reason(),
+            warning: Some(format!(
+                "accepted because spec.suspend is true; nothing will run with this profile: {message}"
+            )),
+        };
+    }
+    if f.op == Op::Update && f.spec_unchanged {
+        return Verdict::Allowed {
+            reason: decision.reason(),
+            warning: Some(format!(
+                "accepted because spec is unchanged; the Runtime stays blocked: {message}"
+            )),
+        };
+    }
+    Verdict::Denied {
+        reason: decision.reason(),
+        message,
+    }
+}
+
+fn binding_toml(alias: &str, id: &Identity) -> String {
+    format!(
+        "name = \"{alias}\", project = \"{}\", environment = \"{}\", application = \"{}\", service = \"{}\"",
+        id.project, id.environment, id.application, id.service
+    )
+}
+
+/// The message of a refusal: the reason, the decision in words, and the
+/// exact scope that would need a binding (or what else to fix).
+pub fn denial_message(
+    namespace: &str,
+    name: &str,
+    view: &RuntimeView,
+    identity: &Result<Identity, IdentityError>,
+    decision: &Decision,
+) -> String {
+    let alias = decision.alias().unwrap_or_default();
+    let head = format!(
+        "{}: Runtime {namespace}/{name}: {}",
+        decision.reason(),
+        decision.message()
+    );
+    let retire = "clearing spec.runtimeProfile or setting spec.suspend: true is always accepted";
+    let hint = match (decision, identity) {
+        (_, Err(IdentityError::MissingLabels { missing, .. })) => format!(
+            "namespace {namespace} needs the label(s) {} (set by a cluster admin); a binding would then need name = \"{alias}\" with that project and environment, application = \"{}\", service = \"{}\"",
+            missing.join(" and "),
+            view.application,
+            view.service,
+        ),
+        (_, Err(IdentityError::InvalidLabel { label, .. })) => format!(
+            "fix the label {label} on namespace {namespace} (set by a cluster admin); a binding is matched against its exact value"
+        ),
+        (Decision::NotGranted { .. }, Ok(id)) => format!(
+            "granting it needs a binding in the agent's grants file with {}",
+            binding_toml(alias, id)
+        ),
+        (Decision::Revoked { .. }, Ok(id)) => format!(
+            "restoring it needs a binding in the agent's grants file with {}; {retire}",
+            binding_toml(alias, id)
+        ),
+        (
+            Decision::ClassMissing {
+                runtime_class,
+                handler,
+                ..
+            },
+            Ok(id),
+        ) => format!(
+            "the binding ({}) needs RuntimeClass {runtime_class} with handler {handler} to exist",
+            binding_toml(alias, id)
+        ),
+        (
+            Decision::HandlerMismatch {
+                runtime_class,
+                expected,
+                ..
+            },
+            Ok(id),
+        ) => format!(
+            "the binding ({}) needs RuntimeClass {runtime_class} to name handler {expected}",
+            binding_toml(alias, id)
+        ),
+        (Decision::ClassUnsupported { runtime_class, .. }, Ok(id)) => format!(
+            "the binding ({}) needs RuntimeClass {runtime_class} without overhead and scheduling",
+            binding_toml(alias, id)
+        ),
+        (Decision::ClassDeleting { runtime_class, .. }, Ok(id)) => format!(
+            "the binding ({}) needs RuntimeClass {runtime_class}, which is going away",
+            binding_toml(alias, id)
+        ),
+        (Decision::NotRequested | Decision::Granted { .. }, Ok(_)) => String::new(),
+    };
+    if hint.is_empty() {
+        head
+    } else {
+        format!("{head}; {hint}")
+    }
+}
+
+/// The two reads a review needs.
+pub trait Lookup: Send + Sync {
+    /// The Namespace's labels; `Ok(None)` when it does not exist.
+    fn namespace_labels(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<BTreeMap<String, String>>, String>> + Send;
+    /// The RuntimeClass; `Ok(None)` when it does not exist.
+    fn runtime_class(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<ObservedClass>, String>> + Send;
+}
+
+/// [`Lookup`] against the API server (direct GETs: a cache could miss a
+/// Namespace created a moment ago and refuse a valid Runtime).
+#[derive(Clone)]
+pub struct KubeLookup {
+    client: Client,
+}
+
+impl KubeLookup {
+    /// Reads with `client` (needs get on namespaces and runtimeclasses).
+    pub fn new(client: Client) -> Self {
+        Self { client }
+    }
+}
+
+impl Lookup for KubeLookup {
+    async fn namespace_labels(
+        &self,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        api.get_opt(name)
+            .await
+            .map(|ns| ns.map(|ns| ns.metadata.labels.unwrap_or_default()))
+            .map_err(|e| format!("reading namespace {name}: {e}"))
+    }
+
+    async fn runtime_class(&self, name: &str) -> Result<Option<ObservedClass>, String> {
+        let api: Api<RuntimeClass> = Api::all(self.client.clone());
+        api.get_opt(name)
+            .await
+            .map(|rc| rc.as_ref().map(ObservedClass::from_runtime_class))
+            .map_err(|e| format!("reading RuntimeClass {name}: {e}"))
+    }
+}
+
+fn spec_of(obj: &DynamicObject) -> Result<RuntimeView, String> {
+    let spec = obj.data.get("spec").cloned().unwrap_or_default();
+    serde_json::from_value(spec).map_err(|e| format!("reading spec: {e}"))
+}
+
+fn previous_profile(obj: &DynamicObject) -> Option<ProfileStatus> {
+    let profile = obj.data.get("status")?.get("profile")?.clone();
+    serde_json::from_value(profile).ok()
+}
+
+fn deny(req: &AdmissionRequest<DynamicObject>, reason: &str, message: String) -> AdmissionResponse {
+    let mut resp = AdmissionResponse::from(req).deny(message);
+    resp.result.code = 403;
+    resp.result.reason = "Forbidden".into();
+    resp.audit_annotations
+        .insert("decision".into(), reason.to_string());
+    resp
+}
+
+/// Reviews one request: reads what is needed, decides, answers. Any read
+/// error refuses the change (fail closed), naming the error.
+pub async fn review_request<L: Lookup>(
+    req: &AdmissionRequest<DynamicObject>,
+    bindings: &[GrantBinding],
+    lookup: &L,
+) -> AdmissionResponse {
+    let op = match req.operation {
+        Operation::Create => Op::Create,
+        Operation::Update => Op::Update,
+        _ => Op::Other,
+    };
+    if op == Op::Other {
+        return AdmissionResponse::from(req);
+    }
+    let Some(new) = req.object.as_ref() else {
+        return deny(req, "InvalidRequest", "the request carries no object".into());
+    };
+    let namespace = req
+        .namespace
+        .as_deref()
+        .or(new.metadata.namespace.as_deref())
+        .unwrap_or_default();
+    let name = new
+        .metadata
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(req.name.as_str());
+    let view = match spec_of(new) {
+        Ok(v) => v,
+        Err(e) => return deny(req, "InvalidRequest", format!("Runtime {namespace}/{name}: {e}")),
+    };
+    let old = req.old_object.as_ref();
+    let spec_unchanged = old.is_some_and(|o| o.data.get("spec") == new.data.get("spec"));
+    let deleting = new.metadata.deletion_timestamp.is_some();
+    let previous = old.and_then(previous_profile);
+
+    // Nothing to read when nothing could be refused.
+    let labels = if view.requested().is_none() || (op == Op::Update && deleting) {
+        BTreeMap::new()
+    } else {
+        match lookup.namespace_labels(namespace).await {
+            Ok(labels) => labels.unwrap_or_default(),
+            Err(e) => {
+                return deny(
+                    req,
+                    "LookupFailed",
+                    format!("Runtime {namespace}/{name}: the grant could not be checked: {e}"),
+                );
+            }
+        }
+    };
+    let class = match class_to_look_up(namespace, &labels, &view, bindings) {
+        None => None,
+        Some(class_name) => match lookup.runtime_class(&class_name).await {
+            Ok(class) => class,
+            Err(e) => {
+                return deny(
+                    req,
+                    "LookupFailed",
+                    format!("Runtime {namespace}/{name}: the grant could not be checked: {e}"),
+                );
+            }
+        },
+    };
+    let verdict = review(&Facts {
+        op,
+        namespace,
+        name,
+        new: &view,
+        spec_unchanged,
+        deleting,
+        namespace_labels: &labels,
+        bindings,
+        class: class.as_ref(),
+        previous: previous.as_ref(),
+    });
+    tracing::info!(
+        namespace,
+        name,
+        operation = ?req.operation,
+        dry_run = req.dry_run,
+        user = req.user_info.username.as_deref().unwrap_or_default(),
+        allowed = verdict.is_allowed(),
+        "admission review"
+    );
+    match verdict {
+        Verdict::Allowed { reason, warning } => {
+            let mut resp = AdmissionResponse::from(req);
+            resp.audit_annotations
+                .insert("decision".into(), reason.to_string());
+            resp.warnings = warning.map(|w| vec![w]);
+            resp
+        }
+        Verdict::Denied { reason, message } => deny(req, reason, message),
+    }
+}
+
+/// Turns a raw review into the review to send back; malformed input gets an
+/// "invalid" answer (which the API server treats as a refusal).
+pub async fn handle<L: Lookup>(
+    review: AdmissionReview<DynamicObject>,
+    bindings: &[GrantBinding],
+    lookup: &L,
+) -> AdmissionReview<DynamicObject> {
+    let req: AdmissionRequest<DynamicObject> = match review.try_into() {
+        Ok(req) => req,
+        Err(e) => return AdmissionResponse::invalid(e).into_review(),
+    };
+    review_request(&req, bindings, lookup).await.into_review()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,276 @@
+//! Step 4 (apply): server-side apply of the rendered objects with one field
+//! manager — but only of objects that differ from the cache, so a reconcile
+//! that changes nothing sends nothing.
+//!
+//! "Differs" means: some field of the desired object is not in the live one
+//! with the same value (drift), or the live object's
+//! `berth.dev/applied-hash` annotation is not the hash of the desired object
+//! (the spec changed, which also covers fields that were *removed* from the
+//! desired object). Objects are never adopted: an existing object with a
+//! managed name and no controller reference to this Runtime is a conflict
+//! and is left untouched.
+
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+
+use berth_shared::api::Runtime;
+use berth_shared::render::{self, Rendered};
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::context::{Context, FIELD_MANAGER};
+use super::ownership::owned_by;
+
+/// Annotation holding the hash of the object as last applied.
+pub const APPLIED_HASH_ANNOTATION: &str = "berth.dev/applied-hash";
+
+/// What the apply step did.
+#[derive(Debug, Default)]
+pub struct ApplyOutcome {
+    /// `Kind/name` of objects that exist and are not ours.
+    pub conflicts: Vec<String>,
+    /// Failures, `Kind/name: error`.
+    pub errors: Vec<String>,
+    /// Writes sent.
+    pub writes: usize,
+}
+
+/// Whether every field of `desired` is present in `actual` with the same
+/// value. Empty objects/arrays and nulls in `desired` match an absent field
+/// (the apiserver drops them).
+pub fn contains(actual: Option<&Value>, desired: &Value) -> bool {
+    match desired {
+        Value::Null => true,
+        Value::Object(d) if d.is_empty() => actual.is_none_or(|a| a.is_object() || a.is_null()),
+        Value::Array(d) if d.is_empty() => actual.is_none_or(|a| a.is_null() || a.as_array().is_some_and(Vec::is_empty)),
+        Value::Object(d) => {
+            let Some(Value::Object(a)) = actual else {
+                return false;
+            };
+            d.iter().all(|(k, dv)| contains(a.get(k), dv))
+        }
+        Value::Array(d) => {
+            let Some(Value::Array(a)) = actual else {
+                return false;
+            };
+            a.len() == d.len() && a.iter().zip(d).all(|(av, dv)| contains(Some(av), dv))
+        }
+        scalar => actual == Some(scalar),
+    }
+}
+
+fn hash(value: &Value) -> String {
+    let digest = Sha256::digest(value.to_string().as_bytes());
+    digest.iter().take(10).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The desired object as JSON with its hash annotation.
+pub fn with_hash<K: Serialize>(desired: &K) -> Result<Value, String> {
+    let mut value = serde_json::to_value(desired).map_err(|e| e.to_string())?;
+    let h = hash(&value);
+    let meta = value
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or("rendered object without metadata")?;
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert(APPLIED_HASH_ANNOTATION.to_string(), Value::String(h));
+    }
+    Ok(value)
+}
+
+/// How an object is kept in line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Applied whenever it differs.
+    Converge,
+    /// Created when absent, never changed (Jobs: their template is immutable
+    /// and a finished Job stays as it ran).
+    CreateOnly,
+}
+
+async fn ensure<K>(
+    ctx: &Context,
+    store: &Store<K>,
+    desired: &K,
+    uid: &str,
+    mode: Mode,
+    out: &mut ApplyOutcome,
+) where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let kind = K::kind(&());
+    let name = desired.name_any();
+    let ns = desired.namespace().unwrap_or_default();
+    let label = format!("{kind}/{name}");
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let cached = store.get(&ObjectRef::new(&name).within(&ns));
+    let live: Option<K> = match cached {
+        Some(obj) => Some((*obj).clone()),
+        // Not in the (label-filtered) cache: it may still exist without
+        // berth's labels. Look before creating, so nothing is adopted.
+        None => match api.get_opt(&name).await {
+            Ok(found) => found,
+            Err(e) => {
+                out.errors.push(format!("{label}: {e}"));
+                return;
+            }
+        },
+    };
+    let desired_value = match with_hash(desired) {
+        Ok(v) => v,
+        Err(e) => {
+            out.errors.push(format!("{label}: {e}"));
+            return;
+        }
+    };
+    if let Some(live) = &live {
+        if !owned_by(live.meta(), uid) {
+            out.conflicts.push(label);
+            return;
+        }
+        if mode == Mode::CreateOnly {
+            return;
+        }
+        let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
+        if contains(Some(&live_value), &desired_value) {
+            return;
+        }
+        tracing::info!(object = %label, namespace = %ns, "applying drifted or changed object");
+    } else {
+        tracing::info!(object = %label, namespace = %ns, "creating object");
+    }
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    match api.patch(&name, &params, &Patch::Apply(&desired_value)).await {
+        Ok(_) => {
+            out.writes += 1;
+            ctx.metrics.write(&kind, "apply");
+        }
+        Err(e) => out.errors.push(format!("{label}: {e}")),
+    }
+}
+
+async fn prune<K>(
+    ctx: &Context,
+    store: &Store<K>,
+    ns: &str,
+    uid: &str,
+    keep: &BTreeSet<String>,
+    out: &mut ApplyOutcome,
+) where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let kind = K::kind(&());
+    for obj in store.state() {
+        let name = obj.name_any();
+        if obj.namespace().as_deref() != Some(ns)
+            || !owned_by(obj.meta(), uid)
+            || keep.contains(&name)
+            || obj.meta().deletion_timestamp.is_some()
+        {
+            continue;
+        }
+        let api: Api<K> = Api::namespaced(ctx.client.clone(), ns);
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: obj.meta().uid.clone(),
+                resource_version: None,
+            }),
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..Default::default()
+        };
+        tracing::info!(object = %format!("{kind}/{name}"), namespace = %ns, "deleting own object no longer desired");
+        match api.delete(&name, &params).await {
+            Ok(_) => {
+                out.writes += 1;
+                ctx.metrics.write(&kind, "delete");
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => out.errors.push(format!("{kind}/{name}: {e}")),
+        }
+    }
+}
+
+/// Applies every rendered object and deletes the Runtime's own objects that
+/// are no longer desired (NetworkPolicy/HPA turned off, a job or schedule
+/// removed from the spec). Jobs are not deleted because the Runtime is
+/// suspended — only when their entry left `spec.jobs`.
+pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) -> ApplyOutcome {
+    let mut out = ApplyOutcome::default();
+    let uid = runtime.uid().unwrap_or_default();
+    let ns = runtime.namespace().unwrap_or_default();
+    let name = runtime.name_any();
+    let s = &ctx.stores;
+    ensure(ctx, &s.config_maps, &rendered.config_map, &uid, Mode::Converge, &mut out).await;
+    ensure(ctx, &s.service_accounts, &rendered.service_account, &uid, Mode::Converge, &mut out).await;
+    ensure(ctx, &s.services, &rendered.service, &uid, Mode::Converge, &mut out).await;
+    ensure(ctx, &s.deployments, &rendered.deployment, &uid, Mode::Converge, &mut out).await;
+    ensure(ctx, &s.pdbs, &rendered.pod_disruption_budget, &uid, Mode::Converge, &mut out).await;
+    let mut keep = BTreeSet::new();
+    if let Some(np) = &rendered.network_policy {
+        keep.insert(np.name_any());
+        ensure(ctx, &s.network_policies, np, &uid, Mode::Converge, &mut out).await;
+    }
+    prune(ctx, &s.network_policies, &ns, &uid, &keep, &mut out).await;
+    let mut keep = BTreeSet::new();
+    if let Some(hpa) = &rendered.horizontal_pod_autoscaler {
+        keep.insert(hpa.name_any());
+        ensure(ctx, &s.hpas, hpa, &uid, Mode::Converge, &mut out).await;
+    }
+    prune(ctx, &s.hpas, &ns, &uid, &keep, &mut out).await;
+    for job in &rendered.jobs {
+        ensure(ctx, &s.jobs, job, &uid, Mode::CreateOnly, &mut out).await;
+    }
+    let keep: BTreeSet<String> = runtime
+        .spec
+        .jobs
+        .iter()
+        .map(|j| render::names::job_name(&name, &j.name))
+        .collect();
+    prune(ctx, &s.jobs, &ns, &uid, &keep, &mut out).await;
+    let mut keep = BTreeSet::new();
+    for cron in &rendered.cron_jobs {
+        keep.insert(cron.name_any());
+        ensure(ctx, &s.cron_jobs, cron, &uid, Mode::Converge, &mut out).await;
+    }
+    prune(ctx, &s.cron_jobs, &ns, &uid, &keep, &mut out).await;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn containment() {
+        let actual = json!({"a": 1, "b": {"c": "x", "d": [ {"e": 1, "f": 2} ]}, "extra": true});
+        assert!(contains(Some(&actual), &json!({"a": 1})));
+        assert!(contains(Some(&actual), &json!({"b": {"d": [{"e": 1}]}})));
+        assert!(!contains(Some(&actual), &json!({"b": {"d": [{"e": 2}]}})));
+        assert!(!contains(Some(&actual), &json!({"b": {"d": [{"e": 1}, {"e": 1}]}})));
+        assert!(!contains(Some(&actual), &json!({"z": 1})));
+        assert!(contains(Some(&actual), &json!({"z": {}, "y": [], "n": null})));
+        assert!(!contains(Some(&actual), &json!({"a": "1"})));
+    }
+
+    #[test]
+    fn hash_annotation_tracks_content() {
+        let a = with_hash(&json!({"metadata": {"name": "x"}, "data": {"k": "v"}})).expect("hash");
+        let b = with_hash(&json!({"metadata": {"name": "x"}, "data": {"k": "w"}})).expect("hash");
+        let ha = &a["metadata"]["annotations"][APPLIED_HASH_ANNOTATION];
+        let hb = &b["metadata"]["annotations"][APPLIED_HASH_ANNOTATION];
+        assert!(ha.is_string());
+        assert_ne!(ha, hb);
+        // The same content hashes the same.
+        let a2 = with_hash(&json!({"metadata": {"name": "x"}, "data": {"k": "v"}})).expect("hash");
+        assert_eq!(a, a2);
+    }
+}

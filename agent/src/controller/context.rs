@@ -1,0 +1,118 @@
+//! What every reconcile shares: the client, the caches (reflector stores),
+//! the loaded grants, metrics and settings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_shared::api::Runtime;
+use berth_shared::decide::GrantBinding;
+use berth_shared::grants::LoadedGrants;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Client;
+use kube::core::PartialObjectMeta;
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::Store;
+
+use crate::metrics::Metrics;
+
+/// The field manager of every write.
+pub const FIELD_MANAGER: &str = "berth-agent";
+
+/// The grants as loaded at start (never reloaded).
+#[derive(Debug, Default)]
+pub struct Grants {
+    /// The loaded file, `None` when none is configured.
+    pub loaded: Option<LoadedGrants>,
+    /// Its bindings in the form `decide` takes.
+    pub bindings: Vec<GrantBinding>,
+}
+
+impl Grants {
+    /// Wraps what the loader returned.
+    pub fn new(loaded: Option<LoadedGrants>) -> Self {
+        let bindings = loaded
+            .as_ref()
+            .map(|l| {
+                l.bindings
+                    .iter()
+                    .map(|b| GrantBinding {
+                        name: b.name.clone(),
+                        project: b.project.clone(),
+                        environment: b.environment.clone(),
+                        application: b.application.clone(),
+                        service: b.service.clone(),
+                        runtime_class: b.runtime_class.clone(),
+                        handler: b.handler.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self { loaded, bindings }
+    }
+}
+
+/// Every cache the agent reads from.
+#[derive(Clone)]
+pub struct Stores {
+    /// Runtimes (the controller's own store).
+    pub runtimes: Store<Runtime>,
+    /// Namespace metadata (identity labels).
+    pub namespaces: Store<PartialObjectMeta<Namespace>>,
+    /// RuntimeClasses.
+    pub classes: Store<RuntimeClass>,
+    /// Nodes (handlers, readiness, labels, taints).
+    pub nodes: Store<Node>,
+    /// Managed ConfigMaps (label-filtered).
+    pub config_maps: Store<ConfigMap>,
+    /// Managed ServiceAccounts (label-filtered).
+    pub service_accounts: Store<ServiceAccount>,
+    /// Managed Services (label-filtered).
+    pub services: Store<Service>,
+    /// Managed PDBs (label-filtered).
+    pub pdbs: Store<PodDisruptionBudget>,
+    /// Managed NetworkPolicies (label-filtered).
+    pub network_policies: Store<NetworkPolicy>,
+    /// Managed HPAs (label-filtered).
+    pub hpas: Store<HorizontalPodAutoscaler>,
+    /// Every Deployment (retained analysis needs unmanaged ones too).
+    pub deployments: Store<Deployment>,
+    /// Every ReplicaSet.
+    pub replica_sets: Store<ReplicaSet>,
+    /// Every Job.
+    pub jobs: Store<Job>,
+    /// Every CronJob.
+    pub cron_jobs: Store<CronJob>,
+    /// Every StatefulSet (analysis only).
+    pub stateful_sets: Store<StatefulSet>,
+    /// Every DaemonSet (analysis only).
+    pub daemon_sets: Store<DaemonSet>,
+}
+
+/// Agent settings that reconciles need.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Requeue interval of a settled Runtime.
+    pub resync: Duration,
+}
+
+/// The reconcile context.
+pub struct Context {
+    /// The API client (with the counting/gating layer).
+    pub client: Client,
+    /// Caches.
+    pub stores: Stores,
+    /// Loaded grants.
+    pub grants: Arc<Grants>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Event recorder.
+    pub recorder: Recorder,
+    /// Settings.
+    pub settings: Settings,
+}

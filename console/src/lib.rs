@@ -1,0 +1,10 @@
+//! berth's terminal console (`berth`): live views of Runtimes, grants,
+//! handlers, retained workloads and rollouts, and `berth get` for scripts.
+//!
+//! Layout: [`kube`] collects data (client, watchers sending messages),
+//! [`model`] holds the state and its pure update function, [`views`]
+//! draws it; [`terminal`] sets up and always restores the terminal;
+//! [`get`] prints the same rows without the TUI.
+
+pub mod model;
+pub mod views;

@@ -1,0 +1,512 @@
+//! The app state, owned by one task and changed only by [`update`], a pure
+//! function of the state and one [`Msg`] (a key, a watch event, a tick).
+//! It returns [`Effect`]s the I/O side carries out (start watches,
+//! reconnect, quit).
+
+pub mod ingest;
+pub mod keys;
+pub mod rows;
+pub mod store;
+pub mod table;
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crossterm::event::KeyEvent;
+use k8s_openapi::jiff::Timestamp;
+
+pub use store::{Kind, ObjKey, Object, Store};
+pub use table::{RowRef, RowTone, TableData};
+
+use rows::{GrantRow, HandlerRow, RetainedRow, RuntimeRow};
+
+/// Which namespaces are watched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every namespace (`-A`).
+    All,
+    /// One namespace.
+    Namespace(String),
+}
+
+impl Scope {
+    /// `all` or the namespace name.
+    pub fn label(&self) -> &str {
+        match self {
+            Scope::All => "all",
+            Scope::Namespace(n) => n,
+        }
+    }
+}
+
+/// The four list views.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ListView {
+    Runtimes,
+    Grants,
+    Handlers,
+    Retained,
+}
+
+impl ListView {
+    /// Every list view, in tab order.
+    pub const ALL: [ListView; 4] = [
+        ListView::Runtimes,
+        ListView::Grants,
+        ListView::Handlers,
+        ListView::Retained,
+    ];
+
+    /// The title.
+    pub fn title(self) -> &'static str {
+        match self {
+            ListView::Runtimes => "Runtimes",
+            ListView::Grants => "Grants",
+            ListView::Handlers => "Handlers",
+            ListView::Retained => "Retained",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One screen of the navigation stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Screen {
+    /// A table.
+    List(ListView),
+    /// The live rollout of one Runtime.
+    Rollout(ObjKey),
+    /// YAML and events of one object.
+    Details(Kind, ObjKey),
+}
+
+impl Screen {
+    /// The kinds this screen needs watched.
+    pub fn kinds(&self) -> Vec<Kind> {
+        let workloads = [
+            Kind::Pod,
+            Kind::Deployment,
+            Kind::ReplicaSet,
+            Kind::StatefulSet,
+            Kind::DaemonSet,
+            Kind::Job,
+            Kind::CronJob,
+        ];
+        match self {
+            Screen::List(ListView::Runtimes) => vec![Kind::Runtime],
+            Screen::List(ListView::Grants) => vec![Kind::RuntimeGrant],
+            Screen::List(ListView::Handlers | ListView::Retained) => {
+                let mut v = vec![Kind::RuntimeClass, Kind::Node, Kind::RuntimeGrant];
+                v.extend(workloads);
+                v
+            }
+            Screen::Rollout(_) => vec![
+                Kind::Runtime,
+                Kind::Deployment,
+                Kind::ReplicaSet,
+                Kind::Pod,
+                Kind::Event,
+            ],
+            Screen::Details(kind, _) => {
+                let mut v = vec![*kind, Kind::Event];
+                if *kind == Kind::RuntimeClass {
+                    v.extend(workloads);
+                }
+                v
+            }
+        }
+    }
+}
+
+/// Selection, scroll, sort and filter of one list view.
+#[derive(Clone, Debug, Default)]
+pub struct ListState {
+    /// Selected position in `visible`.
+    pub selected: usize,
+    /// First visible position (kept by the drawing code).
+    pub offset: Cell<usize>,
+    /// Selected column (for sorting).
+    pub column: usize,
+    /// `(column, descending)`.
+    pub sort: Option<(usize, bool)>,
+    /// Filter text.
+    pub filter: String,
+}
+
+/// Input mode.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Keys navigate.
+    #[default]
+    Normal,
+    /// `:` command line.
+    Command {
+        /// Typed text (without the colon).
+        input: String,
+        /// Candidates of the last Tab and which one is shown.
+        completion: Option<(Vec<String>, usize)>,
+    },
+    /// `/` filter line (edits the current list's filter live).
+    Filter,
+}
+
+/// State of one watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchState {
+    /// Started, initial list not finished.
+    Connecting,
+    /// Initial list done, watching.
+    Synced,
+    /// The watch failed and is retrying.
+    Reconnecting(String),
+}
+
+/// A watch event for one kind (what the watcher task sends).
+#[derive(Clone, Debug)]
+pub enum WatchEvent {
+    /// A (re)list starts.
+    Init,
+    /// An object of the (re)list.
+    InitApply(Object),
+    /// The (re)list is complete: it replaces what was known.
+    InitDone,
+    /// Added or modified.
+    Apply(Object),
+    /// Deleted.
+    Delete(Object),
+    /// The watch failed; it retries with backoff.
+    Error(String),
+}
+
+/// Everything that can change the state.
+#[derive(Clone, Debug)]
+pub enum Msg {
+    /// A key press.
+    Key(KeyEvent),
+    /// Terminal resized.
+    Resize,
+    /// Time passed (ages).
+    Tick(Timestamp),
+    /// A watch event.
+    Watch(Kind, WatchEvent),
+}
+
+/// What the I/O side must do after an update.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Make sure these kinds are watched.
+    Watch(Vec<Kind>),
+    /// Drop every watch and reconnect with another context and/or scope.
+    Reconnect {
+        /// The kubeconfig context.
+        context: String,
+        /// The namespaces.
+        scope: Scope,
+    },
+    /// Leave the app.
+    Quit,
+}
+
+/// Rows derived from the store, rebuilt only when it changed.
+#[derive(Clone, Debug, Default)]
+pub struct Derived {
+    /// Store version the rows were built from.
+    pub version: Option<u64>,
+    /// `now` (seconds) the rows were built at.
+    pub at: i64,
+    pub runtimes: Vec<RuntimeRow>,
+    pub grants: Vec<GrantRow>,
+    pub handlers: Vec<HandlerRow>,
+    pub retained: Vec<RetainedRow>,
+    /// The tables, indexed by [`ListView`].
+    pub tables: [TableData; 4],
+}
+
+/// The app state.
+#[derive(Debug)]
+pub struct App {
+    pub store: Store,
+    /// Navigation stack; never empty, the last is shown.
+    pub screens: Vec<Screen>,
+    /// Per list view state, indexed by [`ListView`].
+    pub lists: [ListState; 4],
+    pub mode: Mode,
+    pub show_help: bool,
+    pub context: String,
+    /// Contexts of the kubeconfig (for `:ctx` completion).
+    pub contexts: Vec<String>,
+    pub scope: Scope,
+    pub read_only: bool,
+    pub watches: BTreeMap<Kind, WatchState>,
+    /// Objects of (re)lists in progress.
+    pub pending: BTreeMap<Kind, Vec<Object>>,
+    pub now: Timestamp,
+    /// A one-line message (errors of commands).
+    pub flash: Option<String>,
+    pub quit: bool,
+    /// Something changed since the last draw.
+    pub dirty: bool,
+    pub derived: Derived,
+    /// Scroll of the details / rollout screen.
+    pub scroll: usize,
+    /// `(namespace, name)` of the agent's leader-election Lease.
+    pub agent_lease: ObjKey,
+    /// Rows of the table area at the last draw (for paging).
+    pub page: Cell<usize>,
+}
+
+/// Namespace and name of the agent's Lease unless configured otherwise.
+pub const DEFAULT_AGENT_LEASE: (&str, &str) = ("berth-system", "berth-agent");
+
+impl App {
+    /// A fresh state.
+    pub fn new(context: impl Into<String>, scope: Scope, now: Timestamp) -> Self {
+        Self {
+            store: Store::default(),
+            screens: vec![Screen::List(ListView::Runtimes)],
+            lists: Default::default(),
+            mode: Mode::Normal,
+            show_help: false,
+            context: context.into(),
+            contexts: Vec::new(),
+            scope,
+            read_only: false,
+            watches: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            now,
+            flash: None,
+            quit: false,
+            dirty: true,
+            derived: Derived::default(),
+            scroll: 0,
+            agent_lease: (
+                DEFAULT_AGENT_LEASE.0.to_string(),
+                DEFAULT_AGENT_LEASE.1.to_string(),
+            ),
+            page: Cell::new(20),
+        }
+    }
+
+    /// The screen shown.
+    pub fn screen(&self) -> &Screen {
+        // `screens` is never empty; fall back to the first view anyway.
+        self.screens
+            .last()
+            .unwrap_or(&Screen::List(ListView::Runtimes))
+    }
+
+    /// Kinds every screen of the stack needs, plus the agent Lease.
+    pub fn needed_kinds(&self) -> Vec<Kind> {
+        let mut set: BTreeSet<Kind> = BTreeSet::from([Kind::Lease]);
+        for s in &self.screens {
+            set.extend(s.kinds());
+        }
+        set.into_iter().collect()
+    }
+
+    /// The list state of a view.
+    pub fn list(&self, v: ListView) -> &ListState {
+        &self.lists[v.index()]
+    }
+
+    fn list_mut(&mut self, v: ListView) -> &mut ListState {
+        &mut self.lists[v.index()]
+    }
+
+    /// The table of a view (call [`App::refresh`] first).
+    pub fn table(&self, v: ListView) -> &TableData {
+        &self.derived.tables[v.index()]
+    }
+
+    /// The agent's leader, from its Lease.
+    pub fn leader(&self) -> Option<String> {
+        self.store
+            .leases
+            .get(&self.agent_lease)
+            .and_then(|l| l.spec.as_ref())
+            .and_then(|s| s.holder_identity.clone())
+            .filter(|h| !h.is_empty())
+    }
+
+    /// Connection summary: `None` when every watch is synced, else the
+    /// worst state with its kind.
+    pub fn connection(&self) -> Option<(Kind, &WatchState)> {
+        self.watches
+            .iter()
+            .find(|(_, s)| matches!(s, WatchState::Reconnecting(_)))
+            .or_else(|| {
+                self.watches
+                    .iter()
+                    .find(|(_, s)| matches!(s, WatchState::Connecting))
+            })
+            .map(|(k, s)| (*k, s))
+    }
+
+    /// Rebuilds derived rows if the store changed (or ages are stale), then
+    /// re-applies filters and sorts. Cheap when nothing changed.
+    pub fn refresh(&mut self) {
+        let now_s = self.now.as_second();
+        let stale_ages = now_s - self.derived.at >= 5;
+        if self.derived.version == Some(self.store.version) && !stale_ages {
+            return;
+        }
+        let d = &mut self.derived;
+        d.version = Some(self.store.version);
+        d.at = now_s;
+        d.runtimes = rows::runtime_rows(&self.store, self.now);
+        d.grants = rows::grant_rows(&self.store, self.now);
+        let needs_workloads = !self.store.classes.is_empty()
+            || !self.store.pods.is_empty()
+            || !self.store.deployments.is_empty()
+            || !self.store.replicasets.is_empty()
+            || !self.store.statefulsets.is_empty()
+            || !self.store.daemonsets.is_empty()
+            || !self.store.jobs.is_empty()
+            || !self.store.cronjobs.is_empty();
+        if needs_workloads {
+            d.handlers = rows::handler_rows(&self.store);
+            d.retained = rows::retained_rows(&self.store);
+        } else {
+            d.handlers.clear();
+            d.retained.clear();
+        }
+        d.tables = [
+            crate::views::runtimes::table(&d.runtimes),
+            crate::views::grants::table(&d.grants),
+            crate::views::handlers::table(&d.handlers),
+            crate::views::retained::table(&d.retained),
+        ];
+        for v in ListView::ALL {
+            self.reapply(v);
+        }
+    }
+
+    /// Re-filters and re-sorts one table, keeping the selection in range.
+    pub fn reapply(&mut self, v: ListView) {
+        let (filter, sort) = {
+            let l = self.list(v);
+            (l.filter.clone(), l.sort)
+        };
+        self.derived.tables[v.index()].apply(&filter, sort);
+        let len = self.derived.tables[v.index()].visible.len();
+        let l = self.list_mut(v);
+        if l.selected >= len {
+            l.selected = len.saturating_sub(1);
+        }
+    }
+
+    /// The reference of the selected row of a list view.
+    pub fn selected_ref(&self, v: ListView) -> Option<RowRef> {
+        let t = self.table(v);
+        let i = *t.visible.get(self.list(v).selected)?;
+        t.refs.get(i).cloned()
+    }
+
+    /// The list view shown, if the screen is one.
+    pub fn current_list(&self) -> Option<ListView> {
+        match self.screen() {
+            Screen::List(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// Pushes a screen (or replaces the top for list views) and asks for
+    /// its watches.
+    pub fn open(&mut self, s: Screen) -> Vec<Effect> {
+        self.scroll = 0;
+        match s {
+            Screen::List(_) => {
+                self.screens.clear();
+                self.screens.push(s);
+            }
+            other => {
+                if self.screen() != &other {
+                    self.screens.push(other);
+                }
+            }
+        }
+        self.dirty = true;
+        vec![Effect::Watch(self.needed_kinds())]
+    }
+
+    /// Forgets every object and watch (after a context or scope switch).
+    pub fn reset_data(&mut self) {
+        self.store = Store::default();
+        self.watches.clear();
+        self.pending.clear();
+        self.derived = Derived::default();
+        for l in &mut self.lists {
+            l.selected = 0;
+            l.offset.set(0);
+        }
+        self.dirty = true;
+    }
+
+    /// Every namespace seen in the store (for `:ns` completion).
+    pub fn namespaces(&self) -> Vec<String> {
+        let mut set: BTreeSet<String> = BTreeSet::new();
+        set.extend(self.store.runtimes.keys().map(|k| k.0.clone()));
+        set.extend(self.store.pods.keys().map(|k| k.0.clone()));
+        set.extend(self.store.deployments.keys().map(|k| k.0.clone()));
+        if let Scope::Namespace(n) = &self.scope {
+            set.insert(n.clone());
+        }
+        set.remove("");
+        set.into_iter().collect()
+    }
+}
+
+/// Applies one message. Pure: no I/O, the caller carries out the effects.
+pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
+    match msg {
+        Msg::Key(k) => keys::on_key(app, k),
+        Msg::Resize => {
+            app.dirty = true;
+            Vec::new()
+        }
+        Msg::Tick(now) => {
+            let before = app.now.as_second();
+            app.now = now;
+            if now.as_second() - before >= 1 {
+                app.dirty = true;
+            }
+            Vec::new()
+        }
+        Msg::Watch(kind, ev) => {
+            on_watch(app, kind, ev);
+            Vec::new()
+        }
+    }
+}
+
+fn on_watch(app: &mut App, kind: Kind, ev: WatchEvent) {
+    app.dirty = true;
+    match ev {
+        WatchEvent::Init => {
+            app.pending.insert(kind, Vec::new());
+        }
+        WatchEvent::InitApply(o) => {
+            app.pending.entry(kind).or_default().push(o);
+            app.watches.entry(kind).or_insert(WatchState::Connecting);
+        }
+        WatchEvent::InitDone => {
+            let objs = app.pending.remove(&kind).unwrap_or_default();
+            app.store.replace(kind, objs);
+            app.watches.insert(kind, WatchState::Synced);
+        }
+        WatchEvent::Apply(o) => {
+            app.store.apply(o);
+            app.watches.insert(kind, WatchState::Synced);
+        }
+        WatchEvent::Delete(o) => {
+            app.store.delete(kind, &o.key());
+            app.watches.insert(kind, WatchState::Synced);
+        }
+        WatchEvent::Error(e) => {
+            app.watches.insert(kind, WatchState::Reconnecting(e));
+        }
+    }
+}

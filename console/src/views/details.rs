@@ -1,0 +1,95 @@
+//! Details of any row: the object's YAML (managedFields and large
+//! annotations already stripped at ingest), workloads using a class, and
+//! the object's events.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Paragraph};
+
+use super::Component;
+use crate::model::rows;
+use crate::model::{App, Kind, Screen};
+
+/// The details view.
+pub struct DetailsView;
+
+/// Every line of the details of the shown object.
+pub fn lines(app: &App) -> Vec<Line<'static>> {
+    let Screen::Details(kind, key) = app.screen() else {
+        return Vec::new();
+    };
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut out = Vec::new();
+    match app.store.get(*kind, key) {
+        Some(obj) => {
+            for l in obj.to_yaml().lines() {
+                out.push(Line::raw(l.to_string()));
+            }
+        }
+        None => out.push(Line::styled(
+            format!("{} not found (deleted, or not loaded yet)", kind.label()),
+            Style::new().fg(Color::Yellow),
+        )),
+    }
+    if *kind == Kind::RuntimeClass
+        && let Some(h) = app.derived.handlers.iter().find(|h| h.class == key.1)
+    {
+        out.push(Line::raw(""));
+        out.push(Line::styled(
+            format!("Workloads using {} ({})", h.class, h.verdict),
+            bold,
+        ));
+        for w in &h.workloads {
+            out.push(Line::raw(format!(
+                "  {:<12} {}/{}  {}/{} {}{}",
+                w.kind,
+                w.namespace,
+                w.name,
+                w.ready,
+                w.replicas,
+                if w.managed_by_berth { "berth " } else { "" },
+                w.note
+            )));
+        }
+    }
+    out.push(Line::raw(""));
+    out.push(Line::styled("Events", bold));
+    let events = rows::events_of(&app.store, *kind, key, app.now);
+    if events.is_empty() {
+        out.push(Line::raw("  (none)"));
+    }
+    for e in events {
+        out.push(Line::raw(format!(
+            "  {:>4} {:<8} {:<20} {}",
+            e.age, e.type_, e.reason, e.message
+        )));
+    }
+    out
+}
+
+impl Component for DetailsView {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
+        let Screen::Details(kind, (ns, name)) = app.screen() else {
+            return;
+        };
+        let title = if ns.is_empty() {
+            format!(" {} {name} ", kind.label())
+        } else {
+            format!(" {} {ns}/{name} ", kind.label())
+        };
+        let block = Block::bordered().title(title);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let all = lines(app);
+        app.page.set(inner.height as usize);
+        let start = app.scroll.min(all.len().saturating_sub(1));
+        let visible: Vec<Line> = all
+            .into_iter()
+            .skip(start)
+            .take(inner.height as usize)
+            .collect();
+        frame.render_widget(Paragraph::new(visible), inner);
+    }
+}

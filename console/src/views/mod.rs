@@ -1,0 +1,108 @@
+//! Drawing: one component per file behind [`Component`]. Everything here
+//! reads the [`App`] and draws; nothing changes state (the table offset
+//! cell excepted, which only remembers the scroll position).
+
+pub mod command;
+pub mod details;
+pub mod grants;
+pub mod handlers;
+pub mod help;
+pub mod retained;
+pub mod rollout;
+pub mod runtimes;
+pub mod statusbar;
+pub mod table;
+
+#[cfg(test)]
+mod tests;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::model::{App, ListView, RowTone, Screen};
+
+/// One drawable part of the screen.
+pub trait Component {
+    /// Draws into `area`.
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect);
+}
+
+/// Text typed by the user or taken from anywhere, made safe to draw.
+pub fn clean(s: &str) -> String {
+    berth_shared::sanitize::line(s, 256)
+}
+
+/// The style of a row tone.
+pub fn tone_style(t: RowTone) -> Style {
+    match t {
+        RowTone::Normal => Style::new(),
+        RowTone::Problem => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        RowTone::Good => Style::new().fg(Color::Green),
+        RowTone::Warn => Style::new().fg(Color::Yellow),
+    }
+}
+
+/// Draws the whole app: view tabs, the current screen, the status bar, the
+/// command/filter line, and the help on top when open.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let [tabs, main, status, bottom] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    draw_tabs(app, frame, tabs);
+    match app.screen() {
+        Screen::List(ListView::Runtimes) => runtimes::RuntimesView.draw(app, frame, main),
+        Screen::List(ListView::Grants) => grants::GrantsView.draw(app, frame, main),
+        Screen::List(ListView::Handlers) => handlers::HandlersView.draw(app, frame, main),
+        Screen::List(ListView::Retained) => retained::RetainedView.draw(app, frame, main),
+        Screen::Rollout(_) => rollout::RolloutView.draw(app, frame, main),
+        Screen::Details(..) => details::DetailsView.draw(app, frame, main),
+    }
+    statusbar::StatusBar.draw(app, frame, status);
+    command::CommandLine.draw(app, frame, bottom);
+    if app.show_help {
+        help::Help.draw(app, frame, main);
+    }
+}
+
+fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
+    let current = app.current_list();
+    let mut spans = vec![Span::styled(
+        " berth ",
+        Style::new().fg(Color::Black).bg(Color::Cyan),
+    )];
+    for (i, v) in ListView::ALL.iter().enumerate() {
+        let n = app.table(*v).cells.len();
+        let label = format!(" {}:{} ({n}) ", i + 1, v.title());
+        let style = if current == Some(*v) {
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+        } else {
+            Style::new()
+        };
+        spans.push(Span::styled(label, style));
+    }
+    match app.screen() {
+        Screen::Rollout((ns, n)) => spans.push(Span::styled(
+            format!(" › rollout {ns}/{n} "),
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )),
+        Screen::Details(k, (ns, n)) => {
+            let name = if ns.is_empty() {
+                n.clone()
+            } else {
+                format!("{ns}/{n}")
+            };
+            spans.push(Span::styled(
+                format!(" › {} {name} ", k.label()),
+                Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+            ));
+        }
+        Screen::List(_) => {}
+    }
+    frame.render_widget(Line::from(spans), area);
+}

@@ -1,0 +1,130 @@
+//! The virtualized table: only the rows that fit are turned into widgets,
+//! so a frame costs the same for 100 and 50,000 rows.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
+use unicode_width_shim::width;
+
+use super::tone_style;
+use crate::model::{App, ListState, TableData, WatchState};
+
+/// Widest a column grows before it is cut.
+const MAX_COLUMN: usize = 48;
+
+/// Draws `t` in `area` with a bordered title.
+pub fn draw_table(
+    app: &App,
+    frame: &mut Frame,
+    area: Rect,
+    title: &str,
+    t: &TableData,
+    l: &ListState,
+) {
+    let len = t.visible.len();
+    let mut heading = format!(" {title} [{}] {len}/{} ", app.scope.label(), t.cells.len());
+    if !l.filter.is_empty() {
+        heading.push_str(&format!("filter: /{}/ ", super::clean(&l.filter)));
+    }
+    if let Some((c, desc)) = l.sort {
+        let name = t.headers.get(c).copied().unwrap_or("?");
+        heading.push_str(&format!("sort: {name}{} ", if desc { "▼" } else { "▲" }));
+    }
+    let block = Block::bordered().title(heading);
+    let inner = block.inner(area);
+    let body = inner.height.saturating_sub(1) as usize;
+    app.page.set(body);
+
+    if len == 0 {
+        frame.render_widget(block, area);
+        let msg = if t.cells.is_empty() && loading(app) {
+            "loading…"
+        } else if t.cells.is_empty() {
+            "nothing here"
+        } else {
+            "no row matches the filter"
+        };
+        frame.render_widget(
+            Paragraph::new(Line::styled(msg, Style::new().fg(Color::DarkGray))),
+            inner,
+        );
+        return;
+    }
+
+    let sel = l.selected.min(len - 1);
+    let mut off = l.offset.get();
+    if sel < off {
+        off = sel;
+    }
+    if body > 0 && sel >= off + body {
+        off = sel + 1 - body;
+    }
+    off = off.min(len.saturating_sub(body.max(1)));
+    l.offset.set(off);
+    let window = &t.visible[off..(off + body).min(len)];
+
+    let mut widths: Vec<usize> = t.headers.iter().map(|h| h.chars().count() + 1).collect();
+    for &i in window {
+        for (c, cell) in t.cells[i].iter().enumerate() {
+            if let Some(w) = widths.get_mut(c) {
+                *w = (*w).max(width(cell).min(MAX_COLUMN));
+            }
+        }
+    }
+    let last = widths.len().saturating_sub(1);
+    let constraints: Vec<Constraint> = widths
+        .iter()
+        .enumerate()
+        .map(|(c, w)| {
+            if c == last {
+                Constraint::Min(*w as u16)
+            } else {
+                Constraint::Length(*w as u16)
+            }
+        })
+        .collect();
+
+    let header = Row::new(t.headers.iter().enumerate().map(|(c, h)| {
+        let mut text = (*h).to_string();
+        if let Some((sc, desc)) = l.sort
+            && sc == c
+        {
+            text.push(if desc { '▼' } else { '▲' });
+        }
+        let style = if c == l.column {
+            Style::new()
+                .fg(Color::Cyan)
+                .add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+        } else {
+            Style::new().add_modifier(Modifier::BOLD)
+        };
+        Cell::from(text).style(style)
+    }));
+    let rows = window.iter().enumerate().map(|(pos, &i)| {
+        let mut style = tone_style(t.tones[i]);
+        if off + pos == sel {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        Row::new(t.cells[i].iter().map(|c| Cell::from(c.as_str()))).style(style)
+    });
+    let table = Table::new(rows, constraints).header(header).block(block);
+    frame.render_widget(table, area);
+}
+
+fn loading(app: &App) -> bool {
+    app.watches.is_empty()
+        || app
+            .watches
+            .values()
+            .any(|s| !matches!(s, WatchState::Synced))
+}
+
+/// Display width without pulling in another crate.
+mod unicode_width_shim {
+    /// Columns a string takes (wide CJK characters count two).
+    pub fn width(s: &str) -> usize {
+        ratatui::text::Span::raw(s).width()
+    }
+}
