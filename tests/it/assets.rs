@@ -67,8 +67,9 @@ async fn every_example_object_passes_strict_server_side_dry_run() {
     install_crds(&ns.client).await;
     let mut failures = Vec::new();
     let mut checked = 0;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(assets().join("examples"))
-        .expect("assets/examples")
+    let mut files: Vec<PathBuf> = ["examples", "demo"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(assets().join(d)).expect("assets dir"))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
@@ -86,11 +87,21 @@ async fn every_example_object_passes_strict_server_side_dry_run() {
 }
 
 #[test]
-fn example_grants_file_is_valid_and_names_the_example_classes() {
-    let bytes = std::fs::read(assets().join("examples/grants.toml")).expect("read");
+fn example_grants_files_are_valid_and_name_the_example_classes() {
+    for (grants, classes) in [
+        ("examples/grants.toml", "examples/runtimeclasses.yaml"),
+        ("demo/grants-initial.toml", "demo/10-runtimeclasses.yaml"),
+        ("demo/grants.toml", "demo/10-runtimeclasses.yaml"),
+    ] {
+        check_grants_names_classes(grants, classes);
+    }
+}
+
+fn check_grants_names_classes(grants: &str, classes: &str) {
+    let bytes = std::fs::read(assets().join(grants)).expect("read");
     let bindings = berth_shared::grants::parse_bytes(&bytes)
-        .unwrap_or_else(|problems| panic!("example grants file refused: {problems:?}"));
-    let classes: Vec<String> = yaml_documents(&assets().join("examples/runtimeclasses.yaml"))
+        .unwrap_or_else(|problems| panic!("{grants} refused: {problems:?}"));
+    let classes: Vec<String> = yaml_documents(&assets().join(classes))
         .into_iter()
         .map(|o| o.name_any())
         .collect();

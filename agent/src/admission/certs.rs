@@ -269,10 +269,7 @@ impl SelfSignedCa {
 /// Loads a PEM certificate chain and PEM private key from files (as written
 /// by cert-manager into a `kubernetes.io/tls` Secret: `tls.crt`, `tls.key`).
 /// Returns the key and the raw bytes read (to notice later changes).
-pub fn load_pem_files(
-    cert: &Path,
-    key: &Path,
-) -> Result<(Arc<CertifiedKey>, Vec<u8>), CertError> {
+pub fn load_pem_files(cert: &Path, key: &Path) -> Result<(Arc<CertifiedKey>, Vec<u8>), CertError> {
     let read = |p: &Path| {
         std::fs::read(p).map_err(|e| CertError::File {
             path: p.display().to_string(),
@@ -408,13 +405,11 @@ mod tests {
             .expect("cert");
         std::fs::write(dir.join("tls.crt"), cert.pem()).expect("write");
         std::fs::write(dir.join("tls.key"), key.serialize_pem()).expect("write");
-        let (ck, seen) =
-            load_pem_files(&dir.join("tls.crt"), &dir.join("tls.key")).expect("loads");
+        let (ck, seen) = load_pem_files(&dir.join("tls.crt"), &dir.join("tls.key")).expect("loads");
         assert_eq!(ck.cert.len(), 1);
         assert!(!seen.is_empty());
         std::fs::write(dir.join("tls.key"), "garbage").expect("write");
-        let err = load_pem_files(&dir.join("tls.crt"), &dir.join("tls.key"))
-            .expect_err("bad key");
+        let err = load_pem_files(&dir.join("tls.crt"), &dir.join("tls.key")).expect_err("bad key");
         assert!(err.to_string().contains("tls.key"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -163,7 +163,10 @@ impl WebhookConfigSpec {
 
 /// The desired configuration, with `ca_bundle` (PEM) when the agent
 /// supplies the CA.
-pub fn desired(spec: &WebhookConfigSpec, ca_bundle: Option<&str>) -> ValidatingWebhookConfiguration {
+pub fn desired(
+    spec: &WebhookConfigSpec,
+    ca_bundle: Option<&str>,
+) -> ValidatingWebhookConfiguration {
     let webhook = ValidatingWebhook {
         name: WEBHOOK_NAME.into(),
         admission_review_versions: vec!["v1".into()],
@@ -185,7 +188,8 @@ pub fn desired(spec: &WebhookConfigSpec, ca_bundle: Option<&str>) -> ValidatingW
                 operator: "NotIn".into(),
                 values: Some(vec!["kube-system".into()]),
             }]),
-            match_labels: (!spec.namespace_labels.is_empty()).then(|| spec.namespace_labels.clone()),
+            match_labels: (!spec.namespace_labels.is_empty())
+                .then(|| spec.namespace_labels.clone()),
         }),
         object_selector: Some(LabelSelector::default()),
         match_conditions: None,
@@ -244,7 +248,10 @@ mod tests {
         assert_eq!(wh.side_effects, "None");
         assert_eq!(wh.timeout_seconds, Some(5));
         let rule = &wh.rules.as_ref().expect("rules")[0];
-        assert_eq!(rule.resources.as_deref(), Some(&["runtimes".to_string()][..]));
+        assert_eq!(
+            rule.resources.as_deref(),
+            Some(&["runtimes".to_string()][..])
+        );
         assert_eq!(
             rule.operations.as_deref(),
             Some(&["CREATE".to_string(), "UPDATE".to_string()][..])
@@ -253,7 +260,10 @@ mod tests {
         let expr = &sel.match_expressions.as_ref().expect("expressions")[0];
         assert_eq!(expr.key, "kubernetes.io/metadata.name");
         assert_eq!(expr.operator, "NotIn");
-        assert_eq!(expr.values.as_deref(), Some(&["kube-system".to_string()][..]));
+        assert_eq!(
+            expr.values.as_deref(),
+            Some(&["kube-system".to_string()][..])
+        );
         assert_eq!(
             wh.client_config.url.as_deref(),
             Some("https://127.0.0.1:8443/validate/runtimes")
@@ -280,7 +290,10 @@ mod tests {
         assert_eq!(svc.certificate_names()[0], "web.ns.svc");
         assert_eq!(url_host("https://127.0.0.1:9443"), Some("127.0.0.1".into()));
         assert_eq!(url_host("https://[::1]:9443/x"), Some("::1".into()));
-        assert_eq!(url_host("https://hook.example/x"), Some("hook.example".into()));
+        assert_eq!(
+            url_host("https://hook.example/x"),
+            Some("hook.example".into())
+        );
         assert_eq!(with_path("https://h:1/"), "https://h:1/validate/runtimes");
         assert_eq!(with_path("https://h:1/custom"), "https://h:1/custom");
     }

@@ -143,12 +143,13 @@ pub async fn serve(
         }
     };
     let tls = server::tls_config(resolver.clone())?;
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| AdmissionError::Listen {
-            addr: config.listen,
-            source,
-        })?;
+    let listener =
+        TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| AdmissionError::Listen {
+                addr: config.listen,
+                source,
+            })?;
     let local = listener.local_addr().unwrap_or(config.listen);
 
     // Publish the CA before the first call can arrive with it.
@@ -225,11 +226,15 @@ async fn maintain(
                 Ok((key, bytes)) => {
                     if seen_files.as_ref().is_some_and(|s| *s != bytes) {
                         resolver.set(key);
-                        tracing::info!("webhook certificate files changed; now serving the new certificate");
+                        tracing::info!(
+                            "webhook certificate files changed; now serving the new certificate"
+                        );
                     }
                     seen_files = Some(bytes);
                 }
-                Err(e) => tracing::warn!(error = %e, "re-reading the webhook certificate failed; still serving the previous one"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "re-reading the webhook certificate failed; still serving the previous one")
+                }
             }
         }
         if let Some(spec) = &config.webhook
@@ -337,15 +342,16 @@ impl AdmissionArgs {
             (None, Some(svc)) => Some(svc.clone()),
             (None, None) => None,
         };
-        let webhook = target.map(|target| WebhookConfigSpec {
-            name: self.webhook_config_name.clone(),
-            target,
-            timeout_seconds: self.webhook_timeout_seconds,
-            namespace_labels: self
+        let webhook = target.map(|target| {
+            let mut spec = WebhookConfigSpec::new(target);
+            spec.name.clone_from(&self.webhook_config_name);
+            spec.timeout_seconds = self.webhook_timeout_seconds;
+            spec.namespace_labels = self
                 .webhook_namespace_labels
                 .iter()
                 .cloned()
-                .collect::<BTreeMap<_, _>>(),
+                .collect::<BTreeMap<_, _>>();
+            spec
         });
         let tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => TlsMode::Files {

@@ -389,7 +389,11 @@ pub async fn review_request<L: Lookup>(
         return AdmissionResponse::from(req);
     }
     let Some(new) = req.object.as_ref() else {
-        return deny(req, "InvalidRequest", "the request carries no object".into());
+        return deny(
+            req,
+            "InvalidRequest",
+            "the request carries no object".into(),
+        );
     };
     let namespace = req
         .namespace
@@ -404,7 +408,13 @@ pub async fn review_request<L: Lookup>(
         .unwrap_or(req.name.as_str());
     let view = match spec_of(new) {
         Ok(v) => v,
-        Err(e) => return deny(req, "InvalidRequest", format!("Runtime {namespace}/{name}: {e}")),
+        Err(e) => {
+            return deny(
+                req,
+                "InvalidRequest",
+                format!("Runtime {namespace}/{name}: {e}"),
+            );
+        }
     };
     let old = req.old_object.as_ref();
     let spec_unchanged = old.is_some_and(|o| o.data.get("spec") == new.data.get("spec"));

@@ -20,7 +20,10 @@ fn binding() -> GrantBinding {
 fn labels() -> BTreeMap<String, String> {
     BTreeMap::from([
         ("berth.dev/project".to_string(), "demo".to_string()),
-        ("berth.dev/environment".to_string(), "production".to_string()),
+        (
+            "berth.dev/environment".to_string(),
+            "production".to_string(),
+        ),
     ])
 }
 
@@ -148,11 +151,17 @@ fn missing_identity_labels_are_named() {
         msg.contains("namespace team-a needs the label(s) berth.dev/environment"),
         "{msg}"
     );
-    assert!(msg.contains("application = \"analytics\", service = \"worker\""), "{msg}");
+    assert!(
+        msg.contains("application = \"analytics\", service = \"worker\""),
+        "{msg}"
+    );
 
     c.labels = BTreeMap::from([
         ("berth.dev/project".to_string(), "Demo".to_string()),
-        ("berth.dev/environment".to_string(), "production".to_string()),
+        (
+            "berth.dev/environment".to_string(),
+            "production".to_string(),
+        ),
     ]);
     let v = c.run();
     let (reason, msg) = denied(&v);
@@ -164,7 +173,11 @@ fn missing_identity_labels_are_named() {
 fn class_problems_are_refused_with_the_binding() {
     let b = [binding()];
     let cases: Vec<(Option<ObservedClass>, &str, &str)> = vec![
-        (None, "ClassMissing", "needs RuntimeClass bounded-worker with handler bounded-runc to exist"),
+        (
+            None,
+            "ClassMissing",
+            "needs RuntimeClass bounded-worker with handler bounded-runc to exist",
+        ),
         (
             Some(ObservedClass {
                 handler: "runc".into(),
@@ -298,7 +311,10 @@ fn class_to_look_up_only_for_a_matching_binding() {
         class_to_look_up("ns", &labels(), &view(Some("bounded-worker")), &b),
         Some("bounded-worker".into())
     );
-    assert_eq!(class_to_look_up("ns", &labels(), &view(Some("x")), &b), None);
+    assert_eq!(
+        class_to_look_up("ns", &labels(), &view(Some("x")), &b),
+        None
+    );
     assert_eq!(class_to_look_up("ns", &labels(), &view(None), &b), None);
     assert_eq!(
         class_to_look_up("ns", &BTreeMap::new(), &view(Some("bounded-worker")), &b),
@@ -440,7 +456,11 @@ async fn full_path_update_uses_the_old_status() {
     .await;
     let resp = response(&out);
     assert!(!resp.allowed);
-    assert!(resp.result.message.starts_with("Revoked:"), "{}", resp.result.message);
+    assert!(
+        resp.result.message.starts_with("Revoked:"),
+        "{}",
+        resp.result.message
+    );
 
     // Clearing the profile of that Runtime.
     let out = handle(
@@ -477,7 +497,11 @@ async fn full_path_fails_closed_on_lookup_errors_and_bad_input() {
     .await;
     let resp = response(&out);
     assert!(!resp.allowed);
-    assert!(resp.result.message.contains("could not be checked: connection refused"));
+    assert!(
+        resp.result
+            .message
+            .contains("could not be checked: connection refused")
+    );
 
     // No profile: nothing is read, nothing can fail.
     let out = handle(
