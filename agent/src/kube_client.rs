@@ -138,13 +138,25 @@ mod tests {
 
     #[test]
     fn resources_from_paths() {
-        assert_eq!(resource_of("/api/v1/namespaces/a/configmaps/x"), "configmaps");
-        assert_eq!(resource_of("/apis/apps/v1/namespaces/a/deployments"), "deployments");
-        assert_eq!(resource_of("/apis/coordination.k8s.io/v1/namespaces/a/leases/l"), "leases");
+        assert_eq!(
+            resource_of("/api/v1/namespaces/a/configmaps/x"),
+            "configmaps"
+        );
+        assert_eq!(
+            resource_of("/apis/apps/v1/namespaces/a/deployments"),
+            "deployments"
+        );
+        assert_eq!(
+            resource_of("/apis/coordination.k8s.io/v1/namespaces/a/leases/l"),
+            "leases"
+        );
         assert_eq!(resource_of("/api/v1/nodes"), "nodes");
         assert_eq!(resource_of("/api/v1/namespaces"), "namespaces");
         assert_eq!(resource_of("/api/v1/namespaces/x"), "namespaces");
-        assert_eq!(resource_of("/apis/berth.dev/v1alpha1/runtimegrants/g/status"), "runtimegrants");
+        assert_eq!(
+            resource_of("/apis/berth.dev/v1alpha1/runtimegrants/g/status"),
+            "runtimegrants"
+        );
         assert_eq!(resource_of("/version"), "other");
     }
 }

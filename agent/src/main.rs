@@ -5,8 +5,15 @@
 
 mod admission;
 mod check_grants;
+mod controller;
 mod crds;
 mod grants_config;
+mod grants_publisher;
+mod http;
+mod kube_client;
+mod leader;
+mod metrics;
+mod run;
 
 use clap::{Parser, Subcommand};
 
@@ -26,7 +33,10 @@ enum Command {
     /// (exit 0 valid, 1 invalid, 2 usage).
     CheckGrants(check_grants::CheckGrantsArgs),
     /// Serve only the validating admission webhook for Runtimes (no controller).
-    Webhook(admission::WebhookCommandArgs),
+    Webhook(Box<admission::WebhookCommandArgs>),
+    /// Run the agent: reconcile Runtimes, publish RuntimeGrants, serve
+    /// /health and /metrics, with Lease-based leader election.
+    Run(Box<run::RunArgs>),
 }
 
 fn main() -> color_eyre::Result<()> {
@@ -36,5 +46,6 @@ fn main() -> color_eyre::Result<()> {
         Command::Crds => crds::run(),
         Command::CheckGrants(args) => check_grants::run(&args),
         Command::Webhook(args) => admission::run_command(&args),
+        Command::Run(args) => run::run(*args),
     }
 }

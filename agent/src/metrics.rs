@@ -4,7 +4,6 @@
 //! loaded, grants file stale, leadership.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
@@ -64,7 +63,7 @@ pub struct Metrics {
     /// Bindings loaded from the grants file.
     pub grants_loaded: Gauge,
     /// 1 when the grants file on disk differs from what was loaded.
-    pub grants_file_stale: Gauge<i64, AtomicU64>,
+    pub grants_file_stale: Gauge,
     /// 1 while this process holds the lease.
     pub leader: Gauge,
 }
@@ -80,7 +79,11 @@ impl Metrics {
     pub fn new() -> Arc<Self> {
         let mut registry = Registry::with_prefix("berth_agent");
         let reconciles = Family::<ResultLabels, Counter>::default();
-        registry.register("reconciles", "Runtime reconciles by result", reconciles.clone());
+        registry.register(
+            "reconciles",
+            "Runtime reconciles by result",
+            reconciles.clone(),
+        );
         let reconcile_duration = Histogram::new(exponential_buckets(0.005, 2.0, 12));
         registry.register(
             "reconcile_duration_seconds",
@@ -109,14 +112,18 @@ impl Metrics {
             "Bindings loaded from the grants file",
             grants_loaded.clone(),
         );
-        let grants_file_stale = Gauge::<i64, AtomicU64>::default();
+        let grants_file_stale = Gauge::default();
         registry.register(
             "grants_file_stale",
             "1 when the grants file on disk changed since it was loaded (restart required)",
             grants_file_stale.clone(),
         );
         let leader = Gauge::default();
-        registry.register("leader", "1 while this agent holds the lease", leader.clone());
+        registry.register(
+            "leader",
+            "1 while this agent holds the lease",
+            leader.clone(),
+        );
         Arc::new(Self {
             registry,
             reconciles,

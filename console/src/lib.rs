@@ -6,5 +6,15 @@
 //! draws it; [`terminal`] sets up and always restores the terminal;
 //! [`get`] prints the same rows without the TUI.
 
+pub mod cli;
+pub mod get;
+pub mod kube;
 pub mod model;
+pub mod run;
+pub mod terminal;
 pub mod views;
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+#[cfg(test)]
+mod injection_tests;

@@ -1,14 +1,5 @@
-//! berth: the operator's terminal console.
-
-use clap::Parser;
-
-/// berth's terminal console.
-#[derive(Debug, Parser)]
-#[command(name = "berth", version, about)]
-struct Cli {}
+//! `berth`: the operator's terminal console (see the `berth_console` crate).
 
 fn main() -> color_eyre::Result<()> {
-    color_eyre::install()?;
-    let _cli = Cli::parse();
-    Ok(())
+    berth_console::cli::main()
 }

@@ -83,7 +83,11 @@ async fn every_example_object_passes_strict_server_side_dry_run() {
         }
     }
     assert!(checked >= 5, "examples found: {checked}");
-    assert!(failures.is_empty(), "refused examples:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "refused examples:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]

@@ -98,16 +98,20 @@ fn rollout_complete(d: &Deployment, replicas: i32) -> bool {
 
 async fn wait_rollout(ns: &TestNamespace, name: &str, replicas: i32) {
     let api: Api<Deployment> = Api::namespaced(ns.client.clone(), &ns.name);
-    wait_for(&format!("Deployment {name} to complete its rollout"), WAIT, || {
-        let api = api.clone();
-        async move {
-            api.get_opt(name)
-                .await
-                .ok()
-                .flatten()
-                .is_some_and(|d| rollout_complete(&d, replicas))
-        }
-    })
+    wait_for(
+        &format!("Deployment {name} to complete its rollout"),
+        WAIT,
+        || {
+            let api = api.clone();
+            async move {
+                api.get_opt(name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|d| rollout_complete(&d, replicas))
+            }
+        },
+    )
     .await;
 }
 
@@ -298,15 +302,19 @@ async fn cronjob_using_runtime_class_runs_on_schedule() {
     // A one-minute schedule fires within ~60s of creation (+ the cronjob
     // controller's resync); 150s bounds it.
     let jobs: Api<Job> = Api::namespaced(ns.client.clone(), &ns.name);
-    let job = wait_for_value("a Job created by the CronJob to succeed", Duration::from_secs(150), || {
-        let jobs = jobs.clone();
-        async move {
-            let list = jobs.list(&ListParams::default()).await.ok()?;
-            list.items.into_iter().find(|j| {
-                j.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0) >= 1
-            })
-        }
-    })
+    let job = wait_for_value(
+        "a Job created by the CronJob to succeed",
+        Duration::from_secs(150),
+        || {
+            let jobs = jobs.clone();
+            async move {
+                let list = jobs.list(&ListParams::default()).await.ok()?;
+                list.items
+                    .into_iter()
+                    .find(|j| j.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0) >= 1)
+            }
+        },
+    )
     .await;
     let owner = job
         .metadata
@@ -314,7 +322,10 @@ async fn cronjob_using_runtime_class_runs_on_schedule() {
         .as_ref()
         .and_then(|o| o.first())
         .expect("the Job is owned");
-    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("CronJob", "tick"));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("CronJob", "tick")
+    );
     let job_pods = pods(&ns, "app=tick").await;
     assert!(!job_pods.is_empty(), "the Job created pods");
     for p in &job_pods {
@@ -323,7 +334,9 @@ async fn cronjob_using_runtime_class_runs_on_schedule() {
         assert!(spec.node_name.is_some(), "scheduled onto a node");
     }
     assert!(
-        job_pods.iter().any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded")),
+        job_pods
+            .iter()
+            .any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded")),
         "kwok completed the Job's pod"
     );
 }

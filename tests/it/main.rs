@@ -1,6 +1,11 @@
 //! berth integration tests: one test binary, one real local control plane
 //! (see `berth_tests::harness`), a namespace per test.
 
-mod foundation;
-mod crds;
+mod admission;
+mod agent_grants;
+mod agent_leader;
+mod agent_reconcile;
+mod agent_support;
 mod assets;
+mod crds;
+mod foundation;

@@ -180,10 +180,8 @@ impl TestNamespace {
         let client = admin_client().await;
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let name = format!("{prefix}-{}-{n}", std::process::id());
-        let mut all = std::collections::BTreeMap::from([(
-            "berth.dev/test".to_string(),
-            "true".to_string(),
-        )]);
+        let mut all =
+            std::collections::BTreeMap::from([("berth.dev/test".to_string(), "true".to_string())]);
         for (k, v) in labels {
             all.insert((*k).to_string(), (*v).to_string());
         }
@@ -267,22 +265,26 @@ pub async fn install_crds(client: &Client) {
         .await
         .expect("apply CRD");
         let api = api.clone();
-        wait_for(&format!("CRD {name} Established"), Duration::from_secs(60), || {
-            let api = api.clone();
-            let name = name.clone();
-            async move {
-                api.get_opt(&name)
-                    .await
-                    .ok()
-                    .flatten()
-                    .and_then(|c| c.status)
-                    .and_then(|s| s.conditions)
-                    .is_some_and(|cs| {
-                        cs.iter()
-                            .any(|c| c.type_ == "Established" && c.status == "True")
-                    })
-            }
-        })
+        wait_for(
+            &format!("CRD {name} Established"),
+            Duration::from_secs(60),
+            || {
+                let api = api.clone();
+                let name = name.clone();
+                async move {
+                    api.get_opt(&name)
+                        .await
+                        .ok()
+                        .flatten()
+                        .and_then(|c| c.status)
+                        .and_then(|s| s.conditions)
+                        .is_some_and(|cs| {
+                            cs.iter()
+                                .any(|c| c.type_ == "Established" && c.status == "True")
+                        })
+                }
+            },
+        )
         .await;
     }
 }

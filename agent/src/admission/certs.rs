@@ -77,9 +77,9 @@ pub struct SelfSignedOptions {
 
 /// One generation: a CA and the serving certificate it signed.
 struct Generation {
+    ca_name: String,
     ca_pem: String,
     ca_not_after: SystemTime,
-    ca_params: CertificateParams,
     ca: Issuer<'static, KeyPair>,
     served: Arc<CertifiedKey>,
     rotate_at: SystemTime,
@@ -133,12 +133,11 @@ fn generation(
     let mut ca_params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
     dn.push(DnType::OrganizationName, "berth");
-    dn.push(
-        DnType::CommonName,
-        format!("berth-agent-webhook-ca {}", unique_suffix()),
-    );
+    let ca_name = format!("berth-agent-webhook-ca {}", unique_suffix());
+    dn.push(DnType::CommonName, ca_name.clone());
     ca_params.distinguished_name = dn;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    // Unconstrained: the next generation's CA is cross-signed by this one.
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
@@ -186,7 +185,7 @@ fn generation(
     leaf.use_authority_key_identifier_extension = true;
     leaf.not_before = offset(not_before);
     leaf.not_after = offset(leaf_not_after);
-    let ca = Issuer::new(ca_params.clone(), ca_key);
+    let ca = Issuer::new(ca_params, ca_key);
     let leaf_cert = leaf.signed_by(&leaf_key, &ca)?;
 
     let mut chain = vec![leaf_cert.der().clone()];
@@ -196,9 +195,9 @@ fn generation(
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
     let served = Arc::new(CertifiedKey::from_der(chain, key, provider)?);
     Ok(Generation {
+        ca_name,
         ca_pem,
         ca_not_after,
-        ca_params,
         ca,
         served,
         rotate_at: now + validity * 2 / 3,
@@ -230,12 +229,19 @@ impl SelfSignedCa {
 
     /// The PEM CA bundle for the webhook configuration: the current CA, and
     /// the previous one while it is still valid.
+    #[cfg(test)]
     pub fn ca_bundle(&self) -> String {
-        let mut out = self.current.ca_pem.clone();
+        self.own_cas().concat()
+    }
+
+    /// This agent's CAs (PEM): the current one, and the previous one while
+    /// it is still valid.
+    pub fn own_cas(&self) -> Vec<String> {
+        let mut out = vec![self.current.ca_pem.clone()];
         if let Some((pem, not_after)) = &self.previous_ca
             && *not_after > SystemTime::now()
         {
-            out.push_str(pem);
+            out.push(pem.clone());
         }
         out
     }
@@ -255,15 +261,72 @@ impl SelfSignedCa {
         self.generation
     }
 
-    /// The current CA's subject, for logs.
-    pub fn ca_name(&self) -> String {
-        self.current
-            .ca_params
-            .distinguished_name
-            .get(&DnType::CommonName)
-            .map(|v| format!("{v:?}"))
-            .unwrap_or_default()
+    /// The current CA's common name, for logs.
+    pub fn ca_name(&self) -> &str {
+        &self.current.ca_name
     }
+}
+
+/// Most CA certificates kept in a merged bundle.
+pub const MAX_BUNDLE_CAS: usize = 16;
+
+/// The `CERTIFICATE` PEM blocks of a bundle, each with its END line.
+fn pem_blocks(bundle: &str) -> Vec<String> {
+    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+    const END: &str = "-----END CERTIFICATE-----";
+    let mut out = Vec::new();
+    let mut rest = bundle;
+    while let Some(start) = rest.find(BEGIN) {
+        let Some(len) = rest[start..].find(END) else {
+            break;
+        };
+        let stop = start + len + END.len();
+        out.push(format!("{}\n", &rest[start..stop]));
+        rest = &rest[stop..];
+    }
+    out
+}
+
+/// A PEM certificate's DER and notAfter (`None` when it does not parse).
+fn parse_pem_cert(pem: &str) -> Option<(Vec<u8>, SystemTime)> {
+    let der = CertificateDer::from_pem_slice(pem.as_bytes()).ok()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(&der).ok()?;
+    let secs = u64::try_from(cert.validity().not_after.timestamp()).ok()?;
+    let not_after = SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))?;
+    Some((der.to_vec(), not_after))
+}
+
+/// The caBundle to publish when several agents (replicas) each have their
+/// own CA: every unexpired CA already published plus this agent's own,
+/// deduplicated, ordered deterministically (latest expiry first) so that
+/// replicas computing it agree and do not rewrite each other's result, and
+/// bounded by [`MAX_BUNDLE_CAS`] (this agent's own are always kept).
+pub fn merge_bundle(live: Option<&str>, own: &[String], now: SystemTime) -> String {
+    let own_parsed: Vec<(Vec<u8>, SystemTime, String)> = own
+        .iter()
+        .filter_map(|p| parse_pem_cert(p).map(|(der, na)| (der, na, p.clone())))
+        .collect();
+    let mut all: Vec<(Vec<u8>, SystemTime, String)> = own_parsed.clone();
+    for block in live.map(pem_blocks).unwrap_or_default() {
+        if let Some((der, not_after)) = parse_pem_cert(&block)
+            && not_after > now
+            && !all.iter().any(|(d, ..)| *d == der)
+        {
+            all.push((der, not_after, block));
+        }
+    }
+    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let is_own = |der: &Vec<u8>| own_parsed.iter().any(|(d, ..)| d == der);
+    let mut kept: Vec<&(Vec<u8>, SystemTime, String)> =
+        all.iter().filter(|c| is_own(&c.0)).collect();
+    for c in all.iter().filter(|c| !is_own(&c.0)) {
+        if kept.len() >= MAX_BUNDLE_CAS {
+            break;
+        }
+        kept.push(c);
+    }
+    kept.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    kept.iter().map(|c| c.2.as_str()).collect()
 }
 
 /// Loads a PEM certificate chain and PEM private key from files (as written
@@ -370,6 +433,83 @@ mod tests {
         let bundle = ca.ca_bundle();
         assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2);
         assert!(bundle.ends_with(&first_bundle), "old CA kept after the new");
+    }
+
+    /// The rotated chain verifies against the old CA alone (an API server
+    /// that has not seen the new caBundle yet) and against the new CA alone.
+    #[test]
+    fn rotated_chain_verifies_against_old_and_new_bundles() {
+        use tokio_rustls::rustls::RootCertStore;
+        use tokio_rustls::rustls::client::WebPkiServerVerifier;
+        use tokio_rustls::rustls::client::danger::ServerCertVerifier as _;
+        use tokio_rustls::rustls::pki_types::{ServerName, UnixTime};
+
+        let mut ca = SelfSignedCa::new(opts(Duration::from_secs(3600))).expect("ca");
+        let old_bundle = ca.ca_bundle();
+        ca.rotate().expect("rotate");
+        let new_only = ca.current.ca_pem.clone();
+        let chain = ca.certified_key().cert.clone();
+        for (what, bundle) in [("old CA", &old_bundle), ("new CA", &new_only)] {
+            let mut roots = RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
+                roots.add(cert.expect("pem")).expect("add root");
+            }
+            let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+                .build()
+                .expect("verifier");
+            for name in ["127.0.0.1", "berth-agent.berth-system.svc"] {
+                let server = ServerName::try_from(name).expect("name");
+                verifier
+                    .verify_server_cert(&chain[0], &chain[1..], &server, &[], UnixTime::now())
+                    .unwrap_or_else(|e| panic!("{what}, {name}: {e}"));
+            }
+        }
+        // A third generation still verifies against the second CA.
+        let second = ca.current.ca_pem.clone();
+        ca.rotate().expect("rotate again");
+        let chain = ca.certified_key().cert.clone();
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(second.as_bytes()).expect("pem"))
+            .expect("add");
+        let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .expect("verifier");
+        let server = ServerName::try_from("127.0.0.1").expect("name");
+        verifier
+            .verify_server_cert(&chain[0], &chain[1..], &server, &[], UnixTime::now())
+            .expect("second CA");
+    }
+
+    #[test]
+    fn bundles_of_several_replicas_merge() {
+        let a = SelfSignedCa::new(opts(Duration::from_secs(3600))).expect("a");
+        let b = SelfSignedCa::new(opts(Duration::from_secs(7200))).expect("b");
+        let now = SystemTime::now();
+        // First replica: nothing published yet.
+        let first = merge_bundle(None, &a.own_cas(), now);
+        assert_eq!(first, a.ca_bundle());
+        // Second replica keeps the first's CA.
+        let both = merge_bundle(Some(&first), &b.own_cas(), now);
+        assert_eq!(both.matches("BEGIN CERTIFICATE").count(), 2);
+        // Deterministic: the first replica computes the same bundle.
+        assert_eq!(merge_bundle(Some(&both), &a.own_cas(), now), both);
+        assert_eq!(merge_bundle(Some(&both), &b.own_cas(), now), both);
+        // Expired CAs of gone replicas are dropped, garbage is ignored.
+        let later = now + Duration::from_secs(3 * 3600);
+        let pruned = merge_bundle(Some(&format!("junk\n{both}")), &b.own_cas(), later);
+        assert_eq!(pruned, b.ca_bundle());
+        // Bounded, own CA always kept.
+        let many: String = (0..MAX_BUNDLE_CAS + 3)
+            .map(|_| {
+                SelfSignedCa::new(opts(Duration::from_secs(86400)))
+                    .expect("ca")
+                    .ca_bundle()
+            })
+            .collect();
+        let bounded = merge_bundle(Some(&many), &a.own_cas(), now);
+        assert_eq!(bounded.matches("BEGIN CERTIFICATE").count(), MAX_BUNDLE_CAS);
+        assert!(bounded.contains(&a.ca_bundle()));
     }
 
     #[test]

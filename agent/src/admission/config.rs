@@ -234,6 +234,60 @@ pub async fn apply(
     .map(|_| ())
 }
 
+/// Applies the configuration with a caBundle merged from the published one
+/// and `own_cas` (see [`super::certs::merge_bundle`]), so that several
+/// replicas with their own CAs can share one configuration. The write is
+/// conditional on the resourceVersion read, retried on conflict.
+pub async fn apply_merged(
+    client: &Client,
+    spec: &WebhookConfigSpec,
+    own_cas: &[String],
+) -> Result<(), kube::Error> {
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let mut attempt = 0;
+    loop {
+        let live = api.get_opt(&spec.name).await?;
+        let live_bundle = live.as_ref().and_then(|l| {
+            l.webhooks
+                .as_ref()?
+                .iter()
+                .find(|w| w.name == WEBHOOK_NAME)?
+                .client_config
+                .ca_bundle
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        });
+        let bundle = super::certs::merge_bundle(
+            live_bundle.as_deref(),
+            own_cas,
+            std::time::SystemTime::now(),
+        );
+        let obj = desired(spec, Some(&bundle));
+        let mut metadata = obj.metadata;
+        metadata.resource_version = live.and_then(|l| l.metadata.resource_version);
+        let patch = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": metadata,
+            "webhooks": obj.webhooks,
+        });
+        match api
+            .patch(
+                &spec.name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 && attempt < 5 => {
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

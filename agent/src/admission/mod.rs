@@ -154,8 +154,7 @@ pub async fn serve(
 
     // Publish the CA before the first call can arrive with it.
     if let Some(spec) = &config.webhook {
-        let bundle = ca.as_ref().map(SelfSignedCa::ca_bundle);
-        config::apply(&client, spec, bundle.as_deref())
+        apply_config(&client, spec, ca.as_ref())
             .await
             .map_err(|source| AdmissionError::Apply {
                 name: spec.name.clone(),
@@ -173,6 +172,19 @@ pub async fn serve(
     }
     tracing::info!("admission webhook stopped");
     Ok(())
+}
+
+/// Self-signed: publish this agent's CAs next to those of other replicas;
+/// files: apply without a caBundle (cert-manager's CA injector owns it).
+async fn apply_config(
+    client: &Client,
+    spec: &WebhookConfigSpec,
+    ca: Option<&SelfSignedCa>,
+) -> Result<(), kube::Error> {
+    match ca {
+        Some(ca) => config::apply_merged(client, spec, &ca.own_cas()).await,
+        None => config::apply(client, spec, None).await,
+    }
 }
 
 fn until(t: SystemTime) -> Duration {
@@ -240,8 +252,7 @@ async fn maintain(
         if let Some(spec) = &config.webhook
             && (changed_bundle || next_apply <= SystemTime::now())
         {
-            let bundle = ca.as_ref().map(SelfSignedCa::ca_bundle);
-            match config::apply(&client, spec, bundle.as_deref()).await {
+            match apply_config(&client, spec, ca.as_ref()).await {
                 Ok(()) => next_apply = SystemTime::now() + config.reapply_interval,
                 Err(e) => {
                     tracing::warn!(name = %spec.name, error = %e, "applying the webhook configuration failed; retrying");

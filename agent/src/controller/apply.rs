@@ -47,7 +47,9 @@ pub fn contains(actual: Option<&Value>, desired: &Value) -> bool {
     match desired {
         Value::Null => true,
         Value::Object(d) if d.is_empty() => actual.is_none_or(|a| a.is_object() || a.is_null()),
-        Value::Array(d) if d.is_empty() => actual.is_none_or(|a| a.is_null() || a.as_array().is_some_and(Vec::is_empty)),
+        Value::Array(d) if d.is_empty() => {
+            actual.is_none_or(|a| a.is_null() || a.as_array().is_some_and(Vec::is_empty))
+        }
         Value::Object(d) => {
             let Some(Value::Object(a)) = actual else {
                 return false;
@@ -104,7 +106,14 @@ async fn ensure<K>(
     mode: Mode,
     out: &mut ApplyOutcome,
 ) where
-    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
 {
     let kind = K::kind(&());
     let name = desired.name_any();
@@ -148,7 +157,10 @@ async fn ensure<K>(
         tracing::info!(object = %label, namespace = %ns, "creating object");
     }
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    match api.patch(&name, &params, &Patch::Apply(&desired_value)).await {
+    match api
+        .patch(&name, &params, &Patch::Apply(&desired_value))
+        .await
+    {
         Ok(_) => {
             out.writes += 1;
             ctx.metrics.write(&kind, "apply");
@@ -165,7 +177,14 @@ async fn prune<K>(
     keep: &BTreeSet<String>,
     out: &mut ApplyOutcome,
 ) where
-    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
 {
     let kind = K::kind(&());
     for obj in store.state() {
@@ -208,11 +227,51 @@ pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) ->
     let ns = runtime.namespace().unwrap_or_default();
     let name = runtime.name_any();
     let s = &ctx.stores;
-    ensure(ctx, &s.config_maps, &rendered.config_map, &uid, Mode::Converge, &mut out).await;
-    ensure(ctx, &s.service_accounts, &rendered.service_account, &uid, Mode::Converge, &mut out).await;
-    ensure(ctx, &s.services, &rendered.service, &uid, Mode::Converge, &mut out).await;
-    ensure(ctx, &s.deployments, &rendered.deployment, &uid, Mode::Converge, &mut out).await;
-    ensure(ctx, &s.pdbs, &rendered.pod_disruption_budget, &uid, Mode::Converge, &mut out).await;
+    ensure(
+        ctx,
+        &s.config_maps,
+        &rendered.config_map,
+        &uid,
+        Mode::Converge,
+        &mut out,
+    )
+    .await;
+    ensure(
+        ctx,
+        &s.service_accounts,
+        &rendered.service_account,
+        &uid,
+        Mode::Converge,
+        &mut out,
+    )
+    .await;
+    ensure(
+        ctx,
+        &s.services,
+        &rendered.service,
+        &uid,
+        Mode::Converge,
+        &mut out,
+    )
+    .await;
+    ensure(
+        ctx,
+        &s.deployments,
+        &rendered.deployment,
+        &uid,
+        Mode::Converge,
+        &mut out,
+    )
+    .await;
+    ensure(
+        ctx,
+        &s.pdbs,
+        &rendered.pod_disruption_budget,
+        &uid,
+        Mode::Converge,
+        &mut out,
+    )
+    .await;
     let mut keep = BTreeSet::new();
     if let Some(np) = &rendered.network_policy {
         keep.insert(np.name_any());
@@ -255,9 +314,15 @@ mod tests {
         assert!(contains(Some(&actual), &json!({"a": 1})));
         assert!(contains(Some(&actual), &json!({"b": {"d": [{"e": 1}]}})));
         assert!(!contains(Some(&actual), &json!({"b": {"d": [{"e": 2}]}})));
-        assert!(!contains(Some(&actual), &json!({"b": {"d": [{"e": 1}, {"e": 1}]}})));
+        assert!(!contains(
+            Some(&actual),
+            &json!({"b": {"d": [{"e": 1}, {"e": 1}]}})
+        ));
         assert!(!contains(Some(&actual), &json!({"z": 1})));
-        assert!(contains(Some(&actual), &json!({"z": {}, "y": [], "n": null})));
+        assert!(contains(
+            Some(&actual),
+            &json!({"z": {}, "y": [], "n": null})
+        ));
         assert!(!contains(Some(&actual), &json!({"a": "1"})));
     }
 

@@ -99,6 +99,12 @@ pub struct Stores {
 pub struct Settings {
     /// Requeue interval of a settled Runtime.
     pub resync: Duration,
+    /// Only this namespace's Runtimes and workloads (tests, single-tenant
+    /// installs); `None` = the whole cluster.
+    pub namespace: Option<String>,
+    /// Value of the `berth.dev/published-by` label on RuntimeGrants this
+    /// agent publishes; only those are pruned.
+    pub publisher: String,
 }
 
 /// The reconcile context.

@@ -42,7 +42,12 @@ pub fn transitions<'a>(
 }
 
 /// Publishes the transitions; failures are logged, never retried.
-pub async fn publish(ctx: &Context, runtime: &Runtime, old: Option<&RuntimeStatus>, new: &RuntimeStatus) {
+pub async fn publish(
+    ctx: &Context,
+    runtime: &Runtime,
+    old: Option<&RuntimeStatus>,
+    new: &RuntimeStatus,
+) {
     let reference = runtime.object_ref(&());
     for (type_, c, warning) in transitions(old, new) {
         let mut note = format!("{type_}={}: {}", c.status, c.message);
@@ -85,13 +90,22 @@ mod tests {
     #[test]
     fn only_transitions_are_reported() {
         let healthy = RuntimeStatus {
-            conditions: vec![c(ct::READY, "True", "AsExpected"), c(ct::BLOCKED, "False", "AsExpected")],
+            conditions: vec![
+                c(ct::READY, "True", "AsExpected"),
+                c(ct::BLOCKED, "False", "AsExpected"),
+            ],
             ..Default::default()
         };
-        assert!(transitions(None, &healthy).is_empty(), "a healthy first status is not news");
+        assert!(
+            transitions(None, &healthy).is_empty(),
+            "a healthy first status is not news"
+        );
         assert!(transitions(Some(&healthy), &healthy).is_empty());
         let blocked = RuntimeStatus {
-            conditions: vec![c(ct::READY, "False", "Revoked"), c(ct::BLOCKED, "True", "Revoked")],
+            conditions: vec![
+                c(ct::READY, "False", "Revoked"),
+                c(ct::BLOCKED, "True", "Revoked"),
+            ],
             ..Default::default()
         };
         let t = transitions(Some(&healthy), &blocked);

@@ -2,9 +2,7 @@
 //! caches only — no API request.
 
 use berth_shared::api::Runtime;
-use berth_shared::decide::{
-    self, DecideInput, Decision, GrantBinding, Identity, IdentityError, ObservedClass,
-};
+use berth_shared::decide::{self, DecideInput, Decision, Identity, IdentityError, ObservedClass};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
@@ -16,10 +14,6 @@ use super::context::Context;
 pub struct Snapshot {
     /// The identity, or why there is none.
     pub identity: Result<Identity, IdentityError>,
-    /// The matching binding, if any.
-    pub binding: Option<GrantBinding>,
-    /// The binding's RuntimeClass as observed.
-    pub class: Option<ObservedClass>,
     /// The decision.
     pub decision: Decision,
 }
@@ -27,11 +21,7 @@ pub struct Snapshot {
 /// Reads and decides.
 pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
     let ns_name = runtime.namespace().unwrap_or_default();
-    let identity = match ctx
-        .stores
-        .namespaces
-        .get(&ObjectRef::new(&ns_name))
-    {
+    let identity = match ctx.stores.namespaces.get(&ObjectRef::new(&ns_name)) {
         Some(meta) => {
             let ns = Namespace {
                 metadata: meta.metadata.clone(),
@@ -64,10 +54,5 @@ pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
         class: class.as_ref(),
         previous,
     });
-    Snapshot {
-        identity,
-        binding,
-        class,
-        decision,
-    }
+    Snapshot { identity, decision }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use berth_shared::analysis::{NodeInfo, Placement, placement_coverage};
 use berth_shared::api::{
-    ProfileState, RolloutPhase, RolloutStatus, Runtime, RuntimeStatus, UpgradeStatus,
-    condition_types as ct, reasons,
+    RolloutPhase, RolloutStatus, Runtime, RuntimeStatus, UpgradeStatus, condition_types as ct,
+    reasons,
 };
 use berth_shared::decide::Decision;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -64,7 +64,10 @@ fn cond(type_: &str, ok: bool, reason: &str, message: impl Into<String>) -> Cond
     }
 }
 
-fn deployment_condition<'a>(d: &'a Deployment, type_: &str) -> Option<&'a k8s_openapi::api::apps::v1::DeploymentCondition> {
+fn deployment_condition<'a>(
+    d: &'a Deployment,
+    type_: &str,
+) -> Option<&'a k8s_openapi::api::apps::v1::DeploymentCondition> {
     d.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -110,8 +113,11 @@ pub fn rollout(
     let observed = st.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0);
     let failed = deployment_condition(d, "Progressing")
         .is_some_and(|c| c.reason.as_deref() == Some("ProgressDeadlineExceeded"));
-    let complete =
-        observed && updated == desired && ready == desired && available == desired && total == desired;
+    let complete = observed
+        && updated == desired
+        && ready == desired
+        && available == desired
+        && total == desired;
     let phase = if blocked {
         RolloutPhase::Blocked
     } else if runtime.spec.suspend && complete {
@@ -131,8 +137,19 @@ pub fn rollout(
     // replicas (the template's when nothing is ready yet and complete).
     let current_image = replica_sets
         .iter()
-        .filter(|rs| rs.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0) > 0)
-        .max_by_key(|rs| rs.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0))
+        .filter(|rs| {
+            rs.status
+                .as_ref()
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or(0)
+                > 0
+        })
+        .max_by_key(|rs| {
+            rs.status
+                .as_ref()
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or(0)
+        })
         .and_then(|rs| template_image(rs.spec.as_ref().and_then(|s| s.template.as_ref())))
         .or_else(|| {
             complete
@@ -231,14 +248,24 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
 
     // Progressing
     let progressing = match phase {
-        RolloutPhase::Complete => cond(ct::PROGRESSING, false, reasons::ROLLOUT_COMPLETE, "the rollout is complete"),
+        RolloutPhase::Complete => cond(
+            ct::PROGRESSING,
+            false,
+            reasons::ROLLOUT_COMPLETE,
+            "the rollout is complete",
+        ),
         RolloutPhase::Failed => cond(
             ct::PROGRESSING,
             false,
             reasons::PROGRESS_DEADLINE_EXCEEDED,
             "the Deployment exceeded its progress deadline; no automatic rollback",
         ),
-        RolloutPhase::Suspended => cond(ct::PROGRESSING, false, reasons::SUSPENDED, "the Runtime is suspended"),
+        RolloutPhase::Suspended => cond(
+            ct::PROGRESSING,
+            false,
+            reasons::SUSPENDED,
+            "the Runtime is suspended",
+        ),
         RolloutPhase::Blocked => {
             let (reason, message) = match input.hold {
                 Hold::Blocked { reason, message } => (reason.as_str(), message.as_str()),
@@ -246,22 +273,41 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
             };
             cond(ct::PROGRESSING, false, reason, message.to_string())
         }
-        RolloutPhase::Pending | RolloutPhase::Progressing => {
-            cond(ct::PROGRESSING, true, reasons::ROLLING_OUT, "the Deployment is rolling out")
-        }
+        RolloutPhase::Pending | RolloutPhase::Progressing => cond(
+            ct::PROGRESSING,
+            true,
+            reasons::ROLLING_OUT,
+            "the Deployment is rolling out",
+        ),
     };
     conditions.push(progressing);
 
     // Available
-    let available_ok = input.deployment.is_some_and(|d| {
-        deployment_condition(d, "Available").is_some_and(|c| c.status == "True")
-    }) && !rt.spec.suspend;
+    let available_ok = input
+        .deployment
+        .is_some_and(|d| deployment_condition(d, "Available").is_some_and(|c| c.status == "True"))
+        && !rt.spec.suspend;
     conditions.push(if rt.spec.suspend {
-        cond(ct::AVAILABLE, false, reasons::SUSPENDED, "the Runtime is suspended")
+        cond(
+            ct::AVAILABLE,
+            false,
+            reasons::SUSPENDED,
+            "the Runtime is suspended",
+        )
     } else if available_ok {
-        cond(ct::AVAILABLE, true, reasons::MINIMUM_REPLICAS_AVAILABLE, "enough replicas are available")
+        cond(
+            ct::AVAILABLE,
+            true,
+            reasons::MINIMUM_REPLICAS_AVAILABLE,
+            "enough replicas are available",
+        )
     } else {
-        cond(ct::AVAILABLE, false, reasons::MINIMUM_REPLICAS_UNAVAILABLE, "too few replicas are available")
+        cond(
+            ct::AVAILABLE,
+            false,
+            reasons::MINIMUM_REPLICAS_UNAVAILABLE,
+            "too few replicas are available",
+        )
     });
 
     // Degraded
@@ -279,7 +325,12 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
             ),
         )
     } else if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
-        cond(ct::DEGRADED, true, reasons::APPLY_FAILED, a.errors.join("; "))
+        cond(
+            ct::DEGRADED,
+            true,
+            reasons::APPLY_FAILED,
+            a.errors.join("; "),
+        )
     } else if phase == RolloutPhase::Failed {
         cond(
             ct::DEGRADED,
@@ -295,7 +346,12 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
             "some nodes the pods may land on lack the handler",
         )
     } else {
-        cond(ct::DEGRADED, false, reasons::AS_EXPECTED, "nothing needs attention")
+        cond(
+            ct::DEGRADED,
+            false,
+            reasons::AS_EXPECTED,
+            "nothing needs attention",
+        )
     };
     let degraded_true = degraded.status == "True";
     let degraded_reason = degraded.reason.clone();
@@ -304,21 +360,25 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
     // Blocked
     conditions.push(match input.hold {
         Hold::Blocked { reason, message } => cond(ct::BLOCKED, true, reason, message.clone()),
-        Hold::None => cond(ct::BLOCKED, false, reasons::AS_EXPECTED, "managed objects are kept as rendered"),
+        Hold::None => cond(
+            ct::BLOCKED,
+            false,
+            reasons::AS_EXPECTED,
+            "managed objects are kept as rendered",
+        ),
     });
 
     // Upgrading
     let desired_image = rt.spec.image.reference();
     let previous_upgrade = rt.status.as_ref().and_then(|s| s.upgrade.clone());
-    let last_successful = if phase == RolloutPhase::Complete && current_image.as_deref() == Some(desired_image.as_str()) {
+    let last_successful = if phase == RolloutPhase::Complete
+        && current_image.as_deref() == Some(desired_image.as_str())
+    {
         Some(desired_image.clone())
     } else {
         previous_upgrade.and_then(|u| u.last_successful_image)
     };
-    let changing = current_image
-        .as_deref()
-        .is_some_and(|c| c != desired_image)
-        && !blocked;
+    let changing = current_image.as_deref().is_some_and(|c| c != desired_image) && !blocked;
     conditions.push(if changing && phase == RolloutPhase::Failed {
         cond(
             ct::UPGRADING,
@@ -346,19 +406,44 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
             Hold::Blocked { reason, .. } => reason.clone(),
             Hold::None => String::new(),
         };
-        cond(ct::READY, false, &reason, "blocked: managed objects are left unchanged")
+        cond(
+            ct::READY,
+            false,
+            &reason,
+            "blocked: managed objects are left unchanged",
+        )
     } else if !granted_ok {
         cond(ct::READY, false, decision.reason(), decision.message())
     } else if degraded_true {
         cond(ct::READY, false, &degraded_reason, "degraded")
     } else if !handler_ok {
-        cond(ct::READY, false, reasons::HANDLER_ABSENT, "the handler is not present where the pods may run")
+        cond(
+            ct::READY,
+            false,
+            reasons::HANDLER_ABSENT,
+            "the handler is not present where the pods may run",
+        )
     } else if rt.spec.suspend {
-        cond(ct::READY, false, reasons::SUSPENDED, "the Runtime is suspended")
+        cond(
+            ct::READY,
+            false,
+            reasons::SUSPENDED,
+            "the Runtime is suspended",
+        )
     } else if phase != RolloutPhase::Complete || !available_ok {
-        cond(ct::READY, false, reasons::ROLLING_OUT, "the rollout is not complete")
+        cond(
+            ct::READY,
+            false,
+            reasons::ROLLING_OUT,
+            "the rollout is not complete",
+        )
     } else {
-        cond(ct::READY, true, reasons::AS_EXPECTED, "rolled out and available")
+        cond(
+            ct::READY,
+            true,
+            reasons::AS_EXPECTED,
+            "rolled out and available",
+        )
     };
     conditions.push(ready);
 
@@ -391,9 +476,4 @@ pub fn merge_transition_times(new: &mut RuntimeStatus, old: Option<&RuntimeStatu
             _ => now.clone(),
         };
     }
-}
-
-/// Whether a profile state blocks changes.
-pub fn state_blocks(state: ProfileState) -> bool {
-    !matches!(state, ProfileState::Granted | ProfileState::NotRequested)
 }

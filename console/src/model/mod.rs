@@ -9,6 +9,9 @@ pub mod rows;
 pub mod store;
 pub mod table;
 
+#[cfg(test)]
+mod tests;
+
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -28,10 +28,10 @@ impl Component for Help {
             } else {
                 format!(":{name} ({})", aliases.join(","))
             };
-            lines.push(Line::raw(format!("  {names:<30} {d}")));
+            lines.push(Line::raw(format!("  {names:<40} {d}")));
         }
         let h = (lines.len() as u16 + 2).min(area.height);
-        let w = 76.min(area.width);
+        let w = 96.min(area.width);
         let popup = Rect {
             x: area.x + (area.width - w) / 2,
             y: area.y + (area.height - h) / 2,

@@ -14,7 +14,7 @@ pub mod statusbar;
 pub mod table;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -79,7 +79,7 @@ pub fn draw_table(
         .enumerate()
         .map(|(c, w)| {
             if c == last {
-                Constraint::Min(*w as u16)
+                Constraint::Fill(1)
             } else {
                 Constraint::Length(*w as u16)
             }

@@ -1,0 +1,294 @@
+//! Snapshot tests of every view on a TestBackend, from fixture data. The
+//! snapshot holds the text and every styled run (fg, bg, modifiers), so
+//! highlighting is checked too. `BERTH_UPDATE_GOLDEN=1` rewrites them.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier, Style};
+
+use crate::fixtures;
+use crate::model::{App, Kind, Msg, WatchEvent, update};
+
+pub(crate) fn render(app: &mut App, w: u16, h: u16) -> Buffer {
+    app.refresh();
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
+    term.draw(|f| super::draw(f, app)).expect("draw");
+    term.backend().buffer().clone()
+}
+
+fn style_of(c: &ratatui::buffer::Cell) -> Style {
+    Style::new().fg(c.fg).bg(c.bg).add_modifier(c.modifier)
+}
+
+/// Text lines, then runs of non-default style per row.
+pub(crate) fn snapshot(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut text = String::new();
+    let mut styles = String::new();
+    for y in 0..area.height {
+        let mut line = String::new();
+        let mut runs: Vec<(u16, u16, Style)> = Vec::new();
+        for x in 0..area.width {
+            let cell = &buf[(x, y)];
+            line.push_str(cell.symbol());
+            let st = style_of(cell);
+            let plain = cell.fg == Color::Reset && cell.bg == Color::Reset && cell.modifier == Modifier::empty();
+            if plain {
+                continue;
+            }
+            match runs.last_mut() {
+                Some((_, end, s)) if *end + 1 == x && *s == st => *end = x,
+                _ => runs.push((x, x, st)),
+            }
+        }
+        let _ = writeln!(text, "{}", line.trim_end());
+        for (a, b, s) in runs {
+            let _ = writeln!(
+                styles,
+                "{y:>2}:{a:>3}-{b:<3} fg={:?} bg={:?} mod={:?}",
+                s.fg.unwrap_or(Color::Reset),
+                s.bg.unwrap_or(Color::Reset),
+                s.add_modifier
+            );
+        }
+    }
+    format!("{text}--- styles\n{styles}")
+}
+
+pub(crate) fn check_snapshot(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("src/views/snapshots")
+        .join(format!("{name}.snap"));
+    if std::env::var_os("BERTH_UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+        std::fs::write(&path, actual).expect("write snapshot");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing snapshot {}; run with BERTH_UPDATE_GOLDEN=1",
+            path.display()
+        )
+    });
+    if expected != actual {
+        panic!(
+            "snapshot {name} differs (BERTH_UPDATE_GOLDEN=1 to accept)\n--- expected\n{expected}\n--- actual\n{actual}"
+        );
+    }
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    update(app, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+fn keys(app: &mut App, s: &str) {
+    for c in s.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+fn snap(name: &str, app: &mut App) {
+    let buf = render(app, 140, 24);
+    check_snapshot(name, &snapshot(&buf));
+}
+
+#[test]
+fn runtimes_view() {
+    let mut app = fixtures::app();
+    snap("runtimes", &mut app);
+}
+
+#[test]
+fn runtimes_blocked_row_is_red() {
+    let mut app = fixtures::app();
+    let buf = render(&mut app, 140, 24);
+    let row = (0..24)
+        .find(|&y| {
+            (0..140)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect::<String>()
+                .contains("worker")
+        })
+        .expect("worker row drawn");
+    let x = (0..140)
+        .find(|&x| buf[(x, row)].symbol() == "R" && buf[(x + 1, row)].symbol() == "e")
+        .expect("Revoked cell");
+    assert_eq!(buf[(x, row)].fg, Color::Red);
+    assert!(buf[(x, row)].modifier.contains(Modifier::BOLD));
+}
+
+#[test]
+fn grants_view() {
+    let mut app = fixtures::app();
+    key(&mut app, KeyCode::Char('2'));
+    snap("grants", &mut app);
+}
+
+#[test]
+fn handlers_view() {
+    let mut app = fixtures::app();
+    key(&mut app, KeyCode::Char('3'));
+    snap("handlers", &mut app);
+}
+
+#[test]
+fn retained_view() {
+    let mut app = fixtures::app();
+    key(&mut app, KeyCode::Char('4'));
+    snap("retained", &mut app);
+}
+
+#[test]
+fn rollout_view() {
+    let mut app = fixtures::app();
+    // web is the second row of the Runtimes table (api, web, worker).
+    key(&mut app, KeyCode::Char('j'));
+    key(&mut app, KeyCode::Enter);
+    snap("rollout", &mut app);
+}
+
+#[test]
+fn details_view() {
+    let mut app = fixtures::app();
+    keys(&mut app, "jjd");
+    snap("details", &mut app);
+}
+
+#[test]
+fn handler_details_lists_workloads() {
+    let mut app = fixtures::app();
+    keys(&mut app, "3");
+    key(&mut app, KeyCode::Enter);
+    let buf = render(&mut app, 140, 60);
+    let text = snapshot(&buf);
+    assert!(text.contains("Workloads using bounded-runc"), "{text}");
+    assert!(text.contains("rollback revision"), "{text}");
+}
+
+#[test]
+fn help_view() {
+    let mut app = fixtures::app();
+    key(&mut app, KeyCode::Char('?'));
+    let buf = render(&mut app, 140, 40);
+    check_snapshot("help", &snapshot(&buf));
+}
+
+#[test]
+fn command_mode_with_completion() {
+    let mut app = fixtures::app();
+    keys(&mut app, ":r");
+    key(&mut app, KeyCode::Tab);
+    snap("command", &mut app);
+}
+
+#[test]
+fn filter_and_sort_shown() {
+    let mut app = fixtures::app();
+    keys(&mut app, "/wor");
+    key(&mut app, KeyCode::Enter);
+    keys(&mut app, "lls");
+    snap("filter-sort", &mut app);
+}
+
+#[test]
+fn statusbar_shows_reconnecting_with_the_error() {
+    let mut app = fixtures::app();
+    update(
+        &mut app,
+        Msg::Watch(
+            Kind::Runtime,
+            WatchEvent::Error("connection refused\u{1b}[2J".into()),
+        ),
+    );
+    let buf = render(&mut app, 140, 24);
+    let text = snapshot(&buf);
+    assert!(
+        text.contains("reconnecting… Runtime: connection refused"),
+        "{text}"
+    );
+    check_snapshot("reconnecting", &text);
+    // Recovers after the relist.
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Init));
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::InitDone));
+    let text = snapshot(&render(&mut app, 140, 24));
+    assert!(text.contains("connected"), "{text}");
+}
+
+#[test]
+fn empty_and_loading_states() {
+    let mut app = App::new("ctx", crate::model::Scope::Namespace("x".into()), fixtures::now());
+    let text = snapshot(&render(&mut app, 80, 10));
+    assert!(text.contains("loading…"), "{text}");
+    assert!(text.contains("connecting…"), "{text}");
+}
+
+fn app_with_runtimes(n: usize) -> App {
+    let mut app = fixtures::app();
+    for i in 0..n {
+        let mut rt = berth_shared::api::Runtime::new(
+            &format!("rt-{i:06}"),
+            berth_shared::api::RuntimeSpec {
+                application: "bulk".into(),
+                service: format!("svc-{i}"),
+                ..Default::default()
+            },
+        );
+        rt.metadata.namespace = Some(format!("ns-{}", i % 50));
+        app.store.apply(crate::model::Object::from(rt));
+    }
+    app.refresh();
+    app
+}
+
+/// Frame time at 50,000 rows against 100 rows (run with `--ignored
+/// --nocapture`). Prints ratios only; with a virtualized table they stay
+/// near 1. The floor is an empty-frame draw measured in the same run.
+#[test]
+#[ignore = "benchmark: prints frame-time ratios"]
+fn frame_time_ratio_50k_vs_100() {
+    use std::time::Instant;
+    const FRAMES: u32 = 200;
+    let mut term = Terminal::new(TestBackend::new(160, 50)).expect("terminal");
+    let mut time = |app: &mut App| {
+        // Scroll to the middle so the window is not the first page.
+        let mid = app.table(crate::model::ListView::Runtimes).visible.len() / 2;
+        app.lists[0].selected = mid;
+        term.draw(|f| super::draw(f, app)).expect("warm-up");
+        let start = Instant::now();
+        for i in 0..FRAMES {
+            app.lists[0].selected = mid + (i as usize % 3);
+            term.draw(|f| super::draw(f, app)).expect("draw");
+        }
+        start.elapsed() / FRAMES
+    };
+    let mut floor_app = App::new("ctx", crate::model::Scope::All, fixtures::now());
+    let floor = time(&mut floor_app);
+    let mut small = app_with_runtimes(100);
+    let t100 = time(&mut small);
+    let mut big = app_with_runtimes(50_000);
+    let t50k = time(&mut big);
+    let ratio = t50k.as_secs_f64() / t100.as_secs_f64();
+    println!(
+        "frame: empty {floor:?}, 100 rows {t100:?}, 50000 rows {t50k:?}; \
+         ratio 50k/100 = {ratio:.2}, 100/empty = {:.2}, 50k/empty = {:.2}",
+        t100.as_secs_f64() / floor.as_secs_f64(),
+        t50k.as_secs_f64() / floor.as_secs_f64()
+    );
+}
+
+#[test]
+fn only_visible_rows_are_drawn_for_large_tables() {
+    let mut app = app_with_runtimes(5_000);
+    app.lists[0].selected = 4_000;
+    let buf = render(&mut app, 140, 24);
+    let text = snapshot(&buf);
+    // The selected row is scrolled into view; rows far away are not drawn.
+    assert!(text.contains("rt-003"), "{text}");
+    assert!(!text.contains("rt-000000"), "{text}");
+    assert!(text.contains("5003/5003"), "{text}");
+}

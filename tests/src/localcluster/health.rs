@@ -40,7 +40,11 @@ pub async fn wait_for_port(c: &mut Component, port: u16, timeout: Duration) -> R
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(unhealthy(c, timeout, format!("nothing listens on 127.0.0.1:{port}")));
+            return Err(unhealthy(
+                c,
+                timeout,
+                format!("nothing listens on 127.0.0.1:{port}"),
+            ));
         }
         tokio::time::sleep(POLL).await;
     }

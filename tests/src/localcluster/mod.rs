@@ -51,7 +51,10 @@ pub enum Error {
         detail: String,
         log: PathBuf,
     },
-    #[error("{} is already in use by another process (port clash) for {component}", port)]
+    #[error(
+        "{} is already in use by another process (port clash) for {component}",
+        port
+    )]
     PortClash { component: String, port: u16 },
     #[error("choosing free loopback ports failed: {0}")]
     Ports(String),
@@ -252,7 +255,10 @@ impl LocalCluster {
             format!("--kubeconfig={kc}"),
             format!("--config={stages}"),
             "--manage-all-nodes=false".into(),
-            format!("--manage-nodes-with-annotation-selector={}=fake", nodes::KWOK_ANNOTATION),
+            format!(
+                "--manage-nodes-with-annotation-selector={}=fake",
+                nodes::KWOK_ANNOTATION
+            ),
             format!("--server-address=127.0.0.1:{kwok}"),
             "--node-lease-duration-seconds=40".into(),
             "--cidr=10.244.0.0/16".into(),
@@ -261,8 +267,7 @@ impl LocalCluster {
         cluster.spawn("kwok", &kwok_args, &logs)?;
 
         for (i, port, https) in [(2usize, kcm, true), (3, scheduler, true), (4, kwok, false)] {
-            health::wait_for_healthz(&mut cluster.components[i], port, https, opts.timeout)
-                .await?;
+            health::wait_for_healthz(&mut cluster.components[i], port, https, opts.timeout).await?;
         }
 
         nodes::create(&admin, &opts.nodes).await?;
@@ -296,7 +301,9 @@ impl LocalCluster {
 
     /// An error naming the first component that has exited, if any.
     pub fn check_running(&mut self) -> Result<(), Error> {
-        self.components.iter_mut().try_for_each(Component::check_running)
+        self.components
+            .iter_mut()
+            .try_for_each(Component::check_running)
     }
 
     /// Stops every component, newest first (kwok … etcd).

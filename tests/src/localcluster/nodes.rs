@@ -132,7 +132,10 @@ pub async fn wait_ready(
             return Err(Error::Unhealthy {
                 component: "kwok".into(),
                 secs: timeout.as_secs(),
-                detail: format!("nodes not Ready with their handlers: {}", waiting.join(", ")),
+                detail: format!(
+                    "nodes not Ready with their handlers: {}",
+                    waiting.join(", ")
+                ),
                 log,
             });
         }

@@ -95,7 +95,9 @@ impl Pki {
         .map_err(rc)?;
         serving
             .subject_alt_names
-            .push(SanType::IpAddress(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)));
+            .push(SanType::IpAddress(std::net::IpAddr::V4(
+                std::net::Ipv4Addr::LOCALHOST,
+            )));
         serving
             .distinguished_name
             .push(DnType::CommonName, "kube-apiserver");

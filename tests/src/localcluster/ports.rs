@@ -11,7 +11,8 @@ use super::Error;
 pub fn free_loopback_ports(n: usize) -> Result<Vec<u16>, Error> {
     let mut listeners = Vec::with_capacity(n);
     for _ in 0..n {
-        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| Error::Ports(e.to_string()))?;
+        let l =
+            TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| Error::Ports(e.to_string()))?;
         listeners.push(l);
     }
     listeners

@@ -3,8 +3,8 @@
 //! that nothing it forked outlives the cluster.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,12 @@ pub struct Component {
 
 impl Component {
     /// Starts `binary args…` as component `name`, logging to `log_dir/NAME.log`.
-    pub fn spawn(name: &str, binary: &Path, args: &[String], log_dir: &Path) -> Result<Self, Error> {
+    pub fn spawn(
+        name: &str,
+        binary: &Path,
+        args: &[String],
+        log_dir: &Path,
+    ) -> Result<Self, Error> {
         let log = log_dir.join(format!("{name}.log"));
         let out = File::create(&log).map_err(|e| Error::io(&log, e))?;
         let err = out.try_clone().map_err(|e| Error::io(&log, e))?;

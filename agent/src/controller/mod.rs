@@ -1,0 +1,434 @@
+//! The Runtime controller (DESIGN §3): a kube-runtime `Controller` for
+//! Runtime that owns every managed kind and watches RuntimeClasses,
+//! Namespaces (metadata only) and Nodes (filtered to the fields that
+//! matter). Each reconcile is read → decide → render → apply → status; only
+//! the first and last steps touch the API, and the first only reads caches.
+
+pub mod apply;
+pub mod context;
+pub mod events;
+pub mod ownership;
+pub mod read;
+pub mod status;
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use berth_shared::analysis::NodeInfo;
+use berth_shared::api::{API_VERSION, Runtime, reasons};
+use berth_shared::render::{self, labels::MANAGED_BY};
+use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use self::context::{Context, FIELD_MANAGER, Stores};
+use self::ownership::owned_by;
+use self::status::{Hold, StatusInput};
+
+/// Label selector of every object berth manages.
+pub fn managed_selector() -> String {
+    format!("app.kubernetes.io/managed-by={MANAGED_BY}")
+}
+
+/// Reconcile errors (each retried with per-object exponential backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Applying managed objects failed.
+    #[error("applying managed objects: {0}")]
+    Apply(String),
+    /// Writing status failed.
+    #[error("writing status: {0}")]
+    Status(#[source] kube::Error),
+}
+
+/// Strips what the agent never reads, to keep caches small.
+fn strip<K: Resource>(obj: &mut K) {
+    obj.meta_mut().managed_fields = None;
+}
+
+/// A reflector: its store and its (to be polled) stream of applied objects.
+fn reflect<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> (
+    Store<K>,
+    impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(strip::<K>)
+        .reflect(writer)
+        .applied_objects();
+    (reader, stream)
+}
+
+/// Polls a stream that only feeds a store.
+fn drain<S, T, E>(stream: S)
+where
+    S: Stream<Item = Result<T, E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            if let Err(e) = item {
+                tracing::debug!(error = %e, "watch error (retried)");
+            }
+        }
+    });
+}
+
+fn node_fingerprint(node: &Node) -> Option<u64> {
+    let info = NodeInfo::from_node(node);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    info.name.hash(&mut h);
+    info.ready.hash(&mut h);
+    info.unschedulable.hash(&mut h);
+    info.handlers.hash(&mut h);
+    info.labels.hash(&mut h);
+    for t in &info.taints {
+        t.key.hash(&mut h);
+        t.value.hash(&mut h);
+        t.effect.hash(&mut h);
+    }
+    Some(h.finish())
+}
+
+/// Everything started: the stores (for the grants publisher and health) and
+/// the controller future.
+pub struct Started {
+    /// Caches.
+    pub stores: Stores,
+    /// The reconcile context.
+    pub context: Arc<Context>,
+    /// Runs the controller until `shutdown` resolves.
+    pub run: futures::future::BoxFuture<'static, ()>,
+}
+
+/// Per-object failure counts for exponential backoff.
+#[derive(Default)]
+struct Backoff(Mutex<HashMap<ObjectRef<Runtime>, u32>>);
+
+impl Backoff {
+    fn fail(&self, key: ObjectRef<Runtime>) -> Duration {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(key).or_insert(0);
+        *n = n.saturating_add(1);
+        let secs = 2u64.saturating_pow((*n).min(8)).min(300);
+        Duration::from_secs(secs)
+    }
+    fn reset(&self, key: &ObjectRef<Runtime>) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.remove(key);
+    }
+}
+
+/// Builds caches and the controller.
+pub fn start(
+    client: Client,
+    grants: Arc<context::Grants>,
+    metrics: Arc<crate::metrics::Metrics>,
+    settings: context::Settings,
+    recorder: kube::runtime::events::Recorder,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> Started {
+    let managed = || watcher::Config::default().labels(&managed_selector());
+    let all = watcher::Config::default;
+    let c = &client;
+    let scope = settings.namespace.clone();
+    // Namespaced kinds: the whole cluster, or one namespace.
+    fn ns_api<K>(client: &Client, scope: &Option<String>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+    {
+        match scope {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        }
+    }
+
+    let (config_maps, cm_s) = reflect(ns_api::<ConfigMap>(c, &scope), managed());
+    let (service_accounts, sa_s) = reflect(ns_api::<ServiceAccount>(c, &scope), managed());
+    let (services, svc_s) = reflect(ns_api::<Service>(c, &scope), managed());
+    let (pdbs, pdb_s) = reflect(ns_api::<PodDisruptionBudget>(c, &scope), managed());
+    let (network_policies, np_s) = reflect(ns_api::<NetworkPolicy>(c, &scope), managed());
+    let (hpas, hpa_s) = reflect(ns_api::<HorizontalPodAutoscaler>(c, &scope), managed());
+    let (deployments, dep_s) = reflect(ns_api::<Deployment>(c, &scope), all());
+    let (replica_sets, rs_s) = reflect(ns_api::<ReplicaSet>(c, &scope), all());
+    let (jobs, job_s) = reflect(ns_api::<Job>(c, &scope), all());
+    let (cron_jobs, cron_s) = reflect(ns_api::<CronJob>(c, &scope), all());
+    let (stateful_sets, sts_s) = reflect(ns_api::<StatefulSet>(c, &scope), all());
+    let (daemon_sets, ds_s) = reflect(ns_api::<DaemonSet>(c, &scope), all());
+    let (classes, class_s) = reflect(Api::<RuntimeClass>::all(c.clone()), all());
+    let (nodes, node_s) = reflect(Api::<Node>::all(c.clone()), all());
+    let node_s = node_s.predicate_filter(node_fingerprint, PredicateConfig::default());
+    let (namespaces, ns_s) = reflect(Api::<PartialObjectMeta<Namespace>>::all(c.clone()), all());
+    drain(rs_s);
+    drain(sts_s);
+    drain(ds_s);
+
+    let controller = Controller::new(ns_api::<Runtime>(c, &scope), all())
+        .with_config(kube::runtime::controller::Config::default().concurrency(4));
+    let runtimes = controller.store();
+    let stores = Stores {
+        runtimes: runtimes.clone(),
+        namespaces,
+        classes,
+        nodes,
+        config_maps,
+        service_accounts,
+        services,
+        pdbs,
+        network_policies,
+        hpas,
+        deployments,
+        replica_sets,
+        jobs,
+        cron_jobs,
+        stateful_sets,
+        daemon_sets,
+    };
+    let context = Arc::new(Context {
+        client: client.clone(),
+        stores: stores.clone(),
+        grants,
+        metrics,
+        recorder,
+        settings,
+    });
+    let all_runtimes = {
+        let runtimes = runtimes.clone();
+        move || {
+            runtimes
+                .state()
+                .iter()
+                .map(|r| ObjectRef::from_obj(&**r))
+                .collect::<Vec<_>>()
+        }
+    };
+    let on_class = all_runtimes.clone();
+    let on_node = all_runtimes;
+    let in_namespace = {
+        let runtimes = runtimes.clone();
+        move |ns: PartialObjectMeta<Namespace>| {
+            let name = ns.name_any();
+            runtimes
+                .state()
+                .iter()
+                .filter(|r| r.namespace().as_deref() == Some(name.as_str()))
+                .map(|r| ObjectRef::from_obj(&**r))
+                .collect::<Vec<_>>()
+        }
+    };
+    let backoff = Arc::new(Backoff::default());
+    let backoff_err = backoff.clone();
+    let ctx = context.clone();
+    let run = controller
+        .owns_stream(cm_s)
+        .owns_stream(sa_s)
+        .owns_stream(svc_s)
+        .owns_stream(dep_s)
+        .owns_stream(pdb_s)
+        .owns_stream(np_s)
+        .owns_stream(hpa_s)
+        .owns_stream(job_s)
+        .owns_stream(cron_s)
+        .watches_stream(class_s, move |_| on_class())
+        .watches_stream(node_s, move |_| on_node())
+        .watches_stream(ns_s, in_namespace)
+        .graceful_shutdown_on(shutdown)
+        .run(
+            move |rt, ctx| {
+                let backoff = backoff.clone();
+                async move {
+                    let key = ObjectRef::from_obj(&*rt);
+                    let result = reconcile(rt, ctx).await;
+                    if result.is_ok() {
+                        backoff.reset(&key);
+                    }
+                    result
+                }
+            },
+            move |rt, err, _ctx| {
+                let delay = backoff_err.fail(ObjectRef::from_obj(&*rt));
+                tracing::warn!(runtime = %rt.name_any(), namespace = ?rt.namespace(), error = %err, retry_in = ?delay, "reconcile failed");
+                Action::requeue(delay)
+            },
+            ctx,
+        )
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .boxed();
+    Started {
+        stores,
+        context,
+        run,
+    }
+}
+
+/// Waits until every cache has its initial list.
+pub async fn wait_synced(s: &Stores) {
+    let _ = futures::join!(
+        s.runtimes.wait_until_ready(),
+        s.namespaces.wait_until_ready(),
+        s.classes.wait_until_ready(),
+        s.nodes.wait_until_ready(),
+        s.config_maps.wait_until_ready(),
+        s.service_accounts.wait_until_ready(),
+        s.services.wait_until_ready(),
+        s.pdbs.wait_until_ready(),
+        s.network_policies.wait_until_ready(),
+        s.hpas.wait_until_ready(),
+        s.deployments.wait_until_ready(),
+        s.replica_sets.wait_until_ready(),
+        s.jobs.wait_until_ready(),
+        s.cron_jobs.wait_until_ready(),
+        s.stateful_sets.wait_until_ready(),
+        s.daemon_sets.wait_until_ready(),
+    );
+}
+
+/// One reconcile: read → decide → render → apply → status.
+pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = reconcile_inner(&runtime, &ctx).await;
+    let label = match &result {
+        Ok((_, true)) => "blocked",
+        Ok((_, false)) => "ok",
+        Err(_) => "error",
+    };
+    ctx.metrics
+        .reconciled(label, started.elapsed().as_secs_f64());
+    result.map(|(action, _)| action)
+}
+
+async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bool), Error> {
+    if runtime.meta().deletion_timestamp.is_some() {
+        // Garbage collection removes owned objects; nothing to do.
+        return Ok((Action::await_change(), false));
+    }
+    let ns = runtime.namespace().unwrap_or_default();
+    let uid = runtime.uid().unwrap_or_default();
+
+    // 1–2. read + decide (caches only)
+    let snapshot = read::read(ctx, runtime);
+    let decision = &snapshot.decision;
+    let hold = match &snapshot.identity {
+        Err(e) => Hold::Blocked {
+            reason: reasons::IDENTITY_INCOMPLETE.to_string(),
+            message: format!("{e}; managed objects are not created or changed"),
+        },
+        // Retirement (suspend) is always carried out; clearing the profile
+        // makes the decision NotRequested, which allows changes anyway.
+        Ok(_) if !decision.allows_changes() && !runtime.spec.suspend => Hold::Blocked {
+            reason: decision.reason().to_string(),
+            message: decision.message(),
+        },
+        Ok(_) => Hold::None,
+    };
+
+    // 3–4. render + apply
+    let mut applied = None;
+    let mut render_error = None;
+    if let (Hold::None, Ok(identity)) = (&hold, &snapshot.identity) {
+        match render::render(runtime, identity, decision) {
+            Ok(rendered) => applied = Some(apply::apply_all(ctx, runtime, &rendered).await),
+            Err(e) => render_error = Some(e.to_string()),
+        }
+    }
+
+    // 5. status
+    let names = render::Names::for_runtime(&runtime.name_any());
+    let deployment = ctx
+        .stores
+        .deployments
+        .get(&ObjectRef::new(&names.workload).within(&ns))
+        .filter(|d| owned_by(d.meta(), &uid));
+    let replica_sets: Vec<_> = match &deployment {
+        Some(d) => {
+            let duid = d.uid().unwrap_or_default();
+            ctx.stores
+                .replica_sets
+                .state()
+                .into_iter()
+                .filter(|rs| {
+                    rs.owner_references()
+                        .iter()
+                        .any(|o| o.uid == duid && o.controller == Some(true))
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let nodes: Vec<NodeInfo> = ctx
+        .stores
+        .nodes
+        .state()
+        .iter()
+        .map(|n| NodeInfo::from_node(n))
+        .collect();
+    let mut new_status = status::compute(&StatusInput {
+        runtime,
+        snapshot: &snapshot,
+        hold: &hold,
+        applied: applied.as_ref(),
+        render_error: render_error.as_deref(),
+        deployment: deployment.as_deref(),
+        replica_sets: &replica_sets,
+        nodes: &nodes,
+    });
+    status::merge_transition_times(&mut new_status, runtime.status.as_ref());
+    if runtime.status.as_ref() != Some(&new_status) {
+        let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
+        let body = serde_json::json!({
+            "apiVersion": API_VERSION,
+            "kind": "Runtime",
+            "status": new_status,
+        });
+        api.patch_status(
+            &runtime.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
+        .await
+        .map_err(Error::Status)?;
+        ctx.metrics.write("Runtime", "status");
+        events::publish(ctx, runtime, runtime.status.as_ref(), &new_status).await;
+    }
+
+    let blocked = matches!(hold, Hold::Blocked { .. });
+    if let Some(a) = &applied
+        && !a.errors.is_empty()
+    {
+        return Err(Error::Apply(a.errors.join("; ")));
+    }
+    let action = if applied.as_ref().is_some_and(|a| !a.conflicts.is_empty()) {
+        // An unowned object may go away; look again soon.
+        Action::requeue(Duration::from_secs(30).min(ctx.settings.resync))
+    } else {
+        Action::requeue(ctx.settings.resync)
+    };
+    Ok((action, blocked))
+}

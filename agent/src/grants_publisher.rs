@@ -1,0 +1,456 @@
+//! Publishes one `RuntimeGrant` per loaded binding (DESIGN §2): created,
+//! updated and pruned to match the file, with a status computed from the
+//! caches — class present, handler match, overhead/scheduling, deleting,
+//! nodes reporting the handler, Runtimes using the grant, retained
+//! workloads, the file's sha256 and load time, and `RestartRequired` when
+//! the file on disk no longer matches what was loaded. Writes only what
+//! changed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use berth_shared::analysis::{self, NodeInfo, WorkloadSources};
+use berth_shared::api::{
+    API_VERSION, GrantSource, NodeCoverage, ObjectRef as ApiObjectRef, RuntimeGrant,
+    RuntimeGrantSpec, RuntimeGrantStatus, WorkloadRef,
+};
+use berth_shared::decide::{self, GrantBinding, ObservedClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, ResourceExt};
+
+use crate::controller::context::{Context, FIELD_MANAGER};
+
+/// Condition: the granted class exists, names the handler and is supported.
+pub const CLASS_READY: &str = "ClassReady";
+/// Condition: the grants file on disk changed since it was loaded.
+pub const RESTART_REQUIRED: &str = "RestartRequired";
+/// Most retained workloads listed per grant.
+pub const MAX_RETAINED: usize = 100;
+/// Label on every published RuntimeGrant: `berth-agent`.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// Label naming the agent (its lease name) that published a RuntimeGrant;
+/// an agent prunes only its own.
+pub const PUBLISHED_BY_LABEL: &str = "berth.dev/published-by";
+
+fn seconds(t: SystemTime) -> Time {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(0))
+        .unwrap_or(0);
+    Time(Timestamp::from_second(secs).unwrap_or(Timestamp::UNIX_EPOCH))
+}
+
+fn cond(
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+) -> Condition {
+    Condition {
+        type_: type_.to_string(),
+        status: if ok { "True" } else { "False" }.to_string(),
+        reason: reason.to_string(),
+        message,
+        observed_generation: generation,
+        last_transition_time: Time(Timestamp::UNIX_EPOCH),
+    }
+}
+
+/// Whether the file on disk differs (or can no longer be read safely).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileState {
+    /// No file configured.
+    None,
+    /// Same content as loaded.
+    Current,
+    /// Changed or unreadable: restart required.
+    Stale(String),
+}
+
+/// The status of one grant (lastTransitionTimes not yet merged).
+pub fn grant_status(
+    ctx: &Context,
+    binding: &GrantBinding,
+    generation: Option<i64>,
+    nodes: &[NodeInfo],
+    workloads: &[analysis::Workload],
+    file: &FileState,
+) -> RuntimeGrantStatus {
+    let class = ctx
+        .stores
+        .classes
+        .get(&ObjectRef::new(&binding.runtime_class))
+        .map(|c| ObservedClass::from_runtime_class(&c));
+    let cov = analysis::coverage(nodes, &binding.handler);
+    let ns_labels: BTreeMap<String, BTreeMap<String, String>> = ctx
+        .stores
+        .namespaces
+        .state()
+        .iter()
+        .map(|n| (n.name_any(), n.metadata.labels.clone().unwrap_or_default()))
+        .collect();
+    let mut runtimes: Vec<ApiObjectRef> = ctx
+        .stores
+        .runtimes
+        .state()
+        .iter()
+        .filter(|r| r.spec.runtime_profile.as_deref() == Some(binding.name.as_str()))
+        .filter(|r| {
+            let ns = r.namespace().unwrap_or_default();
+            let empty = BTreeMap::new();
+            let labels = ns_labels.get(&ns).unwrap_or(&empty);
+            decide::namespace_scope(&ns, labels).is_ok_and(|(p, e)| {
+                binding.matches(&decide::Identity {
+                    project: p,
+                    environment: e,
+                    application: r.spec.application.clone(),
+                    service: r.spec.service.clone(),
+                })
+            })
+        })
+        .map(|r| ApiObjectRef {
+            namespace: r.namespace().unwrap_or_default(),
+            name: r.name_any(),
+        })
+        .collect();
+    runtimes.sort();
+    let classes = [binding.runtime_class.as_str()];
+    let mut retained: Vec<WorkloadRef> =
+        analysis::retained(workloads, &ctx.grants.bindings, Some(&classes))
+            .into_iter()
+            .map(|r| WorkloadRef {
+                kind: r.workload.kind.as_str().to_string(),
+                namespace: r.workload.namespace,
+                name: r.workload.name,
+            })
+            .collect();
+    retained.sort();
+    retained.dedup();
+    retained.truncate(MAX_RETAINED);
+
+    let (class_ok, reason, message) = match &class {
+        None => (
+            false,
+            "ClassMissing",
+            format!("RuntimeClass {} does not exist", binding.runtime_class),
+        ),
+        Some(c) if c.deleting => (
+            false,
+            "ClassDeleting",
+            format!("RuntimeClass {} is being deleted", c.name),
+        ),
+        Some(c) if c.handler != binding.handler => (
+            false,
+            "HandlerMismatch",
+            format!(
+                "RuntimeClass {} names handler {}, the grant expects {}",
+                c.name, c.handler, binding.handler
+            ),
+        ),
+        Some(c) if c.has_overhead || c.has_scheduling => (
+            false,
+            "ClassUnsupported",
+            format!(
+                "RuntimeClass {} sets overhead or scheduling, which berth does not support",
+                c.name
+            ),
+        ),
+        Some(c) => (
+            true,
+            "ClassReady",
+            format!(
+                "RuntimeClass {} names handler {}; {} Ready nodes report it",
+                c.name,
+                c.handler,
+                cov.summary()
+            ),
+        ),
+    };
+    let loaded = ctx.grants.loaded.as_ref();
+    let (stale, stale_reason, stale_message) = match file {
+        FileState::Stale(why) => (
+            true,
+            "FileChanged",
+            format!(
+                "the grants file changed on disk since it was loaded; restart the agent to apply it ({why})"
+            ),
+        ),
+        _ => (
+            false,
+            "FileCurrent",
+            "the grants file on disk is the one loaded".to_string(),
+        ),
+    };
+    RuntimeGrantStatus {
+        observed_generation: generation,
+        class_present: class.is_some(),
+        class_handler: class.as_ref().map(|c| c.handler.clone()),
+        handler_matches: class.as_ref().is_some_and(|c| c.handler == binding.handler),
+        class_has_overhead: class.as_ref().is_some_and(|c| c.has_overhead),
+        class_has_scheduling: class.as_ref().is_some_and(|c| c.has_scheduling),
+        class_deleting: class.as_ref().is_some_and(|c| c.deleting),
+        nodes: Some(NodeCoverage::new(
+            i32::try_from(cov.with_handler).unwrap_or(i32::MAX),
+            i32::try_from(cov.total).unwrap_or(i32::MAX),
+        )),
+        runtimes,
+        retained,
+        source: loaded.map(|l| GrantSource {
+            sha256: Some(l.sha256.clone()),
+            loaded_at: Some(seconds(l.loaded_at)),
+        }),
+        conditions: vec![
+            cond(CLASS_READY, class_ok, reason, message, generation),
+            cond(
+                RESTART_REQUIRED,
+                stale,
+                stale_reason,
+                stale_message,
+                generation,
+            ),
+        ],
+    }
+}
+
+fn merge_times(new: &mut RuntimeGrantStatus, old: Option<&RuntimeGrantStatus>) {
+    let now = seconds(SystemTime::now());
+    for c in &mut new.conditions {
+        let prev = old.and_then(|o| o.conditions.iter().find(|p| p.type_ == c.type_));
+        c.last_transition_time = match prev {
+            Some(p) if p.status == c.status => p.last_transition_time.clone(),
+            _ => now.clone(),
+        };
+    }
+}
+
+fn file_state(ctx: &Context) -> FileState {
+    match ctx.grants.loaded.as_ref() {
+        None => FileState::None,
+        Some(l) => match l.changed_on_disk() {
+            Ok(false) => FileState::Current,
+            Ok(true) => FileState::Stale("content differs".to_string()),
+            Err(e) => FileState::Stale(e.to_string()),
+        },
+    }
+}
+
+/// One pass: publish, update, prune; metrics. Returns writes sent.
+pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
+    let api: Api<RuntimeGrant> = Api::all(ctx.client.clone());
+    let mut writes = 0;
+    let file = file_state(ctx);
+    ctx.metrics
+        .grants_file_stale
+        .set(i64::from(matches!(file, FileState::Stale(_))));
+    ctx.metrics
+        .grants_loaded
+        .set(i64::try_from(ctx.grants.bindings.len()).unwrap_or(i64::MAX));
+    update_runtime_gauges(ctx);
+
+    let s = &ctx.stores;
+    let (deps, rss, stss, dss, jobs, crons) = (
+        s.deployments
+            .state()
+            .iter()
+            .map(|o| (**o).clone())
+            .collect::<Vec<_>>(),
+        s.replica_sets
+            .state()
+            .iter()
+            .map(|o| (**o).clone())
+            .collect::<Vec<_>>(),
+        s.stateful_sets
+            .state()
+            .iter()
+            .map(|o| (**o).clone())
+            .collect::<Vec<_>>(),
+        s.daemon_sets
+            .state()
+            .iter()
+            .map(|o| (**o).clone())
+            .collect::<Vec<_>>(),
+        s.jobs
+            .state()
+            .iter()
+            .map(|o| (**o).clone())
+            .collect::<Vec<_>>(),
+        s.cron_jobs
+            .state()
+            .iter()
+            .map(|o| (**o).clone())
+            .collect::<Vec<_>>(),
+    );
+    let workloads = WorkloadSources {
+        deployments: &deps,
+        replica_sets: &rss,
+        stateful_sets: &stss,
+        daemon_sets: &dss,
+        jobs: &jobs,
+        cron_jobs: &crons,
+        pods: &[],
+    }
+    .collect();
+    let nodes: Vec<NodeInfo> = s
+        .nodes
+        .state()
+        .iter()
+        .map(|n| NodeInfo::from_node(n))
+        .collect();
+
+    for binding in &ctx.grants.bindings {
+        let existing = grants.get(&ObjectRef::new(&binding.name));
+        let spec = RuntimeGrantSpec {
+            project: binding.project.clone(),
+            environment: binding.environment.clone(),
+            application: binding.application.clone(),
+            service: binding.service.clone(),
+            runtime_class: binding.runtime_class.clone(),
+            handler: binding.handler.clone(),
+        };
+        let publisher = ctx.settings.publisher.as_str();
+        let labelled = existing.as_ref().is_some_and(|g| {
+            g.labels().get(PUBLISHED_BY_LABEL).map(String::as_str) == Some(publisher)
+                && g.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some("berth-agent")
+        });
+        if existing
+            .as_ref()
+            .is_none_or(|g| g.spec != spec || !labelled)
+        {
+            let body = serde_json::json!({
+                "apiVersion": API_VERSION,
+                "kind": "RuntimeGrant",
+                "metadata": {"name": binding.name, "labels": {
+                    MANAGED_BY_LABEL: "berth-agent",
+                    PUBLISHED_BY_LABEL: publisher,
+                }},
+                "spec": spec,
+            });
+            match api
+                .patch(
+                    &binding.name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+            {
+                Ok(_) => {
+                    writes += 1;
+                    ctx.metrics.write("RuntimeGrant", "apply");
+                }
+                Err(e) => {
+                    tracing::warn!(grant = %binding.name, error = %e, "publishing RuntimeGrant failed");
+                    continue;
+                }
+            }
+        }
+        // Status needs the object; the next pass handles a fresh one.
+        let Some(existing) = existing else { continue };
+        let mut status = grant_status(
+            ctx,
+            binding,
+            existing.metadata.generation,
+            &nodes,
+            &workloads,
+            &file,
+        );
+        merge_times(&mut status, existing.status.as_ref());
+        if existing.status.as_ref() != Some(&status) {
+            let body = serde_json::json!({
+                "apiVersion": API_VERSION,
+                "kind": "RuntimeGrant",
+                "status": status,
+            });
+            match api
+                .patch_status(
+                    &binding.name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+            {
+                Ok(_) => {
+                    writes += 1;
+                    ctx.metrics.write("RuntimeGrant", "status");
+                }
+                Err(e) => {
+                    tracing::warn!(grant = %binding.name, error = %e, "RuntimeGrant status failed")
+                }
+            }
+        }
+    }
+
+    // Prune grants whose binding left the file.
+    for g in grants.state() {
+        let name = g.name_any();
+        let ours = g.labels().get(PUBLISHED_BY_LABEL).map(String::as_str)
+            == Some(ctx.settings.publisher.as_str());
+        if !ours
+            || ctx.grants.bindings.iter().any(|b| b.name == name)
+            || g.metadata.deletion_timestamp.is_some()
+        {
+            continue;
+        }
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: g.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        match api.delete(&name, &params).await {
+            Ok(_) => {
+                writes += 1;
+                ctx.metrics.write("RuntimeGrant", "delete");
+                tracing::info!(grant = %name, "pruned RuntimeGrant whose binding left the grants file");
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => tracing::warn!(grant = %name, error = %e, "pruning RuntimeGrant failed"),
+        }
+    }
+    writes
+}
+
+fn update_runtime_gauges(ctx: &Context) {
+    let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+    let mut blocked = 0;
+    for r in ctx.stores.runtimes.state() {
+        let status = r.status.as_ref();
+        let state = status
+            .and_then(|s| s.profile.as_ref())
+            .map_or("NotRequested", |p| p.state.as_str());
+        *counts.entry(state.to_string()).or_default() += 1;
+        if status.is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == berth_shared::api::condition_types::BLOCKED && c.status == "True"
+            })
+        }) {
+            blocked += 1;
+        }
+    }
+    ctx.metrics.runtimes.clear();
+    for (state, n) in counts {
+        ctx.metrics
+            .runtimes
+            .get_or_create(&crate::metrics::StateLabels { state })
+            .set(n);
+    }
+    ctx.metrics.blocked_runtimes.set(blocked);
+}
+
+/// Runs the publisher until the process ends: one pass every `interval`.
+pub async fn run(ctx: Arc<Context>, grants: Store<RuntimeGrant>, interval: Duration) {
+    if grants.wait_until_ready().await.is_err() {
+        return;
+    }
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        sync_once(&ctx, &grants).await;
+    }
+}

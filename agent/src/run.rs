@@ -1,0 +1,285 @@
+//! `berth-agent run`: the in-cluster agent.
+//!
+//! Start-up order matters: the grants file is loaded first, before any
+//! Kubernetes client exists (an invalid file stops the agent); then the
+//! client, the operations endpoints, leader election; only the leader
+//! starts the controller, the grants publisher and (with
+//! `--webhook-listen`) the admission webhook. Losing the lease closes the
+//! write gate at once and exits non-zero; SIGTERM/SIGINT stop gracefully
+//! and release the lease.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_shared::api::RuntimeGrant;
+use color_eyre::eyre::{WrapErr, eyre};
+use futures::FutureExt;
+use kube::Api;
+use kube::runtime::events::{Recorder, Reporter};
+use tokio::sync::watch;
+
+use crate::admission;
+use crate::controller::{self, context};
+use crate::grants_config::GrantsFileArgs;
+use crate::grants_publisher;
+use crate::http::{self, Readiness};
+use crate::kube_client::{self, WriteGate};
+use crate::leader::{Elector, LeaseConfig};
+use crate::metrics::Metrics;
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable text.
+    Text,
+}
+
+/// Options of `berth-agent run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub grants: GrantsFileArgs,
+    /// Address of /health/live, /health/ready and /metrics.
+    #[arg(long, env = "BERTH_HTTP_ADDR", default_value = "0.0.0.0:8080")]
+    pub http_addr: SocketAddr,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, env = "BERTH_LEASE_NAMESPACE", default_value = "berth-system")]
+    pub lease_namespace: String,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = "berth-agent")]
+    pub lease_name: String,
+    /// This agent's identity in the Lease (default: POD_NAME, else host name + pid).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// Seconds a lease is valid without renewal.
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration_seconds: u64,
+    /// Seconds between renewals (and between acquisition attempts).
+    #[arg(long, default_value_t = 5)]
+    pub lease_renew_seconds: u64,
+    /// Seconds between full reconciles of a settled Runtime.
+    #[arg(long, default_value_t = 300)]
+    pub resync_seconds: u64,
+    /// Seconds between RuntimeGrant publishing passes.
+    #[arg(long, default_value_t = 10)]
+    pub grants_interval_seconds: u64,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "json", env = "BERTH_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    /// Reconcile only Runtimes in this namespace (default: every namespace).
+    #[arg(long, env = "BERTH_WATCH_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Serve the validating admission webhook (HTTPS) on this address.
+    #[arg(long, value_name = "ADDR")]
+    pub webhook_listen: Option<SocketAddr>,
+    #[command(flatten)]
+    pub admission: admission::AdmissionArgs,
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,kube=warn,tower=warn,hyper=warn")
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "agent".to_string());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Resolves when SIGTERM or SIGINT arrives.
+async fn terminate_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        if let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = ctrl_c.await;
+}
+
+/// Entry point of the `run` subcommand.
+pub fn run(args: RunArgs) -> color_eyre::Result<()> {
+    init_logging(args.log_format);
+    // Grants first: an invalid file stops the agent before any client exists.
+    let loaded = args
+        .grants
+        .load()
+        .wrap_err("the grants file is invalid; the agent does not start")?;
+    match &loaded {
+        Some(l) => {
+            tracing::info!(path = %l.path.display(), bindings = l.bindings.len(), sha256 = %l.sha256, "grants file loaded")
+        }
+        None => tracing::warn!("no grants file configured: no service is granted any RuntimeClass"),
+    }
+    let grants = Arc::new(context::Grants::new(loaded));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .wrap_err("starting the async runtime")?;
+    runtime.block_on(run_async(args, grants))
+}
+
+async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::Result<()> {
+    let metrics = Metrics::new();
+    metrics
+        .grants_loaded
+        .set(i64::try_from(grants.bindings.len()).unwrap_or(i64::MAX));
+    let gate = WriteGate::default();
+    let client = kube_client::client(metrics.clone(), gate.clone())
+        .await
+        .wrap_err("creating the Kubernetes client")?;
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|v| *v).await;
+        }
+    };
+    let readiness = Readiness::default();
+    let http_task = tokio::spawn(http::serve(
+        args.http_addr,
+        readiness.clone(),
+        metrics.clone(),
+        stopped(),
+    ));
+    tokio::spawn(async move {
+        terminate_signal().await;
+        tracing::info!("shutdown signal received");
+        let _ = stop_tx.send(true);
+    });
+
+    let identity = args.identity.clone().unwrap_or_else(default_identity);
+    let elector = Elector::new(
+        client.clone(),
+        LeaseConfig {
+            namespace: args.lease_namespace.clone(),
+            name: args.lease_name.clone(),
+            identity: identity.clone(),
+            duration: Duration::from_secs(args.lease_duration_seconds.max(2)),
+            renew: Duration::from_secs(args.lease_renew_seconds.max(1)),
+        },
+    );
+    tokio::select! {
+        () = elector.acquire() => {}
+        () = stopped() => {
+            tracing::info!("stopped while standing by");
+            return Ok(());
+        }
+    }
+    gate.set(true);
+    metrics.leader.set(1);
+
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "berth-agent".to_string(),
+            instance: Some(identity.clone()),
+        },
+    );
+    let started = controller::start(
+        client.clone(),
+        grants.clone(),
+        metrics.clone(),
+        context::Settings {
+            resync: Duration::from_secs(args.resync_seconds.max(1)),
+            namespace: args.namespace.clone(),
+            publisher: args.lease_name.clone(),
+        },
+        recorder,
+        stopped(),
+    );
+    let controller_task = tokio::spawn(started.run);
+
+    // RuntimeGrants: their own cache, then the publisher loop.
+    let (grant_store, grant_writer) = kube::runtime::reflector::store();
+    {
+        use futures::StreamExt;
+        use kube::runtime::WatchStreamExt;
+        let stream =
+            kube::runtime::watcher(Api::<RuntimeGrant>::all(client.clone()), Default::default())
+                .default_backoff()
+                .reflect(grant_writer)
+                .applied_objects();
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while stream.next().await.is_some() {}
+        });
+    }
+    let publisher = tokio::spawn(grants_publisher::run(
+        started.context.clone(),
+        grant_store,
+        Duration::from_secs(args.grants_interval_seconds.max(1)),
+    ));
+
+    // admission: started here (only on the leader, which alone is Ready and
+    // so alone receives webhook traffic through the Service).
+    if let Some(listen) = args.webhook_listen {
+        let config = args
+            .admission
+            .to_config(listen)
+            .map_err(|e| eyre!("admission webhook: {e}"))?;
+        let bindings: Arc<[berth_shared::decide::GrantBinding]> = grants.bindings.clone().into();
+        let client = client.clone();
+        let stop = stopped();
+        tokio::spawn(async move {
+            if let Err(e) = admission::serve(config, bindings, client, stop).await {
+                tracing::error!(error = %e, "admission webhook stopped");
+            }
+        });
+    }
+
+    let stores = started.stores.clone();
+    let ready_flag = readiness.clone();
+    tokio::spawn(async move {
+        controller::wait_synced(&stores).await;
+        ready_flag.set(true);
+        tracing::info!("caches synced; ready");
+    });
+
+    let result = tokio::select! {
+        lost = elector.hold() => {
+            gate.set(false);
+            readiness.set(false);
+            metrics.leader.set(0);
+            tracing::error!(reason = %lost, "leadership lost: writes stopped, exiting");
+            Err(eyre!("leadership lost: {lost}"))
+        }
+        () = stopped() => {
+            readiness.set(false);
+            tracing::info!("stopping the controller");
+            let _ = tokio::time::timeout(Duration::from_secs(20), controller_task).await;
+            gate.set(false);
+            elector.release().await;
+            metrics.leader.set(0);
+            Ok(())
+        }
+    };
+    publisher.abort();
+    let _ = http_task.now_or_never();
+    result
+}

@@ -1,0 +1,235 @@
+//! `berth get runtimes|grants|handlers|retained|rollouts [-o table|json|yaml]`:
+//! the rows of the views, for scripts. The formatting is pure (from a
+//! [`Store`]); everything printed goes through the sanitizer once more.
+
+use berth_shared::sanitize;
+use clap::ValueEnum;
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+
+use crate::model::rows;
+use crate::model::{Kind, ListView, Screen, Store, TableData};
+
+/// What to print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum What {
+    /// Runtimes with their grant state and rollout phase.
+    #[value(alias = "runtime", alias = "rt")]
+    Runtimes,
+    /// RuntimeGrants with their checks and coverage.
+    #[value(alias = "grant", alias = "rtg")]
+    Grants,
+    /// RuntimeClasses, their workloads and the removal verdict.
+    #[value(alias = "handler", alias = "rc")]
+    Handlers,
+    /// Workloads still needing a handler no grant covers.
+    Retained,
+    /// Rollout progress of every Runtime.
+    #[value(alias = "rollout")]
+    Rollouts,
+}
+
+/// Output format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns.
+    #[default]
+    Table,
+    /// A JSON document `{"kind": …, "items": […]}`.
+    Json,
+    /// The same as YAML.
+    Yaml,
+}
+
+impl What {
+    /// The kinds needed to compute the rows.
+    pub fn kinds(self) -> Vec<Kind> {
+        let screen = match self {
+            What::Runtimes => Screen::List(ListView::Runtimes),
+            What::Grants => Screen::List(ListView::Grants),
+            What::Handlers => Screen::List(ListView::Handlers),
+            What::Retained => Screen::List(ListView::Retained),
+            What::Rollouts => Screen::Rollout((String::new(), String::new())),
+        };
+        screen.kinds()
+    }
+
+    fn list_kind(self) -> &'static str {
+        match self {
+            What::Runtimes => "RuntimeList",
+            What::Grants => "RuntimeGrantList",
+            What::Handlers => "HandlerList",
+            What::Retained => "RetainedList",
+            What::Rollouts => "RolloutList",
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Doc<T: Serialize> {
+    kind: &'static str,
+    items: Vec<T>,
+}
+
+/// Formats the rows of `what` from `store`.
+pub fn format(what: What, store: &Store, now: Timestamp, fmt: Format) -> String {
+    match fmt {
+        Format::Table => table_text(&table(what, store, now)),
+        Format::Json | Format::Yaml => {
+            let v = match what {
+                What::Runtimes => doc(what, rows::runtime_rows(store, now)),
+                What::Grants => doc(what, rows::grant_rows(store, now)),
+                What::Handlers => doc(what, rows::handler_rows(store)),
+                What::Retained => doc(what, rows::retained_rows(store)),
+                What::Rollouts => doc(what, rows::rollout_rows(store, now)),
+            };
+            if fmt == Format::Json {
+                let mut s = serde_json::to_string_pretty(&v)
+                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+                s.push('\n');
+                s
+            } else {
+                serde_yaml::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
+            }
+        }
+    }
+}
+
+fn doc<T: Serialize>(what: What, items: Vec<T>) -> serde_json::Value {
+    let mut v = serde_json::to_value(Doc {
+        kind: what.list_kind(),
+        items,
+    })
+    .unwrap_or(serde_json::Value::Null);
+    sanitize::json(&mut v, sanitize::MAX_VALUE_CHARS);
+    v
+}
+
+/// The table of `what`: the views' own tables, and one for rollouts.
+pub fn table(what: What, store: &Store, now: Timestamp) -> TableData {
+    let mut t = match what {
+        What::Runtimes => crate::views::runtimes::table(&rows::runtime_rows(store, now)),
+        What::Grants => crate::views::grants::table(&rows::grant_rows(store, now)),
+        What::Handlers => crate::views::handlers::table(&rows::handler_rows(store)),
+        What::Retained => crate::views::retained::table(&rows::retained_rows(store)),
+        What::Rollouts => {
+            let mut t = TableData::new(vec![
+                "NAMESPACE",
+                "NAME",
+                "REVISION",
+                "PHASE",
+                "UPDATED",
+                "READY",
+                "AVAILABLE",
+                "DESIRED",
+                "IMAGE",
+                "DEADLINE",
+            ]);
+            for r in rows::rollout_rows(store, now) {
+                let image = if r.image_from == r.image_to || r.image_from == rows::NONE {
+                    r.image_to.clone()
+                } else {
+                    format!("{} -> {}", r.image_from, r.image_to)
+                };
+                t.push(
+                    vec![
+                        r.namespace.clone(),
+                        r.name.clone(),
+                        r.revision,
+                        r.phase,
+                        r.updated.to_string(),
+                        r.ready.to_string(),
+                        r.available.to_string(),
+                        r.desired.to_string(),
+                        image,
+                        r.deadline,
+                    ],
+                    crate::model::RowTone::Normal,
+                    crate::model::RowRef::Runtime((r.namespace, r.name)),
+                );
+            }
+            t
+        }
+    };
+    t.apply("", None);
+    t
+}
+
+/// Aligned columns, kubectl style (no trailing spaces).
+pub fn table_text(t: &TableData) -> String {
+    let cells: Vec<Vec<String>> = t
+        .visible
+        .iter()
+        .map(|&i| {
+            t.cells[i]
+                .iter()
+                .map(|c| sanitize::value(if c.is_empty() { rows::NONE } else { c }))
+                .collect()
+        })
+        .collect();
+    let mut widths: Vec<usize> = t.headers.iter().map(|h| h.chars().count()).collect();
+    for row in &cells {
+        for (c, s) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(c) {
+                *w = (*w).max(s.chars().count());
+            }
+        }
+    }
+    let mut out = String::new();
+    let headers: Vec<String> = t.headers.iter().map(|h| (*h).to_string()).collect();
+    for row in std::iter::once(&headers).chain(cells.iter()) {
+        let mut line = String::new();
+        for (c, s) in row.iter().enumerate() {
+            let w = widths.get(c).copied().unwrap_or(0);
+            line.push_str(s);
+            if c + 1 < row.len() {
+                line.push_str(&" ".repeat(w.saturating_sub(s.chars().count()) + 3));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn runtimes_table() {
+        let app = fixtures::app();
+        let out = format(What::Runtimes, &app.store, fixtures::now(), Format::Table);
+        let mut lines = out.lines();
+        assert!(lines.next().is_some_and(|h| h.starts_with("NAMESPACE   NAME")));
+        assert!(out.contains("worker"), "{out}");
+        assert!(out.contains("Revoked"), "{out}");
+    }
+
+    #[test]
+    fn json_and_yaml_parse_back() {
+        let app = fixtures::app();
+        for what in [
+            What::Runtimes,
+            What::Grants,
+            What::Handlers,
+            What::Retained,
+            What::Rollouts,
+        ] {
+            let j = format(what, &app.store, fixtures::now(), Format::Json);
+            let v: serde_json::Value = serde_json::from_str(&j).expect("json");
+            assert!(v["items"].is_array(), "{what:?}");
+            let y = format(what, &app.store, fixtures::now(), Format::Yaml);
+            let vy: serde_json::Value = serde_yaml::from_str(&y).expect("yaml");
+            assert_eq!(v, vy);
+        }
+        let j = format(What::Handlers, &app.store, fixtures::now(), Format::Json);
+        let v: serde_json::Value = serde_json::from_str(&j).expect("json");
+        let gvisor = v["items"]
+            .as_array()
+            .and_then(|a| a.iter().find(|h| h["class"] == "gvisor"))
+            .expect("gvisor");
+        assert_eq!(gvisor["safeToRemove"], true);
+    }
+}

@@ -1,0 +1,258 @@
+//! Collecting data: a client built from the kubeconfig like kubectl does,
+//! and one watcher task per kind that strips and sanitizes every object
+//! ([`crate::model::ingest::prepare`]) and sends it to the app task.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::path::PathBuf;
+
+use berth_shared::api::{Runtime, RuntimeGrant};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Config, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+use crate::model::ingest::prepare;
+use crate::model::{Kind, Msg, ObjKey, Object, Scope, Store, WatchEvent};
+
+/// How to connect: like kubectl's flags.
+#[derive(Clone, Debug, Default)]
+pub struct ConnectOptions {
+    /// `--kubeconfig` (else `KUBECONFIG`, else `~/.kube/config`).
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context` (else the kubeconfig's current context).
+    pub context: Option<String>,
+}
+
+/// A connected client and what the kubeconfig said.
+#[derive(Clone)]
+pub struct Connection {
+    pub client: Client,
+    /// The context in use.
+    pub context: String,
+    /// Every context of the kubeconfig.
+    pub contexts: Vec<String>,
+    /// The context's namespace (or `default`).
+    pub default_namespace: String,
+}
+
+/// Errors connecting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("reading kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    #[error("creating client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// Builds a client from the kubeconfig and context, like kubectl.
+pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> {
+    let kc = match &opts.kubeconfig {
+        Some(p) => Kubeconfig::read_from(p)?,
+        None => Kubeconfig::read()?,
+    };
+    let contexts: Vec<String> = kc.contexts.iter().map(|c| c.name.clone()).collect();
+    let context = opts
+        .context
+        .clone()
+        .or_else(|| kc.current_context.clone())
+        .unwrap_or_default();
+    let config = Config::from_custom_kubeconfig(
+        kc,
+        &KubeConfigOptions {
+            context: opts.context.clone(),
+            ..Default::default()
+        },
+    )
+    .await?;
+    let default_namespace = config.default_namespace.clone();
+    let client = Client::try_from(config)?;
+    Ok(Connection {
+        client,
+        context,
+        contexts,
+        default_namespace,
+    })
+}
+
+/// The running watchers of one connection.
+pub struct Watchers {
+    client: Client,
+    scope: Scope,
+    agent_lease: ObjKey,
+    tx: UnboundedSender<Msg>,
+    tasks: BTreeMap<Kind, JoinHandle<()>>,
+}
+
+impl Watchers {
+    /// No watcher runs yet.
+    pub fn new(client: Client, scope: Scope, agent_lease: ObjKey, tx: UnboundedSender<Msg>) -> Self {
+        Self {
+            client,
+            scope,
+            agent_lease,
+            tx,
+            tasks: BTreeMap::new(),
+        }
+    }
+
+    /// Starts a watcher for every kind not yet watched.
+    pub fn ensure(&mut self, kinds: &[Kind]) {
+        for &kind in kinds {
+            if self.tasks.contains_key(&kind) {
+                continue;
+            }
+            let _ = self.tx.send(Msg::Watch(kind, WatchEvent::Init));
+            let handle = spawn_kind(
+                self.client.clone(),
+                &self.scope,
+                &self.agent_lease,
+                kind,
+                self.tx.clone(),
+            );
+            self.tasks.insert(kind, handle);
+        }
+    }
+
+    /// Stops every watcher.
+    pub fn stop(&mut self) {
+        for (_, t) in std::mem::take(&mut self.tasks) {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for Watchers {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn api_for<K>(client: Client, scope: &Scope, kind: Kind) -> Api<K>
+where
+    K: Resource<DynamicType = ()>,
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    match scope {
+        Scope::Namespace(ns) if kind.namespaced() => Api::namespaced(client, ns),
+        _ => Api::all(client),
+    }
+}
+
+fn spawn_kind(
+    client: Client,
+    scope: &Scope,
+    lease: &ObjKey,
+    kind: Kind,
+    tx: UnboundedSender<Msg>,
+) -> JoinHandle<()> {
+    let cfg = watcher::Config::default();
+    match kind {
+        Kind::Runtime => spawn(kind, api_for::<Runtime>(client, scope, kind), cfg, tx),
+        Kind::RuntimeGrant => spawn(kind, Api::<RuntimeGrant>::all(client), cfg, tx),
+        Kind::RuntimeClass => spawn(kind, Api::<RuntimeClass>::all(client), cfg, tx),
+        Kind::Node => spawn(kind, Api::<Node>::all(client), cfg, tx),
+        Kind::Pod => spawn(kind, api_for::<Pod>(client, scope, kind), cfg, tx),
+        Kind::Deployment => spawn(kind, api_for::<Deployment>(client, scope, kind), cfg, tx),
+        Kind::ReplicaSet => spawn(kind, api_for::<ReplicaSet>(client, scope, kind), cfg, tx),
+        Kind::StatefulSet => spawn(kind, api_for::<StatefulSet>(client, scope, kind), cfg, tx),
+        Kind::DaemonSet => spawn(kind, api_for::<DaemonSet>(client, scope, kind), cfg, tx),
+        Kind::Job => spawn(kind, api_for::<Job>(client, scope, kind), cfg, tx),
+        Kind::CronJob => spawn(kind, api_for::<CronJob>(client, scope, kind), cfg, tx),
+        Kind::Event => spawn(kind, api_for::<Event>(client, scope, kind), cfg, tx),
+        Kind::Lease => spawn(
+            kind,
+            Api::<Lease>::namespaced(client, &lease.0),
+            cfg.fields(&format!("metadata.name={}", lease.1)),
+            tx,
+        ),
+    }
+}
+
+fn spawn<K>(kind: Kind, api: Api<K>, cfg: watcher::Config, tx: UnboundedSender<Msg>) -> JoinHandle<()>
+where
+    K: Resource + ResourceExt + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
+    Object: From<K>,
+{
+    tokio::spawn(async move {
+        let mut stream = watcher(api, cfg).default_backoff().boxed();
+        while let Some(item) = stream.next().await {
+            let ev = match item {
+                Ok(watcher::Event::Init) => WatchEvent::Init,
+                Ok(watcher::Event::InitDone) => WatchEvent::InitDone,
+                Ok(watcher::Event::InitApply(o)) => match prepare(o) {
+                    Some(o) => WatchEvent::InitApply(Object::from(o)),
+                    None => continue,
+                },
+                Ok(watcher::Event::Apply(o)) => match prepare(o) {
+                    Some(o) => WatchEvent::Apply(Object::from(o)),
+                    None => continue,
+                },
+                Ok(watcher::Event::Delete(o)) => match prepare(o) {
+                    Some(o) => WatchEvent::Delete(Object::from(o)),
+                    None => continue,
+                },
+                Err(e) => WatchEvent::Error(e.to_string()),
+            };
+            if tx.send(Msg::Watch(kind, ev)).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// Lists every kind once into a fresh store (for `berth get`), with the
+/// same stripping and sanitizing as the watchers.
+pub async fn load(conn: &Connection, scope: &Scope, agent_lease: &ObjKey, kinds: &[Kind]) -> Result<Store, kube::Error> {
+    let mut store = Store::default();
+    for &kind in kinds {
+        let client = conn.client.clone();
+        let objs: Vec<Object> = match kind {
+            Kind::Runtime => list(api_for::<Runtime>(client, scope, kind)).await?,
+            Kind::RuntimeGrant => list(Api::<RuntimeGrant>::all(client)).await?,
+            Kind::RuntimeClass => list(Api::<RuntimeClass>::all(client)).await?,
+            Kind::Node => list(Api::<Node>::all(client)).await?,
+            Kind::Pod => list(api_for::<Pod>(client, scope, kind)).await?,
+            Kind::Deployment => list(api_for::<Deployment>(client, scope, kind)).await?,
+            Kind::ReplicaSet => list(api_for::<ReplicaSet>(client, scope, kind)).await?,
+            Kind::StatefulSet => list(api_for::<StatefulSet>(client, scope, kind)).await?,
+            Kind::DaemonSet => list(api_for::<DaemonSet>(client, scope, kind)).await?,
+            Kind::Job => list(api_for::<Job>(client, scope, kind)).await?,
+            Kind::CronJob => list(api_for::<CronJob>(client, scope, kind)).await?,
+            Kind::Event => list(api_for::<Event>(client, scope, kind)).await?,
+            Kind::Lease => {
+                let api = Api::<Lease>::namespaced(client, &agent_lease.0);
+                match api.get_opt(&agent_lease.1).await {
+                    Ok(l) => l.and_then(prepare).map(Object::from).into_iter().collect(),
+                    // Reading the Lease is optional (RBAC may refuse it).
+                    Err(_) => Vec::new(),
+                }
+            }
+        };
+        store.replace(kind, objs);
+    }
+    Ok(store)
+}
+
+async fn list<K>(api: Api<K>) -> Result<Vec<Object>, kube::Error>
+where
+    K: Resource + ResourceExt + Clone + DeserializeOwned + Serialize + Debug,
+    Object: From<K>,
+{
+    let items = api.list(&Default::default()).await?;
+    Ok(items
+        .items
+        .into_iter()
+        .filter_map(prepare)
+        .map(Object::from)
+        .collect())
+}

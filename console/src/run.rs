@@ -1,0 +1,156 @@
+//! The interactive app: one task owns the [`App`] and applies messages from
+//! the input thread, the ticker and the watchers; it redraws only when
+//! something changed.
+
+use std::time::Duration;
+
+use color_eyre::eyre::{Result, WrapErr};
+use crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseEventKind};
+use k8s_openapi::jiff::Timestamp;
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+
+use crate::kube::{ConnectOptions, Watchers, connect};
+use crate::model::{App, Effect, Msg, ObjKey, Scope, update};
+use crate::terminal;
+use crate::views;
+
+/// Options of the interactive app.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub connect: ConnectOptions,
+    /// `None` = the context's namespace.
+    pub scope: Option<Scope>,
+    pub read_only: bool,
+    pub agent_lease: ObjKey,
+}
+
+/// Most messages applied before a redraw (a relist of thousands of objects
+/// is drawn once, not per object).
+const BATCH: usize = 4096;
+
+/// Runs the TUI until the user quits.
+pub async fn run(opts: RunOptions) -> Result<()> {
+    let conn = connect(&opts.connect)
+        .await
+        .wrap_err("connecting to the cluster")?;
+    let scope = opts
+        .scope
+        .clone()
+        .unwrap_or_else(|| Scope::Namespace(conn.default_namespace.clone()));
+    let mut app = App::new(conn.context.clone(), scope.clone(), Timestamp::now());
+    app.contexts = conn.contexts.clone();
+    app.read_only = opts.read_only;
+    app.agent_lease = opts.agent_lease.clone();
+
+    let (tx, mut rx) = unbounded_channel::<Msg>();
+    let mut watchers = Watchers::new(conn.client.clone(), scope, app.agent_lease.clone(), tx.clone());
+    watchers.ensure(&app.needed_kinds());
+
+    let mut guard = terminal::setup().wrap_err("setting up the terminal")?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let input = spawn_input(tx.clone(), stop.clone());
+    let ticker = tokio::spawn(tick(tx.clone()));
+
+    let result: Result<()> = async {
+        loop {
+            if app.dirty {
+                app.refresh();
+                guard
+                    .terminal
+                    .draw(|f| views::draw(f, &app))
+                    .wrap_err("drawing")?;
+                app.dirty = false;
+            }
+            let Some(first) = rx.recv().await else {
+                return Ok(());
+            };
+            let mut msgs = vec![first];
+            while msgs.len() < BATCH {
+                match rx.try_recv() {
+                    Ok(m) => msgs.push(m),
+                    Err(_) => break,
+                }
+            }
+            for msg in msgs {
+                for effect in update(&mut app, msg) {
+                    match effect {
+                        Effect::Quit => return Ok(()),
+                        Effect::Watch(kinds) => watchers.ensure(&kinds),
+                        Effect::Reconnect { context, scope } => {
+                            watchers.stop();
+                            let opts = ConnectOptions {
+                                context: Some(context),
+                                ..opts.connect.clone()
+                            };
+                            match connect(&opts).await {
+                                Ok(c) => {
+                                    watchers = Watchers::new(
+                                        c.client,
+                                        scope,
+                                        app.agent_lease.clone(),
+                                        tx.clone(),
+                                    );
+                                }
+                                Err(e) => app.flash = Some(format!("cannot switch: {e}")),
+                            }
+                        }
+                    }
+                }
+                if app.quit {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    .await;
+
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    ticker.abort();
+    watchers.stop();
+    drop(guard);
+    let _ = input.join();
+    result
+}
+
+async fn tick(tx: UnboundedSender<Msg>) {
+    let mut iv = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        iv.tick().await;
+        if tx.send(Msg::Tick(Timestamp::now())).is_err() {
+            return;
+        }
+    }
+}
+
+fn spawn_input(
+    tx: UnboundedSender<Msg>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            match event::poll(Duration::from_millis(100)) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(_) => return,
+            }
+            let msg = match event::read() {
+                Ok(TermEvent::Key(k)) => Msg::Key(k),
+                Ok(TermEvent::Resize(..)) => Msg::Resize,
+                Ok(TermEvent::Mouse(m)) => match m.kind {
+                    MouseEventKind::ScrollDown => {
+                        Msg::Key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE))
+                    }
+                    MouseEventKind::ScrollUp => {
+                        Msg::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE))
+                    }
+                    _ => continue,
+                },
+                Ok(_) => continue,
+                Err(_) => return,
+            };
+            if tx.send(msg).is_err() {
+                return;
+            }
+        }
+    })
+}

@@ -1,0 +1,349 @@
+//! Runs `berth-agent run` as a child process against the shared local
+//! cluster, scoped to one test namespace (`--namespace`), with its own
+//! Lease and grants file, and reads its `/metrics`.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use berth_shared::api::Runtime;
+use berth_tests::harness::{self, TestNamespace, wait_for_value};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+
+/// Identity labels every agent test namespace carries.
+pub const PROJECT: &str = "demo";
+pub const ENVIRONMENT: &str = "production";
+pub const APPLICATION: &str = "analytics";
+pub const SERVICE: &str = "worker";
+
+static BUILD: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+static N: AtomicU32 = AtomicU32::new(0);
+
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// The agent binary: `BERTH_AGENT_BIN`, or built once with cargo.
+fn agent_binary() -> PathBuf {
+    BUILD
+        .get_or_init(|| {
+            if let Ok(p) = std::env::var("BERTH_AGENT_BIN") {
+                return Ok(PathBuf::from(p));
+            }
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "-p", "berth-agent", "--bin", "berth-agent"])
+                .status()
+                .map_err(|e| e.to_string())?;
+            if !status.success() {
+                return Err(format!("cargo build -p berth-agent: {status}"));
+            }
+            Ok(profile_dir().join("berth-agent"))
+        })
+        .clone()
+        .expect("berth-agent binary")
+}
+
+fn private_dir(name: &str) -> PathBuf {
+    let dir = profile_dir()
+        .parent()
+        .expect("target")
+        .join("berth-it")
+        .join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    dir
+}
+
+/// One binding line set for the grants file.
+pub fn binding(name: &str, class: &str, handler: &str) -> String {
+    format!(
+        "[[bindings]]\nname = \"{name}\"\nproject = \"{PROJECT}\"\nenvironment = \"{ENVIRONMENT}\"\n\
+         application = \"{APPLICATION}\"\nservice = \"{SERVICE}\"\nruntime_class = \"{class}\"\nhandler = \"{handler}\"\n"
+    )
+}
+
+/// Writes a grants file (0600 in a 0700 directory) with these bindings.
+pub fn write_grants(bindings: &[String]) -> PathBuf {
+    let dir = private_dir("grants");
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let path = dir.join(format!("grants-{n}.toml"));
+    let mut text = String::from("schema_version = 1\n");
+    for b in bindings {
+        text.push_str(b);
+    }
+    std::fs::write(&path, text).expect("write grants");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    path
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A running agent child process.
+pub struct Agent {
+    child: Child,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+/// Options of one agent.
+pub struct AgentOpts<'a> {
+    pub namespace: &'a str,
+    pub grants: Option<&'a Path>,
+    pub lease_name: String,
+    pub identity: String,
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl<'a> AgentOpts<'a> {
+    pub fn new(namespace: &'a str, grants: Option<&'a Path>) -> Self {
+        Self {
+            namespace,
+            grants,
+            lease_name: format!("agent-{namespace}"),
+            identity: format!("{namespace}-a"),
+            kubeconfig: None,
+        }
+    }
+}
+
+impl Agent {
+    /// Starts an agent and waits until it is ready (leader with synced caches).
+    pub async fn start(opts: AgentOpts<'_>) -> Agent {
+        let agent = Self::spawn(opts).await;
+        agent.wait_ready().await;
+        agent
+    }
+
+    /// Starts an agent without waiting.
+    pub async fn spawn(opts: AgentOpts<'_>) -> Agent {
+        let bin = tokio::task::spawn_blocking(agent_binary)
+            .await
+            .expect("build");
+        let kubeconfig = match opts.kubeconfig.clone() {
+            Some(k) => k,
+            None => tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
+                .await
+                .expect("cluster"),
+        };
+        let port = free_port();
+        let logs = private_dir("agent-logs");
+        let log = logs.join(format!("{}.log", opts.identity));
+        let file = std::fs::File::create(&log).expect("log");
+        let mut cmd = Command::new(bin);
+        cmd.arg("run")
+            .args(["--http-addr", &format!("127.0.0.1:{port}")])
+            .args(["--namespace", opts.namespace])
+            .args(["--lease-namespace", opts.namespace])
+            .args(["--lease-name", &opts.lease_name])
+            .args(["--identity", &opts.identity])
+            .args(["--lease-duration-seconds", "4"])
+            .args(["--lease-renew-seconds", "1"])
+            .args(["--resync-seconds", "2"])
+            .args(["--grants-interval-seconds", "1"])
+            .env("KUBECONFIG", &kubeconfig)
+            .env_remove("BERTH_GRANTS_FILE")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log"))
+            .stderr(file);
+        if let Some(g) = opts.grants {
+            cmd.arg("--grants-file").arg(g);
+        }
+        let child = cmd.spawn().expect("spawn berth-agent");
+        Agent { child, port, log }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// GET a path on the agent's HTTP port: (status code, body).
+    pub async fn get(&self, path: &str) -> Option<(u16, String)> {
+        let port = self.port;
+        let path = path.to_string();
+        tokio::task::spawn_blocking(move || {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+            write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+            let mut out = String::new();
+            s.read_to_string(&mut out).ok()?;
+            let code = out.split_whitespace().nth(1)?.parse().ok()?;
+            let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+            Some((code, body))
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    pub async fn is_ready(&self) -> bool {
+        matches!(self.get("/health/ready").await, Some((200, _)))
+    }
+
+    pub async fn wait_ready(&self) {
+        let log = self.log.clone();
+        wait_for_value("agent ready", Duration::from_secs(90), || async {
+            self.is_ready().await.then_some(())
+        })
+        .await;
+        let _ = log;
+    }
+
+    /// The `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        self.get("/metrics")
+            .await
+            .map(|(_, b)| b)
+            .unwrap_or_default()
+    }
+
+    /// Whether the process has exited, and its code.
+    pub fn exit_code(&mut self) -> Option<Option<i32>> {
+        self.child.try_wait().ok().flatten().map(|s| s.code())
+    }
+
+    /// SIGKILL.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sum of the samples of `metric` whose label set satisfies `filter`.
+pub fn metric_sum(text: &str, metric: &str, filter: impl Fn(&str) -> bool) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (name_labels, value) = l.rsplit_once(' ')?;
+            let (name, labels) = match name_labels.split_once('{') {
+                Some((n, rest)) => (n, rest.trim_end_matches('}')),
+                None => (name_labels, ""),
+            };
+            (name == metric && filter(labels)).then(|| value.parse::<f64>().ok())?
+        })
+        .sum()
+}
+
+/// Write requests the agent sent, excluding Lease renewals.
+pub fn writes(metrics: &str) -> f64 {
+    metric_sum(metrics, "berth_agent_api_requests_total", |l| {
+        !l.contains("method=\"GET\"") && !l.contains("resource=\"leases\"")
+    })
+}
+
+/// Reconciles done so far.
+pub fn reconciles(metrics: &str) -> f64 {
+    metric_sum(metrics, "berth_agent_reconciles_total", |_| true)
+}
+
+/// A namespace with berth identity labels, CRDs installed, and a
+/// RuntimeClass `<ns>-bounded` (handler `bounded-runc`).
+pub async fn setup(prefix: &str) -> (TestNamespace, String) {
+    let ns = TestNamespace::with_labels(
+        prefix,
+        &[
+            ("berth.dev/project", PROJECT),
+            ("berth.dev/environment", ENVIRONMENT),
+        ],
+    )
+    .await;
+    harness::install_crds(&ns.client).await;
+    let class = format!("{}-bounded", ns.name);
+    create_class(&ns.client, &class, "bounded-runc").await;
+    (ns, class)
+}
+
+pub async fn create_class(client: &Client, name: &str, handler: &str) {
+    let rc = RuntimeClass {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        handler: handler.to_string(),
+        ..Default::default()
+    };
+    Api::<RuntimeClass>::all(client.clone())
+        .create(&PostParams::default(), &rc)
+        .await
+        .expect("create RuntimeClass");
+}
+
+/// Creates a Runtime from a JSON spec (application/service/image defaulted).
+pub async fn create_runtime(ns: &TestNamespace, name: &str, extra: serde_json::Value) -> Runtime {
+    let mut spec = serde_json::json!({
+        "application": APPLICATION,
+        "service": SERVICE,
+        "image": {"repository": "registry.invalid/berth/app", "tag": "1"},
+        "replicas": 2,
+    });
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    let rt: Runtime = serde_json::from_value(serde_json::json!({
+        "apiVersion": "berth.dev/v1alpha1",
+        "kind": "Runtime",
+        "metadata": {"name": name, "namespace": ns.name},
+        "spec": spec,
+    }))
+    .expect("runtime");
+    Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
+        .create(&PostParams::default(), &rt)
+        .await
+        .expect("create Runtime")
+}
+
+pub fn condition<'a>(rt: &'a Runtime, type_: &str) -> Option<&'a Condition> {
+    rt.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+}
+
+/// Waits until the Runtime's condition `type_` has `status` (and `reason`
+/// when given); returns the Runtime.
+pub async fn wait_condition(
+    ns: &TestNamespace,
+    name: &str,
+    type_: &str,
+    status: &str,
+    reason: Option<&str>,
+) -> Runtime {
+    let api: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
+    wait_for_value(
+        &format!("Runtime {name} {type_}={status} {reason:?}"),
+        Duration::from_secs(120),
+        || {
+            let api = api.clone();
+            async move {
+                let rt = api.get(name).await.ok()?;
+                let c = condition(&rt, type_)?;
+                (c.status == status && reason.is_none_or(|r| c.reason == r)).then_some(rt)
+            }
+        },
+    )
+    .await
+}
