@@ -360,6 +360,7 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
         );
         merge_times(&mut status, existing.status.as_ref());
         if existing.status.as_ref() != Some(&status) {
+            tracing::info!(grant = %binding.name, "writing RuntimeGrant status");
             let body = serde_json::json!({
                 "apiVersion": API_VERSION,
                 "kind": "RuntimeGrant",

@@ -103,7 +103,8 @@ async fn async_main(cli: Cli) -> Result<()> {
             .await
         }
         Some(Command::Get { what, output }) => {
-            let out = get_output(&cli.connect_options(), cli.scope(), &lease, *what, *output).await?;
+            let out =
+                get_output(&cli.connect_options(), cli.scope(), &lease, *what, *output).await?;
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(out.as_bytes())?;

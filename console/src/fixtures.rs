@@ -12,7 +12,9 @@ use crate::model::{Msg, update};
 
 /// The fixed "now" of every fixture.
 pub fn now() -> Timestamp {
-    "2026-11-29T12:00:00Z".parse().unwrap_or(Timestamp::UNIX_EPOCH)
+    "2026-11-29T12:00:00Z"
+        .parse()
+        .unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 fn obj<K>(v: Value) -> K
@@ -156,7 +158,8 @@ pub fn objects() -> Vec<Object> {
         for (rev, replicas, image) in [("1", 0, "1.1.0"), ("2", 2, "1.2.0")] {
             let rs_name = format!("{name}-rev{rev}");
             let mut t = template(name, "bounded-runc", profile);
-            t["spec"]["containers"][0]["image"] = json!(format!("registry.example/shop/{name}:{image}"));
+            t["spec"]["containers"][0]["image"] =
+                json!(format!("registry.example/shop/{name}:{image}"));
             out.push(Object::from(obj::<k8s_openapi::api::apps::v1::ReplicaSet>(json!({
                 "apiVersion": "apps/v1", "kind": "ReplicaSet",
                 "metadata": {"name": rs_name, "namespace": "demo",
@@ -179,33 +182,41 @@ pub fn objects() -> Vec<Object> {
             }
         }
     }
-    out.push(Object::from(obj::<k8s_openapi::api::core::v1::Pod>(json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "legacy-batch", "namespace": "legacy"},
-        "spec": {"runtimeClassName": "kata-old", "containers": [{"name": "app", "image": "x"}]},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    }))));
-    out.push(Object::from(obj::<k8s_openapi::api::core::v1::Event>(json!({
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": "web.1", "namespace": "demo"},
-        "involvedObject": {"kind": "Deployment", "name": "web", "namespace": "demo"},
-        "type": "Normal", "reason": "ScalingReplicaSet",
-        "message": "Scaled up replica set web-rev2 from 0 to 2",
-        "lastTimestamp": "2026-11-29T11:58:00Z",
-    }))));
-    out.push(Object::from(obj::<k8s_openapi::api::core::v1::Event>(json!({
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": "worker.1", "namespace": "demo"},
-        "involvedObject": {"kind": "Runtime", "name": "worker", "namespace": "demo"},
-        "type": "Warning", "reason": "Blocked",
-        "message": "grant bounded-worker is gone",
-        "lastTimestamp": "2026-11-29T11:50:00Z",
-    }))));
-    out.push(Object::from(obj::<k8s_openapi::api::coordination::v1::Lease>(json!({
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "berth-agent", "namespace": "berth-system"},
-        "spec": {"holderIdentity": "berth-agent-7f9c"},
-    }))));
+    out.push(Object::from(obj::<k8s_openapi::api::core::v1::Pod>(
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "legacy-batch", "namespace": "legacy"},
+            "spec": {"runtimeClassName": "kata-old", "containers": [{"name": "app", "image": "x"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        }),
+    )));
+    out.push(Object::from(obj::<k8s_openapi::api::core::v1::Event>(
+        json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "web.1", "namespace": "demo"},
+            "involvedObject": {"kind": "Deployment", "name": "web", "namespace": "demo"},
+            "type": "Normal", "reason": "ScalingReplicaSet",
+            "message": "Scaled up replica set web-rev2 from 0 to 2",
+            "lastTimestamp": "2026-11-29T11:58:00Z",
+        }),
+    )));
+    out.push(Object::from(obj::<k8s_openapi::api::core::v1::Event>(
+        json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "worker.1", "namespace": "demo"},
+            "involvedObject": {"kind": "Runtime", "name": "worker", "namespace": "demo"},
+            "type": "Warning", "reason": "Blocked",
+            "message": "grant bounded-worker is gone",
+            "lastTimestamp": "2026-11-29T11:50:00Z",
+        }),
+    )));
+    out.push(Object::from(
+        obj::<k8s_openapi::api::coordination::v1::Lease>(json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "berth-agent", "namespace": "berth-system"},
+            "spec": {"holderIdentity": "berth-agent-7f9c"},
+        })),
+    ));
     out
 }
 
@@ -220,7 +231,10 @@ pub fn app_with(objs: Vec<Object>) -> App {
     for kind in Kind::ALL {
         update(&mut app, Msg::Watch(*kind, WatchEvent::Init));
         for o in objs.iter().filter(|o| o.kind() == *kind) {
-            update(&mut app, Msg::Watch(*kind, WatchEvent::InitApply(o.clone())));
+            update(
+                &mut app,
+                Msg::Watch(*kind, WatchEvent::InitApply(o.clone())),
+            );
         }
         update(&mut app, Msg::Watch(*kind, WatchEvent::InitDone));
     }

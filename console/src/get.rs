@@ -202,7 +202,11 @@ mod tests {
         let app = fixtures::app();
         let out = format(What::Runtimes, &app.store, fixtures::now(), Format::Table);
         let mut lines = out.lines();
-        assert!(lines.next().is_some_and(|h| h.starts_with("NAMESPACE   NAME")));
+        assert!(
+            lines
+                .next()
+                .is_some_and(|h| h.starts_with("NAMESPACE   NAME"))
+        );
         assert!(out.contains("worker"), "{out}");
         assert!(out.contains("Revoked"), "{out}");
     }

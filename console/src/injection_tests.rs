@@ -139,7 +139,10 @@ fn hostile_strings_never_reach_the_screen() {
         // Something of the hostile data is really drawn.
         let buf = render(&mut app, 200, 60);
         let text: String = buf.content().iter().map(|c| c.symbol()).collect();
-        assert!(text.contains("ESC") || text.contains("evil") || text.contains("x"), "{s:?}");
+        assert!(
+            text.contains("ESC") || text.contains("evil") || text.contains("x"),
+            "{s:?}"
+        );
     }
     // The typed filter and command line too.
     app.screens = vec![Screen::List(ListView::Runtimes)];
@@ -160,8 +163,14 @@ fn hostile_strings_never_reach_berth_get() {
         for fmt in [Format::Table, Format::Json, Format::Yaml] {
             let out = get::format(what, &app.store, fixtures::now(), fmt);
             assert!(is_clean_text(&out), "{what:?} {fmt:?}: {out:?}");
-            assert!(!out.contains("\\u001b") && !out.contains("\\e"), "{what:?} {fmt:?}: {out}");
-            assert!(out.contains("ESC") || out.contains("evil"), "{what:?} {fmt:?}: {out}");
+            assert!(
+                !out.contains("\\u001b") && !out.contains("\\e"),
+                "{what:?} {fmt:?}: {out}"
+            );
+            assert!(
+                out.contains("ESC") || out.contains("evil"),
+                "{what:?} {fmt:?}: {out}"
+            );
         }
     }
 }

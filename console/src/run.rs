@@ -43,7 +43,12 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     app.agent_lease = opts.agent_lease.clone();
 
     let (tx, mut rx) = unbounded_channel::<Msg>();
-    let mut watchers = Watchers::new(conn.client.clone(), scope, app.agent_lease.clone(), tx.clone());
+    let mut watchers = Watchers::new(
+        conn.client.clone(),
+        scope,
+        app.agent_lease.clone(),
+        tx.clone(),
+    );
     watchers.ensure(&app.needed_kinds());
 
     let mut guard = terminal::setup().wrap_err("setting up the terminal")?;

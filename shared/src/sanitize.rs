@@ -175,11 +175,9 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, bel_ends: b
         match c {
             ST_C1 => return,
             BEL if bel_ends => return,
-            ESC => {
-                if chars.peek() == Some(&'\\') {
-                    chars.next();
-                    return;
-                }
+            ESC if chars.peek() == Some(&'\\') => {
+                chars.next();
+                return;
             }
             _ => {}
         }
@@ -191,10 +189,8 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, bel_ends: b
 /// Kubernetes objects as they arrive, so nothing downstream sees raw text.
 pub fn json(v: &mut serde_json::Value, max_value_chars: usize) {
     match v {
-        serde_json::Value::String(s) => {
-            if !is_clean(s) || s.chars().count() > max_value_chars {
-                *s = line(s, max_value_chars);
-            }
+        serde_json::Value::String(s) if !is_clean(s) || s.chars().count() > max_value_chars => {
+            *s = line(s, max_value_chars);
         }
         serde_json::Value::Array(items) => {
             for item in items {

@@ -114,10 +114,21 @@ async fn agent_granted_runtime_rolls_out_and_idles_without_writes() {
         reconciles(&before),
         reconciles(&after)
     );
+    let write_lines = |m: &str| -> Vec<String> {
+        m.lines()
+            .filter(|l| {
+                l.starts_with("berth_agent_writes_total")
+                    || l.starts_with("berth_agent_api_requests_total")
+            })
+            .map(str::to_string)
+            .collect()
+    };
     assert_eq!(
         writes(&before),
         writes(&after),
-        "an idle reconcile must not write; agent log:\n{}",
+        "an idle reconcile must not write;\nbefore: {:#?}\nafter: {:#?}\nagent log:\n{}",
+        write_lines(&before),
+        write_lines(&after),
         agent.log_text()
     );
 }

@@ -80,6 +80,9 @@ pub fn write_grants(bindings: &[String]) -> PathBuf {
     let n = N.fetch_add(1, Ordering::SeqCst);
     let path = dir.join(format!("grants-{n}.toml"));
     let mut text = String::from("schema_version = 1\n");
+    if bindings.is_empty() {
+        text.push_str("bindings = []\n");
+    }
     for b in bindings {
         text.push_str(b);
     }
@@ -181,9 +184,15 @@ impl Agent {
         tokio::task::spawn_blocking(move || {
             let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
             s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-            write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-            let mut out = String::new();
-            s.read_to_string(&mut out).ok()?;
+            write!(
+                s,
+                "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+            )
+            .ok()?;
+            let mut buf = Vec::new();
+            // A timeout after a complete response is fine: use what arrived.
+            let _ = s.read_to_end(&mut buf);
+            let out = String::from_utf8_lossy(&buf).into_owned();
             let code = out.split_whitespace().nth(1)?.parse().ok()?;
             let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
             Some((code, body))

@@ -7,5 +7,6 @@ mod agent_leader;
 mod agent_reconcile;
 mod agent_support;
 mod assets;
+mod console;
 mod crds;
 mod foundation;

@@ -401,6 +401,23 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
     });
     status::merge_transition_times(&mut new_status, runtime.status.as_ref());
     if runtime.status.as_ref() != Some(&new_status) {
+        let changed: Vec<&str> = new_status
+            .conditions
+            .iter()
+            .filter(|c| {
+                runtime
+                    .status
+                    .as_ref()
+                    .is_none_or(|o| !o.conditions.contains(c))
+            })
+            .map(|c| c.type_.as_str())
+            .collect();
+        tracing::info!(
+            runtime = %runtime.name_any(),
+            namespace = %ns,
+            changed_conditions = ?changed,
+            "writing status"
+        );
         let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
         let body = serde_json::json!({
             "apiVersion": API_VERSION,

@@ -95,7 +95,12 @@ pub struct Watchers {
 
 impl Watchers {
     /// No watcher runs yet.
-    pub fn new(client: Client, scope: Scope, agent_lease: ObjKey, tx: UnboundedSender<Msg>) -> Self {
+    pub fn new(
+        client: Client,
+        scope: Scope,
+        agent_lease: ObjKey,
+        tx: UnboundedSender<Msg>,
+    ) -> Self {
         Self {
             client,
             scope,
@@ -178,9 +183,22 @@ fn spawn_kind(
     }
 }
 
-fn spawn<K>(kind: Kind, api: Api<K>, cfg: watcher::Config, tx: UnboundedSender<Msg>) -> JoinHandle<()>
+fn spawn<K>(
+    kind: Kind,
+    api: Api<K>,
+    cfg: watcher::Config,
+    tx: UnboundedSender<Msg>,
+) -> JoinHandle<()>
 where
-    K: Resource + ResourceExt + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
+    K: Resource
+        + ResourceExt
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + Debug
+        + Send
+        + Sync
+        + 'static,
     Object: From<K>,
 {
     tokio::spawn(async move {
@@ -212,7 +230,12 @@ where
 
 /// Lists every kind once into a fresh store (for `berth get`), with the
 /// same stripping and sanitizing as the watchers.
-pub async fn load(conn: &Connection, scope: &Scope, agent_lease: &ObjKey, kinds: &[Kind]) -> Result<Store, kube::Error> {
+pub async fn load(
+    conn: &Connection,
+    scope: &Scope,
+    agent_lease: &ObjKey,
+    kinds: &[Kind],
+) -> Result<Store, kube::Error> {
     let mut store = Store::default();
     for &kind in kinds {
         let client = conn.client.clone();

@@ -69,7 +69,10 @@ mod tests {
         assert_eq!(pod.metadata.name.as_deref(), Some("web-1"));
         assert!(pod.metadata.managed_fields.is_none());
         let ann = pod.metadata.annotations.expect("annotations");
-        assert_eq!(ann.get("big").map(String::as_str), Some("<10000 bytes omitted>"));
+        assert_eq!(
+            ann.get("big").map(String::as_str),
+            Some("<10000 bytes omitted>")
+        );
         assert!(!ann.contains_key(LAST_APPLIED));
         assert_eq!(ann.get("note").map(String::as_str), Some("ab"));
     }

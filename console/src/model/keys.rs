@@ -10,9 +10,17 @@ use crate::model::store::Kind;
 pub const COMMANDS: &[(&str, &[&str], &str)] = &[
     ("runtimes", &["rt", "runtime"], "Runtimes view"),
     ("grants", &["rtg", "grant", "runtimegrants"], "Grants view"),
-    ("handlers", &["rc", "handler", "runtimeclasses"], "Handlers view"),
+    (
+        "handlers",
+        &["rc", "handler", "runtimeclasses"],
+        "Handlers view",
+    ),
     ("retained", &["ret"], "Retained workloads view"),
-    ("rollout", &["ro"], "rollout of one Runtime: :rollout [NS/]NAME"),
+    (
+        "rollout",
+        &["ro"],
+        "rollout of one Runtime: :rollout [NS/]NAME",
+    ),
     ("ns", &["namespace"], "switch namespace: :ns NAME | :ns all"),
     ("ctx", &["context"], "switch kubeconfig context: :ctx NAME"),
     ("help", &[], "show the keys"),
@@ -149,7 +157,9 @@ fn move_by(app: &mut App, delta: i64) {
         Some(v) => {
             let len = app.table(v).visible.len() as i64;
             let l = &mut app.lists[v as usize];
-            let next = (l.selected as i64).saturating_add(delta).clamp(0, (len - 1).max(0));
+            let next = (l.selected as i64)
+                .saturating_add(delta)
+                .clamp(0, (len - 1).max(0));
             l.selected = next as usize;
         }
         None => {
@@ -448,10 +458,7 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
             ]
         }
         _ => {
-            app.flash = Some(format!(
-                "unknown command: {}",
-                crate::views::clean(word)
-            ));
+            app.flash = Some(format!("unknown command: {}", crate::views::clean(word)));
             Vec::new()
         }
     }

@@ -341,7 +341,11 @@ pub fn handler_rows(store: &Store) -> Vec<HandlerRow> {
                 granted_by: r.granted_by.clone(),
                 flags: flags.join(" "),
                 nodes: r.nodes.summary(),
-                workloads: r.workloads.iter().map(WorkloadEntry::from_workload).collect(),
+                workloads: r
+                    .workloads
+                    .iter()
+                    .map(WorkloadEntry::from_workload)
+                    .collect(),
                 safe_to_remove: r.verdict.is_safe(),
                 verdict: verdict_text(&r.verdict),
             }
@@ -514,13 +518,19 @@ pub fn rollout_rows(store: &Store, now: Timestamp) -> Vec<RolloutRow> {
         .collect()
 }
 
-fn owned_by(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, kind: &str, name: &str) -> bool {
+fn owned_by(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    kind: &str,
+    name: &str,
+) -> bool {
     meta.owner_references
         .as_ref()
         .is_some_and(|refs| refs.iter().any(|r| r.kind == kind && r.name == name))
 }
 
-fn revision_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<String> {
+fn revision_of(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<String> {
     meta.annotations
         .as_ref()
         .and_then(|a| a.get(analysis::REVISION_ANNOTATION).cloned())
@@ -603,7 +613,11 @@ pub fn rollout(store: &Store, key: &ObjKey, now: Timestamp) -> Option<RolloutRow
                 current: dep_rev.as_deref() == Some(revision.as_str()),
                 revision,
                 desired: rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0),
-                ready: rs.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
+                ready: rs
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.ready_replicas)
+                    .unwrap_or(0),
                 image: first_image(rs.spec.as_ref().and_then(|s| s.template.as_ref())),
                 name,
                 pods,
@@ -624,7 +638,10 @@ pub fn rollout(store: &Store, key: &ObjKey, now: Timestamp) -> Option<RolloutRow
         }
     }
     let events = events_for(store, &key.0, &names, now, 10);
-    let state_blocked = status.profile.as_ref().is_some_and(|p| state_blocks(p.state));
+    let state_blocked = status
+        .profile
+        .as_ref()
+        .is_some_and(|p| state_blocks(p.state));
     Some(RolloutRow {
         namespace: key.0.clone(),
         name: key.1.clone(),

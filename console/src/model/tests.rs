@@ -36,11 +36,20 @@ fn selected_name(app: &App, v: ListView) -> Option<String> {
 #[test]
 fn vim_motions_move_the_selection_within_bounds() {
     let mut app = fixtures::app();
-    assert_eq!(selected_name(&app, ListView::Runtimes).as_deref(), Some("api"));
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("api")
+    );
     typed(&mut app, "j");
-    assert_eq!(selected_name(&app, ListView::Runtimes).as_deref(), Some("web"));
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("web")
+    );
     typed(&mut app, "G");
-    assert_eq!(selected_name(&app, ListView::Runtimes).as_deref(), Some("worker"));
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("worker")
+    );
     typed(&mut app, "jjj");
     assert_eq!(app.list(ListView::Runtimes).selected, 2);
     typed(&mut app, "g");
@@ -82,7 +91,9 @@ fn enter_drills_down_and_esc_goes_back() {
         app.screen(),
         &Screen::Rollout(("demo".into(), "web".into()))
     );
-    assert!(matches!(eff.as_slice(), [Effect::Watch(k)] if k.contains(&Kind::ReplicaSet) && k.contains(&Kind::Event)));
+    assert!(
+        matches!(eff.as_slice(), [Effect::Watch(k)] if k.contains(&Kind::ReplicaSet) && k.contains(&Kind::Event))
+    );
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.screen(),
@@ -109,10 +120,16 @@ fn sort_by_selected_column_toggles_direction() {
     assert_eq!(app.list(ListView::Runtimes).column, 4);
     typed(&mut app, "s");
     assert_eq!(app.list(ListView::Runtimes).sort, Some((4, false)));
-    assert_eq!(selected_name(&app, ListView::Runtimes).as_deref(), Some("web"));
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("web")
+    );
     typed(&mut app, "s");
     assert_eq!(app.list(ListView::Runtimes).sort, Some((4, true)));
-    assert_eq!(selected_name(&app, ListView::Runtimes).as_deref(), Some("worker"));
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("worker")
+    );
     typed(&mut app, "hhhhhhhhh");
     assert_eq!(app.list(ListView::Runtimes).column, 0);
 }
@@ -129,7 +146,10 @@ fn filter_narrows_rows_and_esc_clears_it() {
     typed(&mut app, "evoked");
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.mode, Mode::Normal);
-    assert_eq!(selected_name(&app, ListView::Runtimes).as_deref(), Some("worker"));
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("worker")
+    );
     press(&mut app, KeyCode::Esc);
     assert!(app.list(ListView::Runtimes).filter.is_empty());
     assert_eq!(app.table(ListView::Runtimes).visible.len(), 3);
@@ -174,19 +194,37 @@ fn ns_and_ctx_commands_reconnect() {
     typed(&mut app, ":ns demo");
     let eff = press(&mut app, KeyCode::Enter);
     assert_eq!(app.scope, Scope::Namespace("demo".into()));
-    assert!(matches!(eff.first(), Some(Effect::Reconnect { scope: Scope::Namespace(n), .. }) if n == "demo"));
-    assert_eq!(app.store.count(Kind::Runtime), 0, "data is dropped on switch");
+    assert!(
+        matches!(eff.first(), Some(Effect::Reconnect { scope: Scope::Namespace(n), .. }) if n == "demo")
+    );
+    assert_eq!(
+        app.store.count(Kind::Runtime),
+        0,
+        "data is dropped on switch"
+    );
     typed(&mut app, ":ctx nope");
     let eff = press(&mut app, KeyCode::Enter);
     assert!(eff.is_empty());
-    assert!(app.flash.as_deref().is_some_and(|f| f.contains("no context")));
+    assert!(
+        app.flash
+            .as_deref()
+            .is_some_and(|f| f.contains("no context"))
+    );
     typed(&mut app, ":ctx p");
     press(&mut app, KeyCode::Tab);
     let eff = press(&mut app, KeyCode::Enter);
-    assert!(matches!(eff.first(), Some(Effect::Reconnect { context, scope: Scope::Namespace(_) }) if context == "prod"));
+    assert!(
+        matches!(eff.first(), Some(Effect::Reconnect { context, scope: Scope::Namespace(_) }) if context == "prod")
+    );
     typed(&mut app, ":ns all");
     let eff = press(&mut app, KeyCode::Enter);
-    assert!(matches!(eff.first(), Some(Effect::Reconnect { scope: Scope::All, .. })));
+    assert!(matches!(
+        eff.first(),
+        Some(Effect::Reconnect {
+            scope: Scope::All,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -194,11 +232,9 @@ fn unknown_command_flashes_and_esc_cancels() {
     let mut app = fixtures::app();
     typed(&mut app, ":bogus\u{1b}[31m");
     press(&mut app, KeyCode::Enter);
-    assert!(
-        app.flash
-            .as_deref()
-            .is_some_and(|f| f.starts_with("unknown command: bogus") && berth_shared::sanitize::is_clean(f))
-    );
+    assert!(app.flash.as_deref().is_some_and(
+        |f| f.starts_with("unknown command: bogus") && berth_shared::sanitize::is_clean(f)
+    ));
     typed(&mut app, ":gr");
     press(&mut app, KeyCode::Esc);
     assert_eq!(app.mode, Mode::Normal);
@@ -224,7 +260,11 @@ fn help_opens_and_any_key_closes() {
     assert!(app.show_help);
     typed(&mut app, "j");
     assert!(!app.show_help);
-    assert_eq!(app.list(ListView::Runtimes).selected, 0, "closing key is swallowed");
+    assert_eq!(
+        app.list(ListView::Runtimes).selected,
+        0,
+        "closing key is swallowed"
+    );
 }
 
 #[test]
@@ -234,11 +274,17 @@ fn watch_events_update_rows_and_relist_replaces() {
         .store
         .get(Kind::Runtime, &("demo".into(), "web".into()))
         .expect("web");
-    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Delete(web.clone())));
+    update(
+        &mut app,
+        Msg::Watch(Kind::Runtime, WatchEvent::Delete(web.clone())),
+    );
     app.refresh();
     assert_eq!(app.table(ListView::Runtimes).cells.len(), 2);
     update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Init));
-    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::InitApply(web)));
+    update(
+        &mut app,
+        Msg::Watch(Kind::Runtime, WatchEvent::InitApply(web)),
+    );
     // Until InitDone the old state stays.
     app.refresh();
     assert_eq!(app.table(ListView::Runtimes).cells.len(), 2);

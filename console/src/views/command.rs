@@ -25,7 +25,12 @@ impl Component for CommandLine {
                     && cands.len() > 1
                 {
                     spans.push(Span::styled(
-                        format!("   [{}/{}] {}", idx + 1, cands.len(), clean(&cands.join("  "))),
+                        format!(
+                            "   [{}/{}] {}",
+                            idx + 1,
+                            cands.len(),
+                            clean(&cands.join("  "))
+                        ),
                         Style::new().fg(Color::DarkGray),
                     ));
                 }

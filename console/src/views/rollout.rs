@@ -61,7 +61,11 @@ impl Component for RolloutView {
             } else {
                 0.0
             };
-            let color = if n >= r.desired { Color::Green } else { Color::Yellow };
+            let color = if n >= r.desired {
+                Color::Green
+            } else {
+                Color::Yellow
+            };
             frame.render_widget(
                 Gauge::default()
                     .ratio(ratio)

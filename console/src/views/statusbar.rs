@@ -16,10 +16,7 @@ pub struct StatusBar;
 /// The connection state as text and whether it is bad.
 pub fn connection_text(app: &App) -> (String, Style) {
     match app.connection() {
-        None if app.watches.is_empty() => (
-            "connecting…".into(),
-            Style::new().fg(Color::Yellow),
-        ),
+        None if app.watches.is_empty() => ("connecting…".into(), Style::new().fg(Color::Yellow)),
         None => ("connected".into(), Style::new().fg(Color::Green)),
         Some((kind, WatchState::Reconnecting(e))) => (
             format!("reconnecting… {}: {}", kind.label(), clean(e)),

@@ -1,0 +1,604 @@
+//! The console against the real local control plane: its watchers and model
+//! run in-process and must show real states (a rollout reaching Complete, a
+//! grant removed, a RuntimeClass deleted, pods using an ungranted class)
+//! within a bounded wait; `berth get -o json` prints them; a watch whose
+//! apiserver goes away shows "reconnecting…" and recovers; and the real
+//! binary runs in tmux, switches views, quits and restores the terminal.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use berth_console::kube::Watchers;
+use berth_console::model::rows;
+use berth_console::model::{App, Kind, Msg, ObjKey, Scope, WatchState, update};
+use berth_tests::harness::{self, TestNamespace};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use serde_json::json;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use crate::agent_support::{
+    Agent, AgentOpts, binding, create_class, create_runtime, setup, write_grants,
+};
+
+const WAIT: Duration = Duration::from_secs(120);
+
+/// The console's model fed by its own watchers, pumped by the test task
+/// (the one owner of the state, as in the app).
+struct Live {
+    app: App,
+    rx: UnboundedReceiver<Msg>,
+    _watchers: Watchers,
+}
+
+impl Live {
+    fn start(client: Client, scope: Scope, lease: ObjKey, kinds: &[Kind]) -> Live {
+        let (tx, rx) = unbounded_channel();
+        let mut app = App::new("test", scope.clone(), Timestamp::now());
+        app.agent_lease = lease.clone();
+        let mut watchers = Watchers::new(client, scope, lease, tx);
+        watchers.ensure(kinds);
+        Live {
+            app,
+            rx,
+            _watchers: watchers,
+        }
+    }
+
+    /// Applies messages until `check` yields a value; panics after `timeout`
+    /// with `what` and the last state.
+    async fn until<T>(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        check: impl Fn(&App) -> Option<T>,
+    ) -> T {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.app.now = Timestamp::now();
+            self.app.refresh();
+            if let Some(v) = check(&self.app) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {}s waiting for the console to show {what}; runtimes: {:?}; watches: {:?}",
+                timeout.as_secs(),
+                self.app.derived.runtimes,
+                self.app.watches
+            );
+            if let Ok(Some(m)) =
+                tokio::time::timeout(Duration::from_millis(250), self.rx.recv()).await
+            {
+                update(&mut self.app, m);
+                while let Ok(m) = self.rx.try_recv() {
+                    update(&mut self.app, m);
+                }
+            }
+        }
+    }
+}
+
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .to_path_buf()
+}
+
+static BERTH: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// The `berth` binary: `BERTH_BIN`, or built once with cargo.
+fn berth_binary() -> PathBuf {
+    BERTH
+        .get_or_init(|| {
+            if let Ok(p) = std::env::var("BERTH_BIN") {
+                return Ok(PathBuf::from(p));
+            }
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "-p", "berth-console", "--bin", "berth"])
+                .status()
+                .map_err(|e| e.to_string())?;
+            if !status.success() {
+                return Err(format!("cargo build -p berth-console: {status}"));
+            }
+            Ok(profile_dir().join("berth"))
+        })
+        .clone()
+        .expect("berth binary")
+}
+
+async fn berth(args: &[&str]) -> (bool, String, String) {
+    let bin = tokio::task::spawn_blocking(berth_binary)
+        .await
+        .expect("build");
+    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
+        .await
+        .expect("cluster");
+    let out = tokio::process::Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(args)
+        .output()
+        .await
+        .expect("run berth");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn berth_get_json(ns: &str, what: &str) -> serde_json::Value {
+    let (ok, out, err) = berth(&["-n", ns, "get", what, "-o", "json"]).await;
+    assert!(ok, "berth get {what} failed: {err}");
+    assert!(
+        !out.bytes().any(|b| b < 0x20 && b != b'\n'),
+        "control byte in berth get output"
+    );
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("berth get {what} -o json: {e}\n{out}"))
+}
+
+fn runtime_row<'a>(app: &'a App, name: &str) -> Option<&'a rows::RuntimeRow> {
+    app.derived.runtimes.iter().find(|r| r.name == name)
+}
+
+#[tokio::test]
+async fn console_model_and_get_follow_the_cluster() {
+    let (ns, class) = setup("console").await;
+    let alias = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&alias, &class, "bounded-runc")]);
+    let opts = AgentOpts::new(&ns.name, Some(&grants));
+    let lease = (ns.name.clone(), opts.lease_name.clone());
+    let identity = opts.identity.clone();
+    let mut agent = Agent::start(opts).await;
+    let mut live = Live::start(
+        ns.client.clone(),
+        Scope::Namespace(ns.name.clone()),
+        lease.clone(),
+        Kind::ALL,
+    );
+
+    // A granted Runtime rolls out to Complete.
+    create_runtime(&ns, "web", json!({"runtimeProfile": alias})).await;
+    live.until("web granted and Complete 2/2", WAIT, |app| {
+        runtime_row(app, "web")
+            .filter(|r| {
+                r.grant == "Granted"
+                    && r.phase == "Complete"
+                    && r.ready == 2
+                    && r.desired == 2
+                    && !r.blocked
+            })
+            .map(|_| ())
+    })
+    .await;
+    live.until("the agent's leader from its Lease", WAIT, |app| {
+        (app.leader().as_deref() == Some(identity.as_str())).then_some(())
+    })
+    .await;
+    let key = (ns.name.clone(), "web".to_string());
+    live.until("the rollout's ReplicaSet with ready pods", WAIT, |app| {
+        let r = rows::rollout(&app.store, &key, app.now)?;
+        let rs = r.replica_sets.iter().find(|rs| rs.current)?;
+        (rs.pods.len() == 2 && rs.pods.iter().all(|p| p.ready)).then_some(())
+    })
+    .await;
+
+    // A new image: a second revision, progressing to Complete.
+    Api::<berth_shared::api::Runtime>::namespaced(ns.client.clone(), &ns.name)
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"image": {"tag": "2"}}})),
+        )
+        .await
+        .expect("patch image");
+    live.until(
+        "revision 2 Complete with an old and a new ReplicaSet",
+        WAIT,
+        |app| {
+            let r = rows::rollout(&app.store, &key, app.now)?;
+            let new = r.replica_sets.iter().find(|rs| rs.current)?;
+            (r.phase == "Complete"
+                && new.revision == "2"
+                && new.image.ends_with(":2")
+                && new.ready == 2
+                && r.replica_sets
+                    .iter()
+                    .any(|rs| !rs.current && rs.revision == "1"))
+            .then_some(())
+        },
+    )
+    .await;
+
+    // The grant with its checks and coverage.
+    live.until("the grant ok with full node coverage", WAIT, |app| {
+        app.derived
+            .grants
+            .iter()
+            .find(|g| g.name == alias)
+            .filter(|g| {
+                g.check == "ok"
+                    && g.runtimes == 1
+                    && g.nodes
+                        .split_once('/')
+                        .is_some_and(|(a, b)| a == b && a != "0")
+            })
+            .map(|_| ())
+    })
+    .await;
+
+    // A bare pod using an ungranted class: retained, the class unsafe to remove.
+    let ungranted = format!("{}-ungranted", ns.name);
+    create_class(&ns.client, &ungranted, "runc").await;
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "bare"},
+        "spec": {"runtimeClassName": ungranted, "containers": [{"name": "a", "image": "registry.invalid/x:1"}]}
+    }))
+    .expect("pod");
+    Api::<Pod>::namespaced(ns.client.clone(), &ns.name)
+        .create(&PostParams::default(), &pod)
+        .await
+        .expect("create bare pod");
+    live.until("the bare pod retained, its class unsafe", WAIT, |app| {
+        let retained = app
+            .derived
+            .retained
+            .iter()
+            .any(|r| r.kind == "Pod" && r.name == "bare" && r.reason == "never granted");
+        let handler = app.derived.handlers.iter().find(|h| h.class == ungranted)?;
+        (retained
+            && handler.present
+            && !handler.safe_to_remove
+            && handler.workloads.iter().any(|w| w.name == "bare"))
+        .then_some(())
+    })
+    .await;
+    // The granted class is in use too, by berth's own workloads.
+    assert!(
+        live.app
+            .derived
+            .handlers
+            .iter()
+            .any(|h| h.class == class && !h.safe_to_remove && h.granted_by.contains(&alias))
+    );
+
+    // The class is deleted: still referenced, shown as missing.
+    Api::<RuntimeClass>::all(ns.client.clone())
+        .delete(&ungranted, &DeleteParams::default())
+        .await
+        .expect("delete class");
+    live.until("the deleted class shown as missing", WAIT, |app| {
+        app.derived
+            .handlers
+            .iter()
+            .find(|h| h.class == ungranted && !h.present && h.flags.contains("class missing"))
+            .map(|_| ())
+    })
+    .await;
+
+    // berth get -o json shows the same.
+    let v = berth_get_json(&ns.name, "runtimes").await;
+    let web = v["items"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["name"] == "web"))
+        .unwrap_or_else(|| panic!("web in {v}"));
+    assert_eq!(web["grant"], "Granted");
+    assert_eq!(web["phase"], "Complete");
+    let v = berth_get_json(&ns.name, "handlers").await;
+    assert!(
+        v["items"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|h| h["class"] == ungranted.as_str() && h["present"] == false)),
+        "{v}"
+    );
+    let v = berth_get_json(&ns.name, "rollouts").await;
+    assert!(
+        v["items"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|r| r["name"] == "web" && r["revision"] == "2")),
+        "{v}"
+    );
+    let (ok, table, err) = berth(&["-n", &ns.name, "get", "retained"]).await;
+    assert!(
+        ok && table.starts_with("KIND") && table.contains("bare"),
+        "{table}{err}"
+    );
+
+    // The grant is removed (agent restarted without it): blocked, and the
+    // Deployment is retained with "grant gone".
+    agent.kill();
+    let empty = write_grants(&[]);
+    let mut opts = AgentOpts::new(&ns.name, Some(&empty));
+    opts.identity = format!("{}-b", ns.name);
+    let _agent2 = Agent::start(opts).await;
+    live.until("web blocked with grant Revoked", WAIT, |app| {
+        runtime_row(app, "web")
+            .filter(|r| r.blocked && r.grant == "Revoked")
+            .map(|_| ())
+    })
+    .await;
+    live.until("the Deployment retained with grant gone", WAIT, |app| {
+        app.derived
+            .retained
+            .iter()
+            .find(|r| {
+                r.kind == "Deployment" && r.name == "web" && r.reason.starts_with("grant gone")
+            })
+            .map(|_| ())
+    })
+    .await;
+    let v = berth_get_json(&ns.name, "runtimes").await;
+    assert!(
+        v["items"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|r| r["name"] == "web" && r["blocked"] == true)),
+        "{v}"
+    );
+}
+
+/// A TCP pass-through to the apiserver that can be taken down and brought
+/// back on the same port.
+struct Proxy {
+    port: u16,
+    upstream: String,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Proxy {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        let mut p = Proxy {
+            port,
+            upstream,
+            tasks: Vec::new(),
+        };
+        p.up().await;
+        p
+    }
+
+    async fn up(&mut self) {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_reuseaddr(true).expect("reuseaddr");
+        socket
+            .bind(([127, 0, 0, 1], self.port).into())
+            .expect("bind proxy port");
+        let listener = socket.listen(64).expect("listen");
+        let upstream = self.upstream.clone();
+        let conns = std::sync::Arc::new(std::sync::Mutex::new(
+            Vec::<tokio::task::JoinHandle<()>>::new(),
+        ));
+        let conns2 = conns.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                let upstream = upstream.clone();
+                let h = tokio::spawn(async move {
+                    if let Ok(mut out) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
+                    }
+                });
+                conns2.lock().expect("lock").push(h);
+            }
+        });
+        // One task owns the accept loop and, when aborted, every connection.
+        self.tasks.push(tokio::spawn(async move {
+            struct AbortAll(
+                std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+                tokio::task::JoinHandle<()>,
+            );
+            impl Drop for AbortAll {
+                fn drop(&mut self) {
+                    self.1.abort();
+                    if let Ok(v) = self.0.lock() {
+                        for h in v.iter() {
+                            h.abort();
+                        }
+                    }
+                }
+            }
+            let _guard = AbortAll(conns, accept);
+            std::future::pending::<()>().await;
+        }));
+    }
+
+    fn down(&mut self) {
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+    }
+}
+
+#[tokio::test]
+async fn console_shows_reconnecting_and_recovers() {
+    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
+        .await
+        .expect("cluster");
+    let kc = Kubeconfig::read_from(&kubeconfig).expect("kubeconfig");
+    let mut config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .expect("config");
+    let upstream = format!(
+        "{}:{}",
+        config.cluster_url.host().expect("host"),
+        config.cluster_url.port_u16().unwrap_or(443)
+    );
+    let mut proxy = Proxy::start(upstream).await;
+    config.cluster_url = format!("https://127.0.0.1:{}", proxy.port)
+        .parse()
+        .expect("url");
+    let client = Client::try_from(config).expect("client");
+    let mut live = Live::start(
+        client,
+        Scope::Namespace("default".into()),
+        ("default".into(), "none".into()),
+        &[Kind::Node, Kind::Pod],
+    );
+    live.until("synced nodes", WAIT, |app| {
+        (app.connection().is_none() && !app.store.nodes.is_empty()).then_some(())
+    })
+    .await;
+
+    proxy.down();
+    let text = live
+        .until("reconnecting…", WAIT, |app| {
+            let (text, _) = berth_console::views::statusbar::connection_text(app);
+            text.starts_with("reconnecting…").then_some(text)
+        })
+        .await;
+    assert!(
+        text.len() > "reconnecting… Node: ".len(),
+        "names the error: {text}"
+    );
+    assert!(matches!(
+        live.app.connection(),
+        Some((_, WatchState::Reconnecting(_)))
+    ));
+
+    proxy.up().await;
+    live.until("connected again", WAIT, |app| {
+        let (text, _) = berth_console::views::statusbar::connection_text(app);
+        (text == "connected" && !app.store.nodes.is_empty()).then_some(())
+    })
+    .await;
+    proxy.down();
+}
+
+fn tmux(socket: &str, args: &[&str]) -> String {
+    let out = Command::new("tmux")
+        .args(["-L", socket])
+        .args(args)
+        .output()
+        .expect("run tmux (apt-get install -y tmux)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn wait_pane(socket: &str, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let pane = tmux(socket, &["capture-pane", "-p", "-t", "berth"]);
+        if pred(&pane) {
+            return pane;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; pane:\n{pane}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[tokio::test]
+async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
+    let ns = TestNamespace::new("console-tmux").await;
+    harness::install_crds(&ns.client).await;
+    let bin = tokio::task::spawn_blocking(berth_binary)
+        .await
+        .expect("build");
+    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
+        .await
+        .expect("cluster");
+    let dir = profile_dir()
+        .parent()
+        .expect("target")
+        .join("berth-it")
+        .join(format!("tmux-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let script = dir.join("run.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexport TERM=xterm-256color\n'{}' --kubeconfig '{}' -n '{}' 2>'{}'\necho \"BERTH-EXIT=$?\"\nstty -a | tr '\\n' ' '\necho\necho DONE\nsleep 300\n",
+            bin.display(),
+            kubeconfig.display(),
+            ns.name,
+            dir.join("stderr.log").display()
+        ),
+    )
+    .expect("script");
+    let socket = format!("berth-it-{}", std::process::id());
+    let result = tokio::task::spawn_blocking({
+        let socket = socket.clone();
+        move || {
+            tmux(
+                &socket,
+                &[
+                    "new-session", "-d", "-s", "berth", "-x", "160", "-y", "40", "sh",
+                    &script.display().to_string(),
+                ],
+            );
+            let t = Duration::from_secs(60);
+            wait_pane(&socket, "the Runtimes view, connected", t, |p| {
+                p.contains("Runtimes [") && p.contains("connected")
+            });
+            let keys: &[(&[&str], &str)] = &[
+                (&["2"], "Grants ["),
+                (&["3"], "Handlers ["),
+                (&["4"], "Retained ["),
+                (&[":", "r", "u", "n", "Tab", "Enter"], "Runtimes ["),
+                (&["Tab"], "Grants ["),
+                (&["?"], "Help (any key closes)"),
+            ];
+            for (ks, expect) in keys {
+                for k in *ks {
+                    tmux(&socket, &["send-keys", "-t", "berth", k]);
+                }
+                wait_pane(&socket, expect, t, |p| p.contains(expect));
+            }
+            tmux(&socket, &["send-keys", "-t", "berth", "x"]);
+            wait_pane(&socket, "help closed", t, |p| !p.contains("Help (any key"));
+            tmux(&socket, &["send-keys", "-t", "berth", "q"]);
+            let pane = wait_pane(&socket, "berth exited", t, |p| p.contains("DONE"));
+            let flags = tmux(
+                &socket,
+                &[
+                    "display-message",
+                    "-p",
+                    "-t",
+                    "berth",
+                    "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{mouse_standard_flag} #{mouse_button_flag}",
+                ],
+            );
+            tmux(&socket, &["kill-server"]);
+            (pane, flags)
+        }
+    })
+    .await;
+    let (pane, flags) = match result {
+        Ok(v) => v,
+        Err(e) => {
+            tmux(&socket, &["kill-server"]);
+            std::panic::resume_unwind(e.into_panic());
+        }
+    };
+    assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
+    assert!(!pane.contains("┌ Grants"), "alternate screen left: {pane}");
+    // Raw mode is off again: canonical mode and echo are back.
+    assert!(
+        pane.contains(" icanon") && !pane.contains("-icanon"),
+        "{pane}"
+    );
+    assert!(
+        pane.contains(" echo ") && !pane.contains(" -echo "),
+        "{pane}"
+    );
+    assert_eq!(
+        flags.trim(),
+        "0 1 0 0 0",
+        "alternate screen, cursor, mouse modes"
+    );
+}
