@@ -10,3 +10,4 @@ mod assets;
 mod console;
 mod crds;
 mod foundation;
+mod chart;
