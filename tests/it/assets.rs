@@ -118,3 +118,96 @@ fn check_grants_names_classes(grants: &str, classes: &str) {
         );
     }
 }
+
+/// The kustomize base installs cleanly: its namespaced objects are applied
+/// for real in a namespace that enforces the `restricted` Pod Security
+/// Standard (so the agent's pods must meet it), its cluster-scoped objects
+/// are applied as a server-side dry run (installing the RuntimeGrant policy
+/// for real would refuse the other tests' writes), and the agent Deployment
+/// rolls out on the kwok nodes.
+#[tokio::test]
+async fn kustomize_base_installs_under_restricted_pod_security() {
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    let ns = TestNamespace::with_labels(
+        "assets-kz",
+        &[
+            ("pod-security.kubernetes.io/enforce", "restricted"),
+            ("pod-security.kubernetes.io/enforce-version", "latest"),
+        ],
+    )
+    .await;
+    let log_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let bins = berth_tests::localcluster::binaries::Binaries::resolve(log_dir)
+        .expect("control plane binaries (kubectl)");
+    let out = std::process::Command::new(bins.path("kubectl").expect("kubectl"))
+        .arg("kustomize")
+        .arg(assets())
+        .output()
+        .expect("run kubectl kustomize");
+    assert!(out.status.success(), "kubectl kustomize failed");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let objs: Vec<DynamicObject> = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde_yaml::from_value(serde_yaml::Value::deserialize(d).expect("yaml")).expect("object"))
+        .collect();
+    assert!(objs.len() >= 15, "kustomize output has {} objects", objs.len());
+
+    let mut failures = Vec::new();
+    for obj in &objs {
+        let types = obj.types.as_ref().expect("types");
+        if types.kind == "Namespace" {
+            continue; // the test namespace stands in for berth-system
+        }
+        let gvk = GroupVersionKind::try_from(types).expect("gvk");
+        let (ar, caps) = pinned_kind(&ns.client, &gvk).await.expect("discovery");
+        let mut obj = obj.clone();
+        let (api, dry_run): (Api<DynamicObject>, bool) = match caps.scope {
+            Scope::Namespaced => {
+                obj.metadata.namespace = Some(ns.name.clone());
+                (Api::namespaced_with(ns.client.clone(), &ns.name, &ar), false)
+            }
+            Scope::Cluster => (Api::all_with(ns.client.clone(), &ar), true),
+        };
+        let pp = PatchParams {
+            dry_run,
+            field_validation: Some(ValidationDirective::Strict),
+            ..PatchParams::apply("berth-tests").force()
+        };
+        if let Err(e) = api.patch(&obj.name_any(), &pp, &Patch::Apply(&obj)).await {
+            failures.push(format!("{} {}: {e}", types.kind, obj.name_any()));
+        }
+    }
+    assert!(failures.is_empty(), "refused:\n{}", failures.join("\n"));
+
+    // Control: the namespace really enforces `restricted` — a pod without
+    // the hardening is refused.
+    let bare: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "unhardened"},
+        "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]}
+    }))
+    .expect("pod");
+    let refused = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(ns.client.clone(), &ns.name)
+        .create(&Default::default(), &bare)
+        .await
+        .expect_err("restricted Pod Security refuses an unhardened pod");
+    assert!(refused.to_string().contains("restricted"), "{refused}");
+
+    let deployments: Api<Deployment> = Api::namespaced(ns.client.clone(), &ns.name);
+    berth_tests::harness::wait_for(
+        "the agent Deployment to roll out under restricted Pod Security",
+        std::time::Duration::from_secs(90),
+        || {
+            let deployments = deployments.clone();
+            async move {
+                deployments
+                    .get_opt("berth-agent")
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|d| d.status)
+                    .is_some_and(|s| s.ready_replicas == Some(2) && s.updated_replicas == Some(2))
+            }
+        },
+    )
+    .await;
+}
