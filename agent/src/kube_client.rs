@@ -125,9 +125,7 @@ where
 /// A client from the inferred configuration (in-cluster, or `KUBECONFIG`)
 /// with the counting/gating layer.
 pub async fn client(metrics: Arc<Metrics>, gate: WriteGate) -> Result<Client, kube::Error> {
-    let config = Config::infer()
-        .await
-        .map_err(|e| kube::Error::InferConfig(e))?;
+    let config = Config::infer().await.map_err(kube::Error::InferConfig)?;
     let builder = ClientBuilder::try_from(config)?;
     Ok(builder.with_layer(&GateLayer { metrics, gate }).build())
 }

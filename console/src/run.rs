@@ -65,6 +65,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                     .draw(|f| views::draw(f, &app))
                     .wrap_err("drawing")?;
                 app.dirty = false;
+                if panic_requested() {
+                    panic!("panic requested by {PANIC_ENV} (terminal restore test)");
+                }
             }
             let Some(first) = rx.recv().await else {
                 return Ok(());
@@ -115,6 +118,14 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     drop(guard);
     let _ = input.join();
     result
+}
+
+/// Test hook: with this variable set the app panics after its first
+/// frame, so the smoke test can check that a panic restores the terminal.
+pub const PANIC_ENV: &str = "BERTH_CONSOLE_TEST_PANIC";
+
+fn panic_requested() -> bool {
+    std::env::var_os(PANIC_ENV).is_some()
 }
 
 async fn tick(tx: UnboundedSender<Msg>) {

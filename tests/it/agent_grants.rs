@@ -22,9 +22,10 @@ const WAIT: Duration = Duration::from_secs(120);
 #[tokio::test]
 async fn agent_not_granted_is_blocked_and_creates_nothing() {
     let (ns, class) = setup("agent-ng").await;
+    let bw = format!("{}-bw", ns.name);
     let grants = write_grants(&[binding("other", &class, "bounded-runc")]);
     let _agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
-    create_runtime(&ns, "web", json!({"runtimeProfile": "bw"})).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": bw})).await;
     let rt = wait_condition(&ns, "web", "Blocked", "True", Some("NotGranted")).await;
     let status = rt.status.expect("status");
     assert_eq!(
@@ -56,9 +57,10 @@ async fn agent_not_granted_is_blocked_and_creates_nothing() {
 #[tokio::test]
 async fn agent_grant_removed_blocks_then_clearing_profile_retires() {
     let (ns, class) = setup("agent-revoke").await;
-    let granted = write_grants(&[binding("bw", &class, "bounded-runc")]);
+    let bw = format!("{}-bw", ns.name);
+    let granted = write_grants(&[binding(&bw, &class, "bounded-runc")]);
     let mut agent = Agent::start(AgentOpts::new(&ns.name, Some(&granted))).await;
-    create_runtime(&ns, "web", json!({"runtimeProfile": "bw"})).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": bw})).await;
     wait_condition(&ns, "web", "Ready", "True", None).await;
     let deps: Api<Deployment> = Api::namespaced(ns.client.clone(), &ns.name);
     let before = deps.get("web").await.expect("deployment");
@@ -126,6 +128,7 @@ async fn agent_grant_removed_blocks_then_clearing_profile_retires() {
 #[tokio::test]
 async fn agent_publishes_runtime_grants_with_status() {
     let (ns, class) = setup("agent-rtg").await;
+    let bw = format!("{}-bw", ns.name);
     let alias = format!("{}-bw", ns.name);
     let gone = format!("{}-gone", ns.name);
     let grants = write_grants(&[binding(&alias, &class, "bounded-runc")]);

@@ -13,7 +13,8 @@ use crate::agent_support::{
 #[tokio::test]
 async fn agent_two_agents_one_leader_and_failover() {
     let (ns, class) = setup("agent-lead").await;
-    let grants = write_grants(&[binding("bw", &class, "bounded-runc")]);
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
     let mut a = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     let mut opts = AgentOpts::new(&ns.name, Some(&grants));
     opts.identity = format!("{}-b", ns.name);
@@ -31,6 +32,6 @@ async fn agent_two_agents_one_leader_and_failover() {
         b.is_ready()
     })
     .await;
-    create_runtime(&ns, "web", json!({"runtimeProfile": "bw"})).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": bw})).await;
     wait_condition(&ns, "web", "Ready", "True", None).await;
 }

@@ -25,13 +25,14 @@ const WAIT: Duration = Duration::from_secs(120);
 #[tokio::test]
 async fn agent_granted_runtime_rolls_out_and_idles_without_writes() {
     let (ns, class) = setup("agent-ok").await;
-    let grants = write_grants(&[binding("bw", &class, "bounded-runc")]);
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(
         &ns,
         "web",
         json!({
-            "runtimeProfile": "bw",
+            "runtimeProfile": bw,
             "jobs": [{"name": "migrate"}],
             "schedules": [{"name": "nightly", "schedule": "0 3 * * *"}],
             "config": {"env": {"MODE": "prod"}},
@@ -136,9 +137,10 @@ async fn agent_granted_runtime_rolls_out_and_idles_without_writes() {
 #[tokio::test]
 async fn agent_reverts_drift_and_recreates_deleted_objects() {
     let (ns, class) = setup("agent-drift").await;
-    let grants = write_grants(&[binding("bw", &class, "bounded-runc")]);
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
     let _agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
-    create_runtime(&ns, "web", json!({"runtimeProfile": "bw"})).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": bw})).await;
     wait_condition(&ns, "web", "Ready", "True", None).await;
     let c = &ns.client;
     let pp = PatchParams::apply("someone-else").force();
@@ -177,15 +179,15 @@ async fn agent_reverts_drift_and_recreates_deleted_objects() {
             let s = svcs.get("web").await.ok();
             let p = pdbs.get("web").await.ok();
             let replicas = d.and_then(|d| d.spec).and_then(|s| s.replicas);
-            let port = s
+            let selector_ok = s
                 .and_then(|s| s.spec)
-                .and_then(|s| s.ports)
-                .and_then(|p| p.first().map(|p| p.port));
+                .and_then(|s| s.selector)
+                .is_some_and(|sel| sel.get("berth.dev/runtime").map(String::as_str) == Some("web"));
             let mu = p
                 .and_then(|p| p.spec)
                 .and_then(|s| s.max_unavailable)
                 .map(|m| serde_json::to_value(m).unwrap_or_default());
-            replicas == Some(2) && port == Some(8080) && mu == Some(json!(1))
+            replicas == Some(2) && selector_ok && mu == Some(json!(1))
         }
     })
     .await;
@@ -212,7 +214,8 @@ async fn agent_reverts_drift_and_recreates_deleted_objects() {
 #[tokio::test]
 async fn agent_unowned_object_is_a_conflict_and_untouched() {
     let (ns, class) = setup("agent-conflict").await;
-    let grants = write_grants(&[binding("bw", &class, "bounded-runc")]);
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
     let cms: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
     let theirs = ConfigMap {
         metadata: ObjectMeta {
@@ -226,7 +229,7 @@ async fn agent_unowned_object_is_a_conflict_and_untouched() {
         .await
         .expect("create unowned cm");
     let _agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
-    create_runtime(&ns, "web", json!({"runtimeProfile": "bw"})).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": bw})).await;
     let rt = wait_condition(&ns, "web", "Degraded", "True", Some("Conflict")).await;
     let msg = &crate::agent_support::condition(&rt, "Degraded")
         .expect("degraded")

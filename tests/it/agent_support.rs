@@ -49,7 +49,13 @@ fn agent_binary() -> PathBuf {
             if !status.success() {
                 return Err(format!("cargo build -p berth-agent: {status}"));
             }
-            Ok(profile_dir().join("berth-agent"))
+            // A private copy: other cargo runs may relink target/debug/berth-agent
+            // while tests still start agents.
+            let copy = private_dir("agent-bin").join("berth-agent");
+            std::fs::copy(profile_dir().join("berth-agent"), &copy).map_err(|e| e.to_string())?;
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| e.to_string())?;
+            Ok(copy)
         })
         .clone()
         .expect("berth-agent binary")

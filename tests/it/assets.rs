@@ -148,9 +148,16 @@ async fn kustomize_base_installs_under_restricted_pod_security() {
     assert!(out.status.success(), "kubectl kustomize failed");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let objs: Vec<DynamicObject> = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::from_value(serde_yaml::Value::deserialize(d).expect("yaml")).expect("object"))
+        .map(|d| {
+            serde_yaml::from_value(serde_yaml::Value::deserialize(d).expect("yaml"))
+                .expect("object")
+        })
         .collect();
-    assert!(objs.len() >= 15, "kustomize output has {} objects", objs.len());
+    assert!(
+        objs.len() >= 15,
+        "kustomize output has {} objects",
+        objs.len()
+    );
 
     let mut failures = Vec::new();
     for obj in &objs {
@@ -164,7 +171,10 @@ async fn kustomize_base_installs_under_restricted_pod_security() {
         let (api, dry_run): (Api<DynamicObject>, bool) = match caps.scope {
             Scope::Namespaced => {
                 obj.metadata.namespace = Some(ns.name.clone());
-                (Api::namespaced_with(ns.client.clone(), &ns.name, &ar), false)
+                (
+                    Api::namespaced_with(ns.client.clone(), &ns.name, &ar),
+                    false,
+                )
             }
             Scope::Cluster => (Api::all_with(ns.client.clone(), &ar), true),
         };

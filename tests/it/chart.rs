@@ -31,12 +31,18 @@ const SUBSTITUTIONS: &[(&str, &str)] = &[
         "system:serviceaccount:berth-system:",
         "system:serviceaccount:{{ .Release.Namespace }}:",
     ),
-    ("namespace: berth-system", "namespace: {{ .Release.Namespace }}"),
+    (
+        "namespace: berth-system",
+        "namespace: {{ .Release.Namespace }}",
+    ),
 ];
 
 /// Chart files (relative to the chart) and the assets each is generated from.
 const TEMPLATES: &[(&str, &[&str])] = &[
-    ("templates/rbac.yaml", &["rbac/agent.yaml", "rbac/agent-admission.yaml"]),
+    (
+        "templates/rbac.yaml",
+        &["rbac/agent.yaml", "rbac/agent-admission.yaml"],
+    ),
     (
         "templates/admission-policy.yaml",
         &["admission/runtimegrant-policy.yaml"],
@@ -110,10 +116,7 @@ fn render(template: &str, values: &serde_yaml::Value, namespace: &str) -> Result
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
         out.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find("}}")
-            .ok_or("unterminated {{")?
-            + start;
+        let end = rest[start..].find("}}").ok_or("unterminated {{")? + start;
         let expr = rest[start + 2..end].trim();
         let value = if expr == ".Release.Namespace" {
             namespace.to_string()

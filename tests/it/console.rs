@@ -314,6 +314,15 @@ async fn console_model_and_get_follow_the_cluster() {
         "{table}{err}"
     );
 
+    // A Runtime asking for a profile nobody granted: blocked, NotGranted.
+    create_runtime(&ns, "orphan", json!({"runtimeProfile": "nope"})).await;
+    live.until("orphan blocked with NotGranted", WAIT, |app| {
+        runtime_row(app, "orphan")
+            .filter(|r| r.blocked && r.grant == "NotGranted")
+            .map(|_| ())
+    })
+    .await;
+
     // The grant is removed (agent restarted without it): blocked, and the
     // Deployment is retained with "grant gone".
     agent.kill();
@@ -502,8 +511,14 @@ fn wait_pane(socket: &str, what: &str, timeout: Duration, pred: impl Fn(&str) ->
     }
 }
 
-#[tokio::test]
-async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
+/// Runs the real `berth` in a tmux session (its own server socket), lets
+/// `drive` press keys, then returns the pane after the program ended
+/// (followed by `stty -a` and `DONE`) and tmux's terminal-mode flags.
+async fn in_tmux(
+    name: &str,
+    env: &[(&str, &str)],
+    drive: impl FnOnce(&str) + Send + 'static,
+) -> (String, String) {
     let ns = TestNamespace::new("console-tmux").await;
     harness::install_crds(&ns.client).await;
     let bin = tokio::task::spawn_blocking(berth_binary)
@@ -518,51 +533,45 @@ async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
         .join("berth-it")
         .join(format!("tmux-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
-    let script = dir.join("run.sh");
+    let script = dir.join(format!("{name}.sh"));
+    let exports: String = env
+        .iter()
+        .map(|(k, v)| format!("export {k}='{v}'\n"))
+        .collect();
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nexport TERM=xterm-256color\n'{}' --kubeconfig '{}' -n '{}' 2>'{}'\necho \"BERTH-EXIT=$?\"\nstty -a | tr '\\n' ' '\necho\necho DONE\nsleep 300\n",
+            "#!/bin/sh\nexport TERM=xterm-256color\n{exports}'{}' --kubeconfig '{}' -n '{}' 2>'{}'\necho \"BERTH-EXIT=$?\"\nstty -a | tr '\\n' ' '\necho\necho DONE\nsleep 300\n",
             bin.display(),
             kubeconfig.display(),
             ns.name,
-            dir.join("stderr.log").display()
+            dir.join(format!("{name}.stderr")).display()
         ),
     )
     .expect("script");
-    let socket = format!("berth-it-{}", std::process::id());
+    let socket = format!("berth-it-{name}-{}", std::process::id());
     let result = tokio::task::spawn_blocking({
         let socket = socket.clone();
         move || {
             tmux(
                 &socket,
                 &[
-                    "new-session", "-d", "-s", "berth", "-x", "160", "-y", "40", "sh",
+                    "new-session",
+                    "-d",
+                    "-s",
+                    "berth",
+                    "-x",
+                    "160",
+                    "-y",
+                    "40",
+                    "sh",
                     &script.display().to_string(),
                 ],
             );
-            let t = Duration::from_secs(60);
-            wait_pane(&socket, "the Runtimes view, connected", t, |p| {
-                p.contains("Runtimes [") && p.contains("connected")
+            drive(&socket);
+            let pane = wait_pane(&socket, "berth exited", Duration::from_secs(60), |p| {
+                p.contains("DONE")
             });
-            let keys: &[(&[&str], &str)] = &[
-                (&["2"], "Grants ["),
-                (&["3"], "Handlers ["),
-                (&["4"], "Retained ["),
-                (&[":", "r", "u", "n", "Tab", "Enter"], "Runtimes ["),
-                (&["Tab"], "Grants ["),
-                (&["?"], "Help (any key closes)"),
-            ];
-            for (ks, expect) in keys {
-                for k in *ks {
-                    tmux(&socket, &["send-keys", "-t", "berth", k]);
-                }
-                wait_pane(&socket, expect, t, |p| p.contains(expect));
-            }
-            tmux(&socket, &["send-keys", "-t", "berth", "x"]);
-            wait_pane(&socket, "help closed", t, |p| !p.contains("Help (any key"));
-            tmux(&socket, &["send-keys", "-t", "berth", "q"]);
-            let pane = wait_pane(&socket, "berth exited", t, |p| p.contains("DONE"));
             let flags = tmux(
                 &socket,
                 &[
@@ -573,21 +582,21 @@ async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
                     "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{mouse_standard_flag} #{mouse_button_flag}",
                 ],
             );
-            tmux(&socket, &["kill-server"]);
             (pane, flags)
         }
     })
     .await;
-    let (pane, flags) = match result {
+    tmux(&socket, &["kill-server"]);
+    match result {
         Ok(v) => v,
-        Err(e) => {
-            tmux(&socket, &["kill-server"]);
-            std::panic::resume_unwind(e.into_panic());
-        }
-    };
-    assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
-    assert!(!pane.contains("┌ Grants"), "alternate screen left: {pane}");
-    // Raw mode is off again: canonical mode and echo are back.
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// The terminal is back to normal: main screen, cursor shown, no mouse
+/// reporting, canonical mode with echo.
+fn assert_restored(pane: &str, flags: &str) {
+    assert!(!pane.contains("┌ "), "alternate screen left: {pane}");
     assert!(
         pane.contains(" icanon") && !pane.contains("-icanon"),
         "{pane}"
@@ -601,4 +610,58 @@ async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
         "0 1 0 0 0",
         "alternate screen, cursor, mouse modes"
     );
+}
+
+#[tokio::test]
+async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
+    let (pane, flags) = in_tmux("keys", &[], |socket| {
+        let t = Duration::from_secs(60);
+        wait_pane(socket, "the Runtimes view, connected", t, |p| {
+            p.contains("Runtimes [") && p.contains("connected")
+        });
+        let keys: &[(&[&str], &str)] = &[
+            (&["2"], "Grants ["),
+            (&["3"], "Handlers ["),
+            (&["4"], "Retained ["),
+            (&[":", "r", "u", "n", "Tab", "Enter"], "Runtimes ["),
+            (&["Tab"], "Grants ["),
+            (&["?"], "Help (any key closes)"),
+        ];
+        for (ks, expect) in keys {
+            for k in *ks {
+                tmux(socket, &["send-keys", "-t", "berth", k]);
+            }
+            wait_pane(socket, expect, t, |p| p.contains(expect));
+        }
+        tmux(socket, &["send-keys", "-t", "berth", "x"]);
+        wait_pane(socket, "help closed", t, |p| !p.contains("Help (any key"));
+        tmux(socket, &["send-keys", "-t", "berth", "q"]);
+    })
+    .await;
+    assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
+    assert_restored(&pane, &flags);
+}
+
+#[tokio::test]
+async fn berth_binary_panic_restores_the_terminal() {
+    let (pane, flags) = in_tmux("panic", &[(berth_console::run::PANIC_ENV, "1")], |_| {}).await;
+    assert!(pane.contains("BERTH-EXIT=101"), "{pane}");
+    assert_restored(&pane, &flags);
+}
+
+#[tokio::test]
+async fn console_without_rights_says_so_instead_of_reconnecting() {
+    let client = harness::restricted_client().await;
+    let mut live = Live::start(
+        client,
+        Scope::Namespace("default".into()),
+        ("default".into(), "none".into()),
+        &[Kind::Pod, Kind::Node],
+    );
+    live.until("both watches denied", WAIT, |app| {
+        (app.denied().len() == 2 && app.connection().is_none()).then_some(())
+    })
+    .await;
+    let (text, _) = berth_console::views::statusbar::connection_text(&live.app);
+    assert_eq!(text, "connected");
 }

@@ -7,7 +7,7 @@ mod agent_leader;
 mod agent_reconcile;
 mod agent_support;
 mod assets;
+mod chart;
 mod console;
 mod crds;
 mod foundation;
-mod chart;

@@ -91,7 +91,7 @@ where
         let mut stream = std::pin::pin!(stream);
         while let Some(item) = stream.next().await {
             if let Err(e) = item {
-                tracing::debug!(error = %e, "watch error (retried)");
+                tracing::warn!(error = %e, "watch error (retried)");
             }
         }
     });
@@ -277,7 +277,7 @@ pub fn start(
         )
         .for_each(|res| async move {
             if let Err(e) = res {
-                tracing::debug!(error = %e, "controller event");
+                tracing::warn!(error = %e, "controller stream error");
             }
         })
         .boxed();

@@ -14,7 +14,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client, Config, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -202,31 +202,77 @@ where
     Object: From<K>,
 {
     tokio::spawn(async move {
-        let mut stream = watcher(api, cfg).default_backoff().boxed();
-        while let Some(item) = stream.next().await {
-            let ev = match item {
-                Ok(watcher::Event::Init) => WatchEvent::Init,
-                Ok(watcher::Event::InitDone) => WatchEvent::InitDone,
-                Ok(watcher::Event::InitApply(o)) => match prepare(o) {
-                    Some(o) => WatchEvent::InitApply(Object::from(o)),
-                    None => continue,
-                },
-                Ok(watcher::Event::Apply(o)) => match prepare(o) {
-                    Some(o) => WatchEvent::Apply(Object::from(o)),
-                    None => continue,
-                },
-                Ok(watcher::Event::Delete(o)) => match prepare(o) {
-                    Some(o) => WatchEvent::Delete(Object::from(o)),
-                    None => continue,
-                },
-                Err(e) => WatchEvent::Error(e.to_string()),
-            };
-            if tx.send(Msg::Watch(kind, ev)).is_err() {
+        // After an error the watch starts over with a fresh list: the
+        // relist's InitDone is the proof that the connection is back (a
+        // resumed watch on a quiet kind would otherwise say nothing).
+        let mut delay = RETRY_MIN;
+        loop {
+            let mut stream = watcher(api.clone(), cfg.clone()).boxed();
+            while let Some(item) = stream.next().await {
+                let ev = match item {
+                    Ok(watcher::Event::Init) => WatchEvent::Init,
+                    Ok(watcher::Event::InitDone) => {
+                        delay = RETRY_MIN;
+                        WatchEvent::InitDone
+                    }
+                    Ok(watcher::Event::InitApply(o)) => match prepare(o) {
+                        Some(o) => WatchEvent::InitApply(Object::from(o)),
+                        None => continue,
+                    },
+                    Ok(watcher::Event::Apply(o)) => match prepare(o) {
+                        Some(o) => WatchEvent::Apply(Object::from(o)),
+                        None => continue,
+                    },
+                    Ok(watcher::Event::Delete(o)) => match prepare(o) {
+                        Some(o) => WatchEvent::Delete(Object::from(o)),
+                        None => continue,
+                    },
+                    Err(e) => {
+                        let msg = e.to_string();
+                        let ev = if denied(&e) {
+                            // Not a connection problem: no rights, or the
+                            // API (e.g. berth's CRDs) is not installed.
+                            delay = RETRY_MAX;
+                            WatchEvent::Denied(msg)
+                        } else {
+                            WatchEvent::Error(msg)
+                        };
+                        if tx.send(Msg::Watch(kind, ev)).is_err() {
+                            return;
+                        }
+                        break;
+                    }
+                };
+                if tx.send(Msg::Watch(kind, ev)).is_err() {
+                    return;
+                }
+            }
+            if tx.is_closed() {
                 return;
             }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(RETRY_MAX);
         }
     })
 }
+
+/// Whether the apiserver refused the request (403) or does not serve the
+/// resource (404), rather than being unreachable.
+fn denied(e: &watcher::Error) -> bool {
+    let client_err = match e {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => e,
+        watcher::Error::WatchError(s) => return matches!(s.code, 403 | 404),
+        watcher::Error::NoResourceVersion => return false,
+    };
+    matches!(client_err, kube::Error::Api(s) if matches!(s.code, 403 | 404))
+}
+
+/// First retry after a watch error.
+const RETRY_MIN: std::time::Duration = std::time::Duration::from_millis(500);
+/// Longest wait between retries.
+const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Lists every kind once into a fresh store (for `berth get`), with the
 /// same stripping and sanitizing as the watchers.

@@ -163,8 +163,9 @@ fn move_by(app: &mut App, delta: i64) {
             l.selected = next as usize;
         }
         None => {
-            let next = (app.scroll as i64).saturating_add(delta).max(0);
-            app.scroll = next.min(1_000_000) as usize;
+            let max = app.scroll_max.get().min(1_000_000) as i64;
+            let next = (app.scroll as i64).saturating_add(delta).clamp(0, max);
+            app.scroll = next as usize;
         }
     }
 }

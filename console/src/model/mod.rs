@@ -165,6 +165,8 @@ pub enum WatchState {
     Synced,
     /// The watch failed and is retrying.
     Reconnecting(String),
+    /// The apiserver refuses it (no rights) or does not serve the resource.
+    Denied(String),
 }
 
 /// A watch event for one kind (what the watcher task sends).
@@ -182,6 +184,9 @@ pub enum WatchEvent {
     Delete(Object),
     /// The watch failed; it retries with backoff.
     Error(String),
+    /// The apiserver refused the watch (403) or does not serve the
+    /// resource (404); retried slowly.
+    Denied(String),
 }
 
 /// Everything that can change the state.
@@ -259,6 +264,9 @@ pub struct App {
     pub agent_lease: ObjKey,
     /// Rows of the table area at the last draw (for paging).
     pub page: Cell<usize>,
+    /// Largest useful scroll of the details / rollout screen at the last
+    /// draw (content lines minus visible lines).
+    pub scroll_max: Cell<usize>,
 }
 
 /// Namespace and name of the agent's Lease unless configured otherwise.
@@ -290,6 +298,7 @@ impl App {
                 DEFAULT_AGENT_LEASE.1.to_string(),
             ),
             page: Cell::new(20),
+            scroll_max: Cell::new(usize::MAX),
         }
     }
 
@@ -334,8 +343,19 @@ impl App {
             .filter(|h| !h.is_empty())
     }
 
-    /// Connection summary: `None` when every watch is synced, else the
-    /// worst state with its kind.
+    /// Watches the apiserver refuses, with the error.
+    pub fn denied(&self) -> Vec<(Kind, &str)> {
+        self.watches
+            .iter()
+            .filter_map(|(k, s)| match s {
+                WatchState::Denied(e) => Some((*k, e.as_str())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Connection summary: `None` when every watch is synced (or denied),
+    /// else the worst state with its kind.
     pub fn connection(&self) -> Option<(Kind, &WatchState)> {
         self.watches
             .iter()
@@ -510,6 +530,9 @@ fn on_watch(app: &mut App, kind: Kind, ev: WatchEvent) {
         }
         WatchEvent::Error(e) => {
             app.watches.insert(kind, WatchState::Reconnecting(e));
+        }
+        WatchEvent::Denied(e) => {
+            app.watches.insert(kind, WatchState::Denied(e));
         }
     }
 }

@@ -134,16 +134,3 @@ kinds! {
     Event => Event, events, "Event", true;
     Lease => Lease, leases, "Lease", true;
 }
-
-impl Kind {
-    /// Parses a kind name as typed in a command (case-insensitive, plural
-    /// and short forms accepted).
-    pub fn parse(s: &str) -> Option<Kind> {
-        let s = s.to_ascii_lowercase();
-        let s = s.trim_end_matches('s');
-        Kind::ALL.iter().copied().find(|k| {
-            let l = k.label().to_ascii_lowercase();
-            l == s || l.trim_end_matches('s') == s
-        })
-    }
-}

@@ -84,7 +84,9 @@ impl Component for DetailsView {
         frame.render_widget(block, area);
         let all = lines(app);
         app.page.set(inner.height as usize);
-        let start = app.scroll.min(all.len().saturating_sub(1));
+        app.scroll_max
+            .set(all.len().saturating_sub(inner.height as usize));
+        let start = app.scroll.min(app.scroll_max.get());
         let visible: Vec<Line> = all
             .into_iter()
             .skip(start)

@@ -75,7 +75,9 @@ impl Component for RolloutView {
             );
         }
         let lines = body_lines(&r);
-        let start = app.scroll.min(lines.len().saturating_sub(1));
+        app.scroll_max
+            .set(lines.len().saturating_sub(rest.height as usize));
+        let start = app.scroll.min(app.scroll_max.get());
         let visible: Vec<Line> = lines
             .into_iter()
             .skip(start)
@@ -99,12 +101,19 @@ fn head_lines(r: &RolloutRow) -> Vec<Line<'static>> {
             Span::styled("  unavailable ", bold),
             Span::raw(r.unavailable.to_string()),
         ]),
-        Line::from(vec![
-            Span::styled("image ", bold),
-            Span::raw(r.image_from.clone()),
-            Span::raw(" → "),
-            Span::raw(r.image_to.clone()),
-        ]),
+        if r.image_from == r.image_to || r.image_from == rows::NONE {
+            Line::from(vec![
+                Span::styled("image ", bold),
+                Span::raw(r.image_to.clone()),
+            ])
+        } else {
+            Line::from(vec![
+                Span::styled("image ", bold),
+                Span::raw(r.image_from.clone()),
+                Span::styled(" → ", Style::new().fg(Color::Yellow)),
+                Span::raw(r.image_to.clone()),
+            ])
+        },
         Line::from(vec![
             Span::styled("last successful ", bold),
             Span::raw(r.last_successful_image.clone()),

@@ -43,6 +43,14 @@ impl Component for StatusBar {
             Span::styled(" │ ", dim),
             Span::styled(conn, conn_style),
         ];
+        let denied = app.denied();
+        if !denied.is_empty() {
+            let kinds: Vec<&str> = denied.iter().map(|(k, _)| k.label()).collect();
+            spans.push(Span::styled(
+                format!(" │ no access: {}", kinds.join(",")),
+                Style::new().fg(Color::Yellow),
+            ));
+        }
         if app.read_only {
             spans.push(Span::styled(" │ read-only", Style::new().fg(Color::Cyan)));
         }

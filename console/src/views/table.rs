@@ -39,12 +39,16 @@ pub fn draw_table(
 
     if len == 0 {
         frame.render_widget(block, area);
-        let msg = if t.cells.is_empty() && loading(app) {
-            "loading…"
+        let denied = app.denied();
+        let msg = if t.cells.is_empty() && !denied.is_empty() {
+            let (kind, err) = denied[0];
+            format!("cannot read {}: {}", kind.label(), super::clean(err))
+        } else if t.cells.is_empty() && loading(app) {
+            "loading…".to_string()
         } else if t.cells.is_empty() {
-            "nothing here"
+            "nothing here".to_string()
         } else {
-            "no row matches the filter"
+            "no row matches the filter".to_string()
         };
         frame.render_widget(
             Paragraph::new(Line::styled(msg, Style::new().fg(Color::DarkGray))),
@@ -118,7 +122,7 @@ fn loading(app: &App) -> bool {
         || app
             .watches
             .values()
-            .any(|s| !matches!(s, WatchState::Synced))
+            .any(|s| !matches!(s, WatchState::Synced | WatchState::Denied(_)))
 }
 
 /// Display width without pulling in another crate.

@@ -302,3 +302,57 @@ fn only_visible_rows_are_drawn_for_large_tables() {
     assert!(!text.contains(&name(0)), "{text}");
     assert!(text.contains("5003/5003"), "{text}");
 }
+
+#[test]
+fn denied_watches_are_not_reconnecting() {
+    let mut app = App::new(
+        "ctx",
+        crate::model::Scope::Namespace("x".into()),
+        fixtures::now(),
+    );
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Init));
+    update(
+        &mut app,
+        Msg::Watch(
+            Kind::Runtime,
+            WatchEvent::Denied("runtimes.berth.dev is forbidden".into()),
+        ),
+    );
+    let text = snapshot(&render(&mut app, 120, 10));
+    assert!(
+        text.contains("cannot read Runtime: runtimes.berth.dev is forbidden"),
+        "{text}"
+    );
+    assert!(text.contains("no access: Runtime"), "{text}");
+    assert!(!text.contains("reconnecting"), "{text}");
+}
+
+#[test]
+fn blocked_rollout_is_flagged_in_red() {
+    let mut app = fixtures::app();
+    keys(&mut app, "G");
+    key(&mut app, KeyCode::Enter);
+    let buf = render(&mut app, 140, 30);
+    let y = (0..30)
+        .find(|&y| {
+            (0..140)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect::<String>()
+                .contains("BLOCKED")
+        })
+        .expect("BLOCKED line");
+    let x = (0..140).find(|&x| buf[(x, y)].symbol() == "B").expect("B");
+    assert_eq!(buf[(x, y)].fg, Color::Red);
+}
+
+#[test]
+fn details_scroll_stops_at_the_end() {
+    let mut app = fixtures::app();
+    keys(&mut app, "jd");
+    render(&mut app, 140, 24);
+    keys(&mut app, "G");
+    let end = app.scroll;
+    assert!(end > 0 && end < 1000, "{end}");
+    keys(&mut app, "k");
+    assert_eq!(app.scroll, end - 1);
+}
