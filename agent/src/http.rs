@@ -1,6 +1,15 @@
-//! Operations endpoints: `/health/live`, `/health/ready` (ready only once
-//! the grants are loaded, this agent leads and its caches are synced) and
-//! `/metrics` (Prometheus text format).
+//! Operations endpoints: `/health/live`, `/health/ready`, `/health/leader`
+//! and `/metrics` (Prometheus text format).
+//!
+//! Two readiness questions, deliberately kept apart:
+//! - `/health/ready` (the kubelet's readiness probe): this replica can take
+//!   its share of traffic — grants loaded, the admission webhook serving when
+//!   configured, and, on the leader, caches synced. A standby is ready too:
+//!   if only the leader were, a rolling update (maxUnavailable 0) of the
+//!   agent's own Deployment could never finish, and webhook calls would
+//!   have a single endpoint.
+//! - `/health/leader`: this replica leads and its caches are synced, i.e.
+//!   it is the one reconciling and writing.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,6 +41,7 @@ impl Readiness {
 #[derive(Clone)]
 struct AppState {
     ready: Readiness,
+    leader: Readiness,
     metrics: Arc<Metrics>,
 }
 
@@ -47,6 +57,14 @@ async fn ready(State(s): State<AppState>) -> impl IntoResponse {
     }
 }
 
+async fn leader(State(s): State<AppState>) -> impl IntoResponse {
+    if s.leader.get() {
+        (StatusCode::OK, "leader\n")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "standby\n")
+    }
+}
+
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     (
         [(
@@ -58,13 +76,15 @@ async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
 }
 
 /// The router.
-pub fn router(ready_flag: Readiness, m: Arc<Metrics>) -> Router {
+pub fn router(ready_flag: Readiness, leader_flag: Readiness, m: Arc<Metrics>) -> Router {
     Router::new()
         .route("/health/live", get(live))
         .route("/health/ready", get(ready))
+        .route("/health/leader", get(leader))
         .route("/metrics", get(metrics))
         .with_state(AppState {
             ready: ready_flag,
+            leader: leader_flag,
             metrics: m,
         })
 }
@@ -73,12 +93,13 @@ pub fn router(ready_flag: Readiness, m: Arc<Metrics>) -> Router {
 pub async fn serve(
     addr: SocketAddr,
     ready_flag: Readiness,
+    leader_flag: Readiness,
     m: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving /health/live, /health/ready, /metrics");
-    axum::serve(listener, router(ready_flag, m))
+    axum::serve(listener, router(ready_flag, leader_flag, m))
         .with_graceful_shutdown(shutdown)
         .await
 }

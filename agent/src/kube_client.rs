@@ -114,12 +114,19 @@ where
                 resource: resource.clone(),
             })
             .inc();
-        if is_write(&method) && resource != "leases" && !self.gate.allowed() {
+        if is_write(&method) && !ungated(&resource) && !self.gate.allowed() {
             return Box::pin(async { Err(Box::new(NotLeader) as BoxError) });
         }
         let fut = self.inner.call(req);
         Box::pin(async move { fut.await.map_err(Into::into) })
     }
+}
+
+/// Writes a standby may send: its Lease (to campaign) and the admission
+/// webhook's own configuration (every replica serves the webhook and merges
+/// its CA into the bundle). Everything a reconcile writes stays gated.
+fn ungated(resource: &str) -> bool {
+    matches!(resource, "leases" | "validatingwebhookconfigurations")
 }
 
 /// A client from the inferred configuration (in-cluster, or `KUBECONFIG`)

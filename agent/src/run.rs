@@ -103,6 +103,23 @@ fn default_identity() -> String {
     format!("{host}-{}", std::process::id())
 }
 
+/// Waits (bounded) until something accepts connections on `addr`, so the
+/// replica reports ready only once the webhook listens.
+async fn wait_for_port(addr: SocketAddr) {
+    let probe = if addr.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], addr.port()))
+    } else {
+        addr
+    };
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(probe).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tracing::warn!(%addr, "the admission webhook is not listening yet");
+}
+
 /// Resolves when SIGTERM or SIGINT arrives.
 async fn terminate_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
@@ -161,9 +178,11 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         }
     };
     let readiness = Readiness::default();
+    let leading = Readiness::default();
     let http_task = tokio::spawn(http::serve(
         args.http_addr,
         readiness.clone(),
+        leading.clone(),
         metrics.clone(),
         stopped(),
     ));
@@ -172,6 +191,31 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         tracing::info!("shutdown signal received");
         let _ = stop_tx.send(true);
     });
+
+    // admission: started here, on every replica (leader or standby): it
+    // only reads, so a standby can share the webhook traffic, and the
+    // Service keeps an endpoint through a leader failover. Each replica
+    // merges its CA into the managed configuration's bundle.
+    if let Some(listen) = args.webhook_listen {
+        let config = args
+            .admission
+            .to_config(listen)
+            .map_err(|e| eyre!("admission webhook: {e}"))?;
+        let bindings: Arc<[berth_shared::decide::GrantBinding]> = grants.bindings.clone().into();
+        let client = client.clone();
+        let stop = stopped();
+        let serving = readiness.clone();
+        tokio::spawn(async move {
+            if let Err(e) = admission::serve(config, bindings, client, stop).await {
+                serving.set(false);
+                tracing::error!(error = %e, "admission webhook stopped");
+            }
+        });
+        wait_for_port(listen).await;
+    }
+    // Grants loaded (before the client existed) and the webhook, if any,
+    // listening: this replica can take its share of traffic.
+    readiness.set(true);
 
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let elector = Elector::new(
@@ -193,6 +237,8 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     }
     gate.set(true);
     metrics.leader.set(1);
+    // Leading now: ready again only once the controller's caches are synced.
+    readiness.set(false);
 
     let recorder = Recorder::new(
         client.clone(),
@@ -236,28 +282,13 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         Duration::from_secs(args.grants_interval_seconds.max(1)),
     ));
 
-    // admission: started here (only on the leader, which alone is Ready and
-    // so alone receives webhook traffic through the Service).
-    if let Some(listen) = args.webhook_listen {
-        let config = args
-            .admission
-            .to_config(listen)
-            .map_err(|e| eyre!("admission webhook: {e}"))?;
-        let bindings: Arc<[berth_shared::decide::GrantBinding]> = grants.bindings.clone().into();
-        let client = client.clone();
-        let stop = stopped();
-        tokio::spawn(async move {
-            if let Err(e) = admission::serve(config, bindings, client, stop).await {
-                tracing::error!(error = %e, "admission webhook stopped");
-            }
-        });
-    }
-
     let stores = started.stores.clone();
     let ready_flag = readiness.clone();
+    let leading_flag = leading.clone();
     tokio::spawn(async move {
         controller::wait_synced(&stores).await;
         ready_flag.set(true);
+        leading_flag.set(true);
         tracing::info!("caches synced; ready");
     });
 
@@ -265,12 +296,14 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         lost = elector.hold() => {
             gate.set(false);
             readiness.set(false);
+            leading.set(false);
             metrics.leader.set(0);
             tracing::error!(reason = %lost, "leadership lost: writes stopped, exiting");
             Err(eyre!("leadership lost: {lost}"))
         }
         () = stopped() => {
             readiness.set(false);
+            leading.set(false);
             tracing::info!("stopping the controller");
             let _ = tokio::time::timeout(Duration::from_secs(20), controller_task).await;
             gate.set(false);

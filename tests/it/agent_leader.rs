@@ -1,5 +1,6 @@
 //! Leader election: two agents on one Lease → one leader; when it dies the
-//! standby takes over; only the leader is ready.
+//! standby takes over. Only the leader reports /health/leader; both report
+//! /health/ready (so the agent's own rolling update can finish).
 
 use std::time::Duration;
 
@@ -22,6 +23,11 @@ async fn agent_two_agents_one_leader_and_failover() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert!(a.is_ready().await, "the first agent leads");
     assert!(!b.is_ready().await, "the second one stands by");
+    assert_eq!(
+        b.get("/health/ready").await.map(|(code, _)| code),
+        Some(200),
+        "a standby is ready to serve"
+    );
     let leader = |m: &str| metric_sum(m, "berth_agent_leader", |_| true);
     assert_eq!(leader(&a.metrics().await), 1.0);
     assert_eq!(leader(&b.metrics().await), 0.0);

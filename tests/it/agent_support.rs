@@ -208,8 +208,9 @@ impl Agent {
         .flatten()
     }
 
+    /// Leads, with synced caches (`/health/leader`).
     pub async fn is_ready(&self) -> bool {
-        matches!(self.get("/health/ready").await, Some((200, _)))
+        matches!(self.get("/health/leader").await, Some((200, _)))
     }
 
     pub async fn wait_ready(&self) {
