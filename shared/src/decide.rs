@@ -39,6 +39,21 @@ pub struct GrantBinding {
     pub handler: String,
 }
 
+/// A loaded grants-file binding is exactly the grant [`decide`] checks.
+impl From<&crate::grants::Binding> for GrantBinding {
+    fn from(b: &crate::grants::Binding) -> Self {
+        Self {
+            name: b.name.clone(),
+            project: b.project.clone(),
+            environment: b.environment.clone(),
+            application: b.application.clone(),
+            service: b.service.clone(),
+            runtime_class: b.runtime_class.clone(),
+            handler: b.handler.clone(),
+        }
+    }
+}
+
 impl GrantBinding {
     /// Whether this binding is for exactly this identity (no wildcards).
     pub fn matches(&self, identity: &Identity) -> bool {

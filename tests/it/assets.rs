@@ -15,6 +15,24 @@ fn assets() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets")
 }
 
+/// `kubectl kustomize assets/` with the kubectl built for the local cluster.
+pub fn kustomize_assets() -> String {
+    let log_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let bins = berth_tests::localcluster::binaries::Binaries::resolve(log_dir)
+        .expect("control plane binaries (kubectl)");
+    let out = std::process::Command::new(bins.path("kubectl").expect("kubectl"))
+        .arg("kustomize")
+        .arg(assets())
+        .output()
+        .expect("run kubectl kustomize");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Every YAML document of a file (multi-document aware), skipping empty ones.
 pub fn yaml_documents(path: &Path) -> Vec<DynamicObject> {
     let text = std::fs::read_to_string(path).expect("read YAML");
@@ -137,16 +155,7 @@ async fn kustomize_base_installs_under_restricted_pod_security() {
         ],
     )
     .await;
-    let log_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let bins = berth_tests::localcluster::binaries::Binaries::resolve(log_dir)
-        .expect("control plane binaries (kubectl)");
-    let out = std::process::Command::new(bins.path("kubectl").expect("kubectl"))
-        .arg("kustomize")
-        .arg(assets())
-        .output()
-        .expect("run kubectl kustomize");
-    assert!(out.status.success(), "kubectl kustomize failed");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = kustomize_assets();
     let objs: Vec<DynamicObject> = serde_yaml::Deserializer::from_str(&text)
         .map(|d| {
             serde_yaml::from_value(serde_yaml::Value::deserialize(d).expect("yaml"))

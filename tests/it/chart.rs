@@ -210,20 +210,7 @@ fn chart_renders_to_the_kustomize_objects() {
     }
     let chart_objects = objects(&rendered);
 
-    let log_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let bins = berth_tests::localcluster::binaries::Binaries::resolve(log_dir)
-        .expect("control plane binaries (kubectl)");
-    let out = std::process::Command::new(bins.path("kubectl").expect("kubectl"))
-        .arg("kustomize")
-        .arg(assets())
-        .output()
-        .expect("run kubectl kustomize");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut kustomize_objects = objects(&String::from_utf8_lossy(&out.stdout));
+    let mut kustomize_objects = objects(&crate::assets::kustomize_assets());
     // Left to the operator by the chart: the release namespace and the
     // grants Secret.
     kustomize_objects.retain(|(kind, _, _), _| kind != "Namespace" && kind != "Secret");

@@ -40,18 +40,7 @@ use serde::Deserialize;
 pub fn grant_bindings(loaded: Option<&LoadedGrants>) -> Vec<GrantBinding> {
     loaded
         .map(|l| {
-            l.bindings
-                .iter()
-                .map(|b| GrantBinding {
-                    name: b.name.clone(),
-                    project: b.project.clone(),
-                    environment: b.environment.clone(),
-                    application: b.application.clone(),
-                    service: b.service.clone(),
-                    runtime_class: b.runtime_class.clone(),
-                    handler: b.handler.clone(),
-                })
-                .collect()
+            l.bindings.iter().map(GrantBinding::from).collect()
         })
         .unwrap_or_default()
 }
