@@ -7,6 +7,7 @@ mod admission;
 mod check_grants;
 mod controller;
 mod crds;
+mod docs;
 mod grants_config;
 mod grants_publisher;
 mod http;
@@ -15,7 +16,7 @@ mod leader;
 mod metrics;
 mod run;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// berth's in-cluster agent.
 #[derive(Debug, Parser)]
@@ -37,6 +38,13 @@ enum Command {
     /// Run the agent: reconcile Runtimes, publish RuntimeGrants, serve
     /// /health and /metrics, with Lease-based leader election.
     Run(Box<run::RunArgs>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) for berth-agent.
+    Man,
 }
 
 fn main() -> color_eyre::Result<()> {
@@ -47,5 +55,7 @@ fn main() -> color_eyre::Result<()> {
         Command::CheckGrants(args) => check_grants::run(&args),
         Command::Webhook(args) => admission::run_command(&args),
         Command::Run(args) => run::run(*args),
+        Command::Completions { shell } => docs::completions(Cli::command(), shell),
+        Command::Man => docs::man_page(Cli::command()),
     }
 }

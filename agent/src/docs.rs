@@ -1,0 +1,24 @@
+//! Shell completions and the man page, generated from the clap definition so
+//! they never drift from the real flags.
+
+use std::io::Write;
+
+use color_eyre::eyre::WrapErr;
+
+/// Writes the completion script for `shell` to stdout.
+pub fn completions(mut cmd: clap::Command, shell: clap_complete::Shell) -> color_eyre::Result<()> {
+    let name = cmd.get_name().to_string();
+    clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+    Ok(())
+}
+
+/// Writes the roff man page to stdout.
+pub fn man_page(cmd: clap::Command) -> color_eyre::Result<()> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd)
+        .render(&mut out)
+        .wrap_err("rendering the man page")?;
+    std::io::stdout()
+        .write_all(&out)
+        .wrap_err("writing the man page")
+}
