@@ -47,6 +47,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         conn.client.clone(),
         scope,
         app.agent_lease.clone(),
+        app.generation,
         tx.clone(),
     );
     watchers.ensure(&app.needed_kinds());
@@ -96,6 +97,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                                         c.client,
                                         scope,
                                         app.agent_lease.clone(),
+                                        app.generation,
                                         tx.clone(),
                                     );
                                 }

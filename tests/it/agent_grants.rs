@@ -128,7 +128,6 @@ async fn agent_grant_removed_blocks_then_clearing_profile_retires() {
 #[tokio::test]
 async fn agent_publishes_runtime_grants_with_status() {
     let (ns, class) = setup("agent-rtg").await;
-    let bw = format!("{}-bw", ns.name);
     let alias = format!("{}-bw", ns.name);
     let gone = format!("{}-gone", ns.name);
     let grants = write_grants(&[binding(&alias, &class, "bounded-runc")]);

@@ -363,3 +363,32 @@ pub async fn wait_condition(
     )
     .await
 }
+
+/// Waits until the agent has finished at least `more` reconciles beyond
+/// what it had done when called (the agent resyncs every 2 s): a bounded
+/// "the agent has looked again" instead of a sleep.
+pub async fn wait_reconciles(agent: &Agent, more: f64) {
+    let start = reconciles(&agent.metrics().await);
+    wait_for_value(
+        &format!("{more} more reconciles (from {start})"),
+        Duration::from_secs(60),
+        || async {
+            (reconciles(&agent.metrics().await) >= start + more).then_some(())
+        },
+    )
+    .await;
+}
+
+/// The server pods of Runtime `name` (kwok removes deleted ones).
+pub async fn server_pods(ns: &TestNamespace, name: &str) -> Vec<k8s_openapi::api::core::v1::Pod> {
+    let selector = berth_shared::render::labels::selector(name)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    Api::<k8s_openapi::api::core::v1::Pod>::namespaced(ns.client.clone(), &ns.name)
+        .list(&kube::api::ListParams::default().labels(&selector))
+        .await
+        .expect("list pods")
+        .items
+}

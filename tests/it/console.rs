@@ -42,7 +42,7 @@ impl Live {
         let (tx, rx) = unbounded_channel();
         let mut app = App::new("test", scope.clone(), Timestamp::now());
         app.agent_lease = lease.clone();
-        let mut watchers = Watchers::new(client, scope, lease, tx);
+        let mut watchers = Watchers::new(client, scope, lease, app.generation, tx);
         watchers.ensure(kinds);
         Live {
             app,

@@ -2,8 +2,10 @@
 //! (see `berth_tests::harness`), a namespace per test.
 
 mod admission;
+mod agent_classes;
 mod agent_grants;
 mod agent_leader;
+mod agent_lifecycle;
 mod agent_reconcile;
 mod agent_support;
 mod assets;

@@ -90,15 +90,18 @@ pub struct Watchers {
     scope: Scope,
     agent_lease: ObjKey,
     tx: UnboundedSender<Msg>,
+    generation: u64,
     tasks: BTreeMap<Kind, JoinHandle<()>>,
 }
 
 impl Watchers {
-    /// No watcher runs yet.
+    /// No watcher runs yet. Events are sent as [`Msg::Watched`] tagged
+    /// with `generation` (the app's at connection time).
     pub fn new(
         client: Client,
         scope: Scope,
         agent_lease: ObjKey,
+        generation: u64,
         tx: UnboundedSender<Msg>,
     ) -> Self {
         Self {
@@ -106,6 +109,7 @@ impl Watchers {
             scope,
             agent_lease,
             tx,
+            generation,
             tasks: BTreeMap::new(),
         }
     }
@@ -116,13 +120,19 @@ impl Watchers {
             if self.tasks.contains_key(&kind) {
                 continue;
             }
-            let _ = self.tx.send(Msg::Watch(kind, WatchEvent::Init));
+            let _ = self
+                .tx
+                .send(Msg::Watched(self.generation, kind, WatchEvent::Init));
             let handle = spawn_kind(
                 self.client.clone(),
                 &self.scope,
                 &self.agent_lease,
                 kind,
-                self.tx.clone(),
+                Sender {
+                    tx: self.tx.clone(),
+                    generation: self.generation,
+                    kind,
+                },
             );
             self.tasks.insert(kind, handle);
         }
@@ -142,6 +152,21 @@ impl Drop for Watchers {
     }
 }
 
+/// Sends one kind's events tagged with the connection's generation.
+struct Sender {
+    tx: UnboundedSender<Msg>,
+    generation: u64,
+    kind: Kind,
+}
+
+impl Sender {
+    fn send(&self, ev: WatchEvent) -> Result<(), ()> {
+        self.tx
+            .send(Msg::Watched(self.generation, self.kind, ev))
+            .map_err(|_| ())
+    }
+}
+
 fn api_for<K>(client: Client, scope: &Scope, kind: Kind) -> Api<K>
 where
     K: Resource<DynamicType = ()>,
@@ -158,24 +183,23 @@ fn spawn_kind(
     scope: &Scope,
     lease: &ObjKey,
     kind: Kind,
-    tx: UnboundedSender<Msg>,
+    tx: Sender,
 ) -> JoinHandle<()> {
     let cfg = watcher::Config::default();
     match kind {
-        Kind::Runtime => spawn(kind, api_for::<Runtime>(client, scope, kind), cfg, tx),
-        Kind::RuntimeGrant => spawn(kind, Api::<RuntimeGrant>::all(client), cfg, tx),
-        Kind::RuntimeClass => spawn(kind, Api::<RuntimeClass>::all(client), cfg, tx),
-        Kind::Node => spawn(kind, Api::<Node>::all(client), cfg, tx),
-        Kind::Pod => spawn(kind, api_for::<Pod>(client, scope, kind), cfg, tx),
-        Kind::Deployment => spawn(kind, api_for::<Deployment>(client, scope, kind), cfg, tx),
-        Kind::ReplicaSet => spawn(kind, api_for::<ReplicaSet>(client, scope, kind), cfg, tx),
-        Kind::StatefulSet => spawn(kind, api_for::<StatefulSet>(client, scope, kind), cfg, tx),
-        Kind::DaemonSet => spawn(kind, api_for::<DaemonSet>(client, scope, kind), cfg, tx),
-        Kind::Job => spawn(kind, api_for::<Job>(client, scope, kind), cfg, tx),
-        Kind::CronJob => spawn(kind, api_for::<CronJob>(client, scope, kind), cfg, tx),
-        Kind::Event => spawn(kind, api_for::<Event>(client, scope, kind), cfg, tx),
+        Kind::Runtime => spawn(api_for::<Runtime>(client, scope, kind), cfg, tx),
+        Kind::RuntimeGrant => spawn(Api::<RuntimeGrant>::all(client), cfg, tx),
+        Kind::RuntimeClass => spawn(Api::<RuntimeClass>::all(client), cfg, tx),
+        Kind::Node => spawn(Api::<Node>::all(client), cfg, tx),
+        Kind::Pod => spawn(api_for::<Pod>(client, scope, kind), cfg, tx),
+        Kind::Deployment => spawn(api_for::<Deployment>(client, scope, kind), cfg, tx),
+        Kind::ReplicaSet => spawn(api_for::<ReplicaSet>(client, scope, kind), cfg, tx),
+        Kind::StatefulSet => spawn(api_for::<StatefulSet>(client, scope, kind), cfg, tx),
+        Kind::DaemonSet => spawn(api_for::<DaemonSet>(client, scope, kind), cfg, tx),
+        Kind::Job => spawn(api_for::<Job>(client, scope, kind), cfg, tx),
+        Kind::CronJob => spawn(api_for::<CronJob>(client, scope, kind), cfg, tx),
+        Kind::Event => spawn(api_for::<Event>(client, scope, kind), cfg, tx),
         Kind::Lease => spawn(
-            kind,
             Api::<Lease>::namespaced(client, &lease.0),
             cfg.fields(&format!("metadata.name={}", lease.1)),
             tx,
@@ -183,12 +207,7 @@ fn spawn_kind(
     }
 }
 
-fn spawn<K>(
-    kind: Kind,
-    api: Api<K>,
-    cfg: watcher::Config,
-    tx: UnboundedSender<Msg>,
-) -> JoinHandle<()>
+fn spawn<K>(api: Api<K>, cfg: watcher::Config, tx: Sender) -> JoinHandle<()>
 where
     K: Resource
         + ResourceExt
@@ -237,17 +256,17 @@ where
                         } else {
                             WatchEvent::Error(msg)
                         };
-                        if tx.send(Msg::Watch(kind, ev)).is_err() {
+                        if tx.send(ev).is_err() {
                             return;
                         }
                         break;
                     }
                 };
-                if tx.send(Msg::Watch(kind, ev)).is_err() {
+                if tx.send(ev).is_err() {
                     return;
                 }
             }
-            if tx.is_closed() {
+            if tx.tx.is_closed() {
                 return;
             }
             tokio::time::sleep(delay).await;

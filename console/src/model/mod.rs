@@ -198,8 +198,11 @@ pub enum Msg {
     Resize,
     /// Time passed (ages).
     Tick(Timestamp),
-    /// A watch event.
+    /// A watch event (for the current connection).
     Watch(Kind, WatchEvent),
+    /// A watch event from the watchers of connection `generation`; ignored
+    /// once the app has switched context or namespace since.
+    Watched(u64, Kind, WatchEvent),
 }
 
 /// What the I/O side must do after an update.
@@ -267,6 +270,9 @@ pub struct App {
     /// Largest useful scroll of the details / rollout screen at the last
     /// draw (content lines minus visible lines).
     pub scroll_max: Cell<usize>,
+    /// Bumped on every context/namespace switch: watch events of older
+    /// connections still in flight are dropped.
+    pub generation: u64,
 }
 
 /// Namespace and name of the agent's Lease unless configured otherwise.
@@ -299,6 +305,7 @@ impl App {
             ),
             page: Cell::new(20),
             scroll_max: Cell::new(usize::MAX),
+            generation: 0,
         }
     }
 
@@ -457,6 +464,7 @@ impl App {
 
     /// Forgets every object and watch (after a context or scope switch).
     pub fn reset_data(&mut self) {
+        self.generation += 1;
         self.store = Store::default();
         self.watches.clear();
         self.pending.clear();
@@ -500,6 +508,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         }
         Msg::Watch(kind, ev) => {
             on_watch(app, kind, ev);
+            Vec::new()
+        }
+        Msg::Watched(generation, kind, ev) => {
+            if generation == app.generation {
+                on_watch(app, kind, ev);
+            }
             Vec::new()
         }
     }

@@ -305,3 +305,27 @@ fn rollout_and_details_scroll() {
     typed(&mut app, "k");
     assert_eq!(app.scroll, 0);
 }
+
+#[test]
+fn events_of_an_old_connection_are_dropped_after_a_switch() {
+    let mut app = fixtures::app();
+    let web = app
+        .store
+        .get(Kind::Runtime, &("demo".into(), "web".into()))
+        .expect("web");
+    let old = app.generation;
+    typed(&mut app, ":ns other");
+    press(&mut app, KeyCode::Enter);
+    assert_ne!(app.generation, old);
+    update(
+        &mut app,
+        Msg::Watched(old, Kind::Runtime, WatchEvent::Apply(web.clone())),
+    );
+    assert_eq!(app.store.count(Kind::Runtime), 0, "stale event ignored");
+    let current = app.generation;
+    update(
+        &mut app,
+        Msg::Watched(current, Kind::Runtime, WatchEvent::Apply(web)),
+    );
+    assert_eq!(app.store.count(Kind::Runtime), 1);
+}
