@@ -10,6 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use crate::get::{self, Format, What};
 use crate::kube::{ConnectOptions, connect, load};
 use crate::model::{DEFAULT_AGENT_LEASE, ObjKey, Scope};
+use crate::retire::{self, Action};
 use crate::run::{RunOptions, run};
 
 /// berth's console: live views of Runtimes, grants, handlers, retained
@@ -51,6 +52,62 @@ pub enum Command {
         #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
         output: Format,
     },
+    /// Retire a Runtime: review (spec diff, pod-template effect, server-side
+    /// dry-run), confirm, change, record an Event.
+    Retire {
+        /// The Runtime, NAMESPACE/NAME.
+        target: String,
+        #[command(flatten)]
+        how: RetireHow,
+        /// Review and dry-run only; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Confirm without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Delete a Deployment's old, scaled-to-zero ReplicaSets that reference
+    /// a RuntimeClass (never the current one), after a review.
+    PruneRevisions {
+        /// The Deployment, NAMESPACE/NAME.
+        target: String,
+        /// The RuntimeClass the rollback revisions must no longer need.
+        #[arg(long)]
+        class: String,
+        /// Review and dry-run only; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Confirm without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+}
+
+/// Which retirement (exactly one).
+#[derive(Debug, Clone, Copy, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct RetireHow {
+    /// Clear spec.runtimeProfile: pods roll onto the default runtime.
+    #[arg(long)]
+    pub to_default: bool,
+    /// Set spec.suspend: true (Deployment to 0, CronJobs suspended).
+    #[arg(long)]
+    pub suspend: bool,
+    /// Delete the Runtime (garbage collection removes its objects).
+    #[arg(long)]
+    pub delete: bool,
+}
+
+impl RetireHow {
+    fn action(self) -> Action {
+        if self.to_default {
+            Action::ToDefault
+        } else if self.suspend {
+            Action::Suspend
+        } else {
+            Action::Delete
+        }
+    }
 }
 
 impl Cli {
@@ -110,7 +167,72 @@ async fn async_main(cli: Cli) -> Result<()> {
             stdout.write_all(out.as_bytes())?;
             Ok(())
         }
+        Some(Command::Retire {
+            target,
+            how,
+            dry_run,
+            yes,
+        }) => {
+            let opts = retire::cli::Options {
+                action: how.action(),
+                target: target.clone(),
+                dry_run: *dry_run,
+                yes: *yes,
+                read_only: cli.read_only,
+            };
+            retire_main(&cli, opts).await
+        }
+        Some(Command::PruneRevisions {
+            target,
+            class,
+            dry_run,
+            yes,
+        }) => {
+            let opts = retire::cli::Options {
+                action: Action::Prune {
+                    class: class.clone(),
+                },
+                target: target.clone(),
+                dry_run: *dry_run,
+                yes: *yes,
+                read_only: cli.read_only,
+            };
+            retire_main(&cli, opts).await
+        }
     }
+}
+
+/// Runs a scripted retirement on the terminal and exits with its code.
+async fn retire_main(cli: &Cli, opts: retire::cli::Options) -> Result<()> {
+    use std::io::IsTerminal;
+    let conn = if opts.read_only {
+        None
+    } else {
+        Some(
+            connect(&cli.connect_options())
+                .await
+                .wrap_err("connecting to the cluster")?,
+        )
+    };
+    let interactive = std::io::stdin().is_terminal();
+    let mut input = std::io::stdin().lock();
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
+    let code = retire::cli::run(
+        conn.as_ref().map(|c| &c.client),
+        &opts,
+        interactive,
+        &mut input,
+        &mut out,
+        &mut err,
+    )
+    .await?;
+    use std::io::Write;
+    out.flush()?;
+    if code != 0 {
+        std::process::exit(code);
+    }
+    Ok(())
 }
 
 /// Connects, lists what `what` needs once, and formats it.

@@ -11,6 +11,7 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::kube::{ConnectOptions, Watchers, connect};
 use crate::model::{App, Effect, Msg, ObjKey, Scope, update};
+use crate::retire;
 use crate::terminal;
 use crate::views;
 
@@ -43,6 +44,8 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     app.agent_lease = opts.agent_lease.clone();
 
     let (tx, mut rx) = unbounded_channel::<Msg>();
+    // The client of the current connection: retirements run with it.
+    let mut client = conn.client.clone();
     let mut watchers = Watchers::new(
         conn.client.clone(),
         scope,
@@ -84,6 +87,25 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                 for effect in update(&mut app, msg) {
                     match effect {
                         Effect::Quit => return Ok(()),
+                        Effect::Review {
+                            action,
+                            namespace,
+                            name,
+                        } => {
+                            let (client, tx) = (client.clone(), tx.clone());
+                            tokio::spawn(async move {
+                                let r = retire::review::review(&client, &action, &namespace, &name)
+                                    .await;
+                                let _ = tx.send(Msg::Reviewed(Box::new(r)));
+                            });
+                        }
+                        Effect::Execute(review) => {
+                            let (client, tx) = (client.clone(), tx.clone());
+                            tokio::spawn(async move {
+                                let r = retire::execute::execute(&client, &review).await;
+                                let _ = tx.send(Msg::Executed(Box::new(r)));
+                            });
+                        }
                         Effect::Watch(kinds) => watchers.ensure(&kinds),
                         Effect::Reconnect { context, scope } => {
                             watchers.stop();
@@ -93,6 +115,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                             };
                             match connect(&opts).await {
                                 Ok(c) => {
+                                    client = c.client.clone();
                                     watchers = Watchers::new(
                                         c.client,
                                         scope,

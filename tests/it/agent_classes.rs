@@ -60,10 +60,16 @@ async fn agent_class_deleted_after_grant_blocks_and_changes_nothing() {
         .expect("delete RuntimeClass");
     let rt = wait_condition(&ns, "web", "Blocked", "True", Some("ClassMissing")).await;
     let (status, reason, message) = cond_of(&rt, "HandlerReady");
-    assert_eq!((status.as_str(), reason.as_str()), ("False", "ClassMissing"));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ClassMissing")
+    );
     assert!(message.contains(&class), "{message}");
     let (status, reason, _) = cond_of(&rt, "Ready");
-    assert_eq!((status.as_str(), reason.as_str()), ("False", "ClassMissing"));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ClassMissing")
+    );
     let rollout = rt.status.as_ref().and_then(|s| s.rollout.clone());
     assert_eq!(rollout.map(|r| r.phase.as_str()), Some("Blocked"));
 
@@ -277,13 +283,19 @@ async fn agent_handler_missing_on_some_nodes_is_placement_incomplete() {
     let (_, _, message) = cond_of(&rt, "HandlerReady");
     let total = names.len();
     let expected = format!("{} of {total} Ready nodes", total - 1);
-    assert!(message.starts_with(&expected), "{expected:?} in {message:?}");
+    assert!(
+        message.starts_with(&expected),
+        "{expected:?} in {message:?}"
+    );
     for other in names.iter().skip(1) {
         assert!(message.contains(other.as_str()), "{other} in {message:?}");
     }
     assert!(!message.contains(&format!("{node},")) && !message.ends_with(node.as_str()));
     let (status, reason, _) = cond_of(&rt, "Degraded");
-    assert_eq!((status.as_str(), reason.as_str()), ("True", "PlacementIncomplete"));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "PlacementIncomplete")
+    );
     let (status, _, _) = cond_of(&rt, "Ready");
     assert_eq!(status, "False");
 

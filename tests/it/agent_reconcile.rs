@@ -155,6 +155,16 @@ async fn agent_reverts_drift_and_recreates_deleted_objects() {
     .await
     .expect("drift deployment");
     let svcs: Api<Service> = Api::namespaced(c.clone(), &ns.name);
+    let port = svcs
+        .get("web")
+        .await
+        .expect("service")
+        .spec
+        .expect("spec")
+        .ports
+        .expect("ports")[0]
+        .port;
+    assert_ne!(port, 9999);
     svcs.patch(
         "web",
         &PatchParams::default(),
@@ -179,15 +189,19 @@ async fn agent_reverts_drift_and_recreates_deleted_objects() {
             let s = svcs.get("web").await.ok();
             let p = pdbs.get("web").await.ok();
             let replicas = d.and_then(|d| d.spec).and_then(|s| s.replicas);
-            let selector_ok = s
-                .and_then(|s| s.spec)
-                .and_then(|s| s.selector)
+            let spec = s.and_then(|s| s.spec).unwrap_or_default();
+            let selector_ok = spec
+                .selector
                 .is_some_and(|sel| sel.get("berth.dev/runtime").map(String::as_str) == Some("web"));
+            // The foreign port is gone and only berth's is left.
+            let ports_ok = spec.ports.is_some_and(|ps| {
+                ps.len() == 1 && ps[0].port == port && ps[0].name.as_deref() == Some("http")
+            });
             let mu = p
                 .and_then(|p| p.spec)
                 .and_then(|s| s.max_unavailable)
                 .map(|m| serde_json::to_value(m).unwrap_or_default());
-            replicas == Some(2) && selector_ok && mu == Some(json!(1))
+            replicas == Some(2) && selector_ok && ports_ok && mu == Some(json!(1))
         }
     })
     .await;

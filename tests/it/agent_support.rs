@@ -168,7 +168,7 @@ impl Agent {
             .args(["--grants-interval-seconds", "1"])
             .env("KUBECONFIG", &kubeconfig)
             .env_remove("BERTH_GRANTS_FILE")
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", "info,kube_runtime=debug,kube_client=debug")
             .stdin(Stdio::null())
             .stdout(file.try_clone().expect("log"))
             .stderr(file);
@@ -214,12 +214,23 @@ impl Agent {
     }
 
     pub async fn wait_ready(&self) {
-        let log = self.log.clone();
-        wait_for_value("agent ready", Duration::from_secs(90), || async {
-            self.is_ready().await.then_some(())
-        })
-        .await;
-        let _ = log;
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        while !self.is_ready().await {
+            if std::time::Instant::now() > deadline {
+                let requests: Vec<String> = self
+                    .metrics()
+                    .await
+                    .lines()
+                    .filter(|l| l.starts_with("berth_agent_api_requests_total"))
+                    .map(str::to_string)
+                    .collect();
+                panic!(
+                    "agent not ready (leading with synced caches) within 90s;\nrequests: {requests:#?}\nlog:\n{}",
+                    self.log_text()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     }
 
     /// The `/metrics` text.
@@ -372,9 +383,7 @@ pub async fn wait_reconciles(agent: &Agent, more: f64) {
     wait_for_value(
         &format!("{more} more reconciles (from {start})"),
         Duration::from_secs(60),
-        || async {
-            (reconciles(&agent.metrics().await) >= start + more).then_some(())
-        },
+        || async { (reconciles(&agent.metrics().await) >= start + more).then_some(()) },
     )
     .await;
 }

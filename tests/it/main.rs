@@ -13,3 +13,4 @@ mod chart;
 mod console;
 mod crds;
 mod foundation;
+mod retire;

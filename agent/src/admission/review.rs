@@ -39,9 +39,7 @@ use serde::Deserialize;
 /// when no file is configured: nothing is granted).
 pub fn grant_bindings(loaded: Option<&LoadedGrants>) -> Vec<GrantBinding> {
     loaded
-        .map(|l| {
-            l.bindings.iter().map(GrantBinding::from).collect()
-        })
+        .map(|l| l.bindings.iter().map(GrantBinding::from).collect())
         .unwrap_or_default()
 }
 

@@ -15,7 +15,9 @@ use std::fmt::Debug;
 
 use berth_shared::api::Runtime;
 use berth_shared::render::{self, Rendered};
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
@@ -165,7 +167,170 @@ async fn ensure<K>(
             out.writes += 1;
             ctx.metrics.write(&kind, "apply");
         }
+        // Server-side apply merges lists by key: a foreign change that
+        // replaced a keyed list entry (a Service port changed by someone
+        // else) leaves the foreign entry next to ours, and the result can
+        // be invalid (two ports named `http`). Only for an object this
+        // Runtime owns (checked above): replace the desired spec fields.
+        Err(kube::Error::Api(s)) if s.code == 422 && live.is_some() => {
+            tracing::info!(object = %label, namespace = %ns, error = %s.message, "apply invalid; replacing the desired spec fields");
+            match replace_spec(&api, &name, uid, &desired_value).await {
+                Ok(()) => {
+                    out.writes += 1;
+                    ctx.metrics.write(&kind, "replace");
+                }
+                Err(e) => out.errors.push(format!("{label}: {e}")),
+            }
+        }
         Err(e) => out.errors.push(format!("{label}: {e}")),
+    }
+}
+
+/// `live` with every top-level `spec` field of `desired` replacing the live
+/// one (fields the agent does not render, such as a Service's clusterIP,
+/// stay) and `desired`'s labels and annotations set.
+pub fn overlay_spec(live: &mut Value, desired: &Value) {
+    if let (Some(l), Some(d)) = (
+        live.get_mut("spec").and_then(Value::as_object_mut),
+        desired.get("spec").and_then(Value::as_object),
+    ) {
+        for (k, v) in d {
+            l.insert(k.clone(), v.clone());
+        }
+    }
+    for key in ["labels", "annotations"] {
+        let Some(d) = desired
+            .get("metadata")
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_object)
+        else {
+            continue;
+        };
+        let Some(meta) = live.get_mut("metadata").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let entry = meta
+            .entry(key)
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(l) = entry.as_object_mut() {
+            for (k, v) in d {
+                l.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// Reads the object fresh, checks it is still this Runtime's, and replaces
+/// it (with its resourceVersion: a concurrent change makes it a conflict,
+/// retried by the next reconcile) with the desired spec fields.
+async fn replace_spec<K>(api: &Api<K>, name: &str, uid: &str, desired: &Value) -> Result<(), String>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let live = api.get(name).await.map_err(|e| e.to_string())?;
+    if !owned_by(live.meta(), uid) {
+        return Err("no longer owned by this Runtime".to_string());
+    }
+    let mut value = serde_json::to_value(&live).map_err(|e| e.to_string())?;
+    overlay_spec(&mut value, desired);
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    let obj: K = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..Default::default()
+    };
+    api.replace(name, &params, &obj)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Field manager that holds a Deployment's replica count while it passes
+/// from the agent to the HorizontalPodAutoscaler.
+pub const HANDOVER_MANAGER: &str = "berth-agent-hpa-handover";
+
+/// Whether the `Apply` entry of the agent in `managed` owns spec.replicas.
+fn agent_owns_replicas(managed: &[ManagedFieldsEntry]) -> bool {
+    managed.iter().any(|m| {
+        m.manager.as_deref() == Some(FIELD_MANAGER)
+            && m.operation.as_deref() == Some("Apply")
+            && m.fields_v1.as_ref().is_some_and(|f| {
+                f.0.get("f:spec")
+                    .and_then(|s| s.get("f:replicas"))
+                    .is_some()
+            })
+    })
+}
+
+/// Autoscaling turned on: the rendered Deployment no longer sets replicas.
+/// Server-side apply would *remove* a field its only owner stops applying
+/// (the Deployment would fall to the default of 1 replica until the HPA
+/// acts). So before that apply, a second field manager applies the current
+/// count, becoming co-owner; the agent's apply then only gives its share
+/// up, and the HPA takes the count over from there (Kubernetes' documented
+/// ownership transfer). Only when the agent still owns the field, i.e. once
+/// per transition; the write is conditional on the resourceVersion read.
+async fn hand_over_replicas(
+    ctx: &Context,
+    store: &Store<Deployment>,
+    desired: &Deployment,
+    uid: &str,
+    out: &mut ApplyOutcome,
+) {
+    let name = desired.name_any();
+    let ns = desired.namespace().unwrap_or_default();
+    let label = format!("Deployment/{name}");
+    let Some(cached) = store.get(&ObjectRef::new(&name).within(&ns)) else {
+        return;
+    };
+    if !owned_by(cached.meta(), uid) || cached.spec.as_ref().and_then(|s| s.replicas).is_none() {
+        return;
+    }
+    let Ok(desired_value) = with_hash(desired) else {
+        return;
+    };
+    let cached_value = serde_json::to_value(&*cached).unwrap_or(Value::Null);
+    if contains(Some(&cached_value), &desired_value) {
+        // Nothing to apply, so nothing to hand over.
+        return;
+    }
+    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let live = match api.get(&name).await {
+        Ok(d) => d,
+        Err(e) => {
+            out.errors.push(format!("{label}: {e}"));
+            return;
+        }
+    };
+    let replicas = live.spec.as_ref().and_then(|s| s.replicas);
+    if !owned_by(live.meta(), uid)
+        || replicas.is_none()
+        || !agent_owns_replicas(live.metadata.managed_fields.as_deref().unwrap_or_default())
+    {
+        return;
+    }
+    tracing::info!(object = %label, namespace = %ns, ?replicas, "handing the replica count over to the HorizontalPodAutoscaler");
+    let body = serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "resourceVersion": live.metadata.resource_version},
+        "spec": {"replicas": replicas},
+    });
+    match api
+        .patch(
+            &name,
+            &PatchParams::apply(HANDOVER_MANAGER),
+            &Patch::Apply(&body),
+        )
+        .await
+    {
+        Ok(_) => {
+            out.writes += 1;
+            ctx.metrics.write("Deployment", "apply");
+        }
+        Err(e) => out.errors.push(format!("{label}: replica handover: {e}")),
     }
 }
 
@@ -254,15 +419,29 @@ pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) ->
         &mut out,
     )
     .await;
-    ensure(
-        ctx,
-        &s.deployments,
-        &rendered.deployment,
-        &uid,
-        Mode::Converge,
-        &mut out,
-    )
-    .await;
+    let mut handed_over = true;
+    if rendered
+        .deployment
+        .spec
+        .as_ref()
+        .is_some_and(|d| d.replicas.is_none())
+    {
+        let errors = out.errors.len();
+        hand_over_replicas(ctx, &s.deployments, &rendered.deployment, &uid, &mut out).await;
+        handed_over = out.errors.len() == errors;
+    }
+    // Without the handover the apply would drop the replica count: retried.
+    if handed_over {
+        ensure(
+            ctx,
+            &s.deployments,
+            &rendered.deployment,
+            &uid,
+            Mode::Converge,
+            &mut out,
+        )
+        .await;
+    }
     ensure(
         ctx,
         &s.pdbs,
@@ -324,6 +503,60 @@ mod tests {
             &json!({"z": {}, "y": [], "n": null})
         ));
         assert!(!contains(Some(&actual), &json!({"a": "1"})));
+    }
+
+    #[test]
+    fn overlay_replaces_desired_spec_fields_only() {
+        let mut live = json!({
+            "metadata": {"name": "web", "labels": {"theirs": "x"}, "resourceVersion": "7"},
+            "spec": {"clusterIP": "10.0.0.1", "ports": [
+                {"name": "http", "port": 9999}, {"name": "extra", "port": 1}]}
+        });
+        let desired = json!({
+            "metadata": {"name": "web", "labels": {"berth": "y"}, "annotations": {"a": "b"}},
+            "spec": {"ports": [{"name": "http", "port": 80}]}
+        });
+        overlay_spec(&mut live, &desired);
+        assert_eq!(
+            live,
+            json!({
+                "metadata": {"name": "web", "labels": {"theirs": "x", "berth": "y"},
+                    "annotations": {"a": "b"}, "resourceVersion": "7"},
+                "spec": {"clusterIP": "10.0.0.1", "ports": [{"name": "http", "port": 80}]}
+            })
+        );
+    }
+
+    #[test]
+    fn replica_ownership_from_managed_fields() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1;
+        let entry = |manager: &str, op: &str, fields: Value| ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some(op.into()),
+            fields_v1: Some(FieldsV1(fields)),
+            ..Default::default()
+        };
+        let replicas = json!({"f:spec": {"f:replicas": {}}});
+        assert!(agent_owns_replicas(&[entry(
+            FIELD_MANAGER,
+            "Apply",
+            replicas.clone()
+        )]));
+        assert!(!agent_owns_replicas(&[entry(
+            FIELD_MANAGER,
+            "Update",
+            replicas.clone()
+        )]));
+        assert!(!agent_owns_replicas(&[entry(
+            "kube-controller-manager",
+            "Apply",
+            replicas
+        )]));
+        assert!(!agent_owns_replicas(&[entry(
+            FIELD_MANAGER,
+            "Apply",
+            json!({"f:spec": {"f:template": {}}})
+        )]));
     }
 
     #[test]

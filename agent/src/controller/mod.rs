@@ -290,24 +290,52 @@ pub fn start(
 
 /// Waits until every cache has its initial list.
 pub async fn wait_synced(s: &Stores) {
-    let _ = futures::join!(
-        s.runtimes.wait_until_ready(),
-        s.namespaces.wait_until_ready(),
-        s.classes.wait_until_ready(),
-        s.nodes.wait_until_ready(),
-        s.config_maps.wait_until_ready(),
-        s.service_accounts.wait_until_ready(),
-        s.services.wait_until_ready(),
-        s.pdbs.wait_until_ready(),
-        s.network_policies.wait_until_ready(),
-        s.hpas.wait_until_ready(),
-        s.deployments.wait_until_ready(),
-        s.replica_sets.wait_until_ready(),
-        s.jobs.wait_until_ready(),
-        s.cron_jobs.wait_until_ready(),
-        s.stateful_sets.wait_until_ready(),
-        s.daemon_sets.wait_until_ready(),
-    );
+    loop {
+        let pending = unsynced(s).await;
+        if pending.is_empty() {
+            return;
+        }
+        // Say which caches hold readiness back: a cache that never syncs
+        // (RBAC, a failing watch) is otherwise invisible.
+        tracing::info!(?pending, "waiting for caches to sync");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+}
+
+/// The names of the caches that have not completed their first list yet.
+async fn unsynced(s: &Stores) -> Vec<&'static str> {
+    async fn ready<K>(store: &Store<K>) -> bool
+    where
+        K: kube::Resource + Clone + 'static,
+        K::DynamicType: Eq + std::hash::Hash + Clone,
+    {
+        tokio::time::timeout(Duration::from_millis(200), store.wait_until_ready())
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+    let checks = [
+        ("runtimes", ready(&s.runtimes).await),
+        ("namespaces", ready(&s.namespaces).await),
+        ("runtimeclasses", ready(&s.classes).await),
+        ("nodes", ready(&s.nodes).await),
+        ("configmaps", ready(&s.config_maps).await),
+        ("serviceaccounts", ready(&s.service_accounts).await),
+        ("services", ready(&s.services).await),
+        ("poddisruptionbudgets", ready(&s.pdbs).await),
+        ("networkpolicies", ready(&s.network_policies).await),
+        ("horizontalpodautoscalers", ready(&s.hpas).await),
+        ("deployments", ready(&s.deployments).await),
+        ("replicasets", ready(&s.replica_sets).await),
+        ("jobs", ready(&s.jobs).await),
+        ("cronjobs", ready(&s.cron_jobs).await),
+        ("statefulsets", ready(&s.stateful_sets).await),
+        ("daemonsets", ready(&s.daemon_sets).await),
+    ];
+    checks
+        .into_iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// One reconcile: read → decide → render → apply → status.

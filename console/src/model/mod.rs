@@ -23,6 +23,35 @@ pub use table::{RowRef, RowTone, TableData};
 
 use rows::{GrantRow, HandlerRow, RetainedRow, RuntimeRow};
 
+use crate::retire::execute::Outcome;
+use crate::retire::{Action, RetireError, Review};
+
+/// A retirement review open in the TUI.
+#[derive(Clone, Debug)]
+pub enum ReviewState {
+    /// Permission check, reads and dry-run in flight.
+    Loading {
+        /// The action's title.
+        title: String,
+        /// `NAMESPACE/NAME`.
+        target: String,
+    },
+    /// Shown; the user types the confirmation.
+    Ready {
+        review: Box<Review>,
+        /// Typed so far.
+        typed: String,
+    },
+    /// Confirmed; being sent.
+    Running { review: Box<Review>, typed: String },
+    /// The review could not be made (RBAC, not found, …).
+    Failed {
+        title: String,
+        target: String,
+        error: String,
+    },
+}
+
 /// Which namespaces are watched.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Scope {
@@ -203,11 +232,24 @@ pub enum Msg {
     /// A watch event from the watchers of connection `generation`; ignored
     /// once the app has switched context or namespace since.
     Watched(u64, Kind, WatchEvent),
+    /// A retirement review finished.
+    Reviewed(Box<Result<Review, RetireError>>),
+    /// A confirmed retirement was carried out (or failed).
+    Executed(Box<Result<Outcome, RetireError>>),
 }
 
 /// What the I/O side must do after an update.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
+    /// Review a retirement (permission, reads, dry-run); answers with
+    /// [`Msg::Reviewed`].
+    Review {
+        action: Action,
+        namespace: String,
+        name: String,
+    },
+    /// Carry out a confirmed review; answers with [`Msg::Executed`].
+    Execute(Box<Review>),
     /// Make sure these kinds are watched.
     Watch(Vec<Kind>),
     /// Drop every watch and reconnect with another context and/or scope.
@@ -273,6 +315,8 @@ pub struct App {
     /// Bumped on every context/namespace switch: watch events of older
     /// connections still in flight are dropped.
     pub generation: u64,
+    /// The retirement review shown, if any.
+    pub review: Option<ReviewState>,
 }
 
 /// Namespace and name of the agent's Lease unless configured otherwise.
@@ -306,6 +350,7 @@ impl App {
             page: Cell::new(20),
             scroll_max: Cell::new(usize::MAX),
             generation: 0,
+            review: None,
         }
     }
 
@@ -514,6 +559,36 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if generation == app.generation {
                 on_watch(app, kind, ev);
             }
+            Vec::new()
+        }
+        Msg::Reviewed(result) => {
+            app.dirty = true;
+            if let Some(ReviewState::Loading { title, target }) = app.review.take() {
+                app.scroll = 0;
+                app.review = Some(match *result {
+                    Ok(review) => ReviewState::Ready {
+                        review: Box::new(review),
+                        typed: String::new(),
+                    },
+                    Err(e) => ReviewState::Failed {
+                        title,
+                        target,
+                        error: e.to_string(),
+                    },
+                });
+            }
+            Vec::new()
+        }
+        Msg::Executed(result) => {
+            app.dirty = true;
+            app.review = None;
+            app.flash = Some(match *result {
+                Ok(o) => match o.event_error {
+                    None => o.message,
+                    Some(e) => format!("{} (the Event could not be recorded: {e})", o.message),
+                },
+                Err(e) => e.to_string(),
+            });
             Vec::new()
         }
     }

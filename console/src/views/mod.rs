@@ -8,6 +8,7 @@ pub mod grants;
 pub mod handlers;
 pub mod help;
 pub mod retained;
+pub mod review;
 pub mod rollout;
 pub mod runtimes;
 pub mod statusbar;
@@ -65,6 +66,9 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
     statusbar::StatusBar.draw(app, frame, status);
     command::CommandLine.draw(app, frame, bottom);
+    if app.review.is_some() {
+        review::ReviewView.draw(app, frame, main);
+    }
     if app.show_help {
         help::Help.draw(app, frame, main);
     }
