@@ -617,11 +617,10 @@ fn review_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
         return Vec::new();
     };
     match (state, key.code) {
+        (ReviewState::Running { .. }, KeyCode::Esc) => {}
         (_, KeyCode::Esc) => {
-            if !matches!(app.review, Some(ReviewState::Running { .. })) {
-                app.review = None;
-                app.scroll = 0;
-            }
+            app.review = None;
+            app.scroll = 0;
         }
         (ReviewState::Ready { review, typed }, KeyCode::Enter) => {
             if !review.can_execute() {

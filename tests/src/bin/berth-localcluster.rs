@@ -84,10 +84,13 @@ async fn up(args: UpArgs) -> Result<()> {
     let opts = options(&args)?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
+    // A closed terminal (SIGHUP) must stop the cluster too, not orphan it.
+    let mut sighup = signal(SignalKind::hangup())?;
     let mut cluster = tokio::select! {
         c = LocalCluster::start(&opts) => c.wrap_err("starting the local cluster")?,
         _ = sigint.recv() => return Ok(()),
         _ = sigterm.recv() => return Ok(()),
+        _ = sighup.recv() => return Ok(()),
     };
     println!("berth-localcluster is up: {}", cluster.server);
     println!("  export KUBECONFIG={}", cluster.kubeconfig.display());
@@ -106,6 +109,7 @@ async fn up(args: UpArgs) -> Result<()> {
         tokio::select! {
             _ = sigint.recv() => break Ok(()),
             _ = sigterm.recv() => break Ok(()),
+            _ = sighup.recv() => break Ok(()),
             _ = &mut eof => break Ok(()),
             _ = tick.tick() => {
                 if let Err(e) = cluster.check_running() {
