@@ -81,6 +81,13 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
 }
 
 /// Which retirement (exactly one).
@@ -181,6 +188,20 @@ async fn async_main(cli: Cli) -> Result<()> {
                 read_only: cli.read_only,
             };
             retire_main(&cli, opts).await
+        }
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(*shell, &mut cmd, "berth", &mut std::io::stdout());
+            Ok(())
+        }
+        Some(Command::Man) => {
+            use clap::CommandFactory;
+            use std::io::Write;
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            std::io::stdout().write_all(&out)?;
+            Ok(())
         }
         Some(Command::PruneRevisions {
             target,

@@ -665,3 +665,53 @@ async fn console_without_rights_says_so_instead_of_reconnecting() {
     let (text, _) = berth_console::views::statusbar::connection_text(&live.app);
     assert_eq!(text, "connected");
 }
+
+/// Packaging: installed as `kubectl-berth` on the PATH, the console runs as
+/// `kubectl berth`; completions and the man page come from the same clap
+/// definition; `--version` answers.
+#[tokio::test]
+async fn kubectl_plugin_completions_and_man_page() {
+    let bin = tokio::task::spawn_blocking(berth_binary)
+        .await
+        .expect("build");
+    let log_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let kubectl = berth_tests::localcluster::binaries::Binaries::resolve(log_dir)
+        .expect("control plane binaries")
+        .path("kubectl")
+        .expect("kubectl")
+        .to_path_buf();
+    let plugin_dir = log_dir.join(format!("kubectl-plugins-{}", std::process::id()));
+    std::fs::create_dir_all(&plugin_dir).expect("plugin dir");
+    std::fs::copy(&bin, plugin_dir.join("kubectl-berth")).expect("install kubectl-berth");
+    let path = format!(
+        "{}:{}",
+        plugin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(&kubectl)
+        .args(["berth", "--version"])
+        .env("PATH", &path)
+        .output()
+        .expect("kubectl berth --version");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("berth {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    for (args, needle) in [
+        (&["completions", "bash"][..], "_berth()"),
+        (&["completions", "zsh"][..], "#compdef berth"),
+        (&["man"][..], ".TH berth 1"),
+    ] {
+        let out = Command::new(&bin).args(args).output().expect("run berth");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains(needle), "berth {args:?}: {text:.200}");
+        // The generated docs know every subcommand.
+        if args[0] != "man" {
+            for sub in ["get", "retire", "prune-revisions"] {
+                assert!(text.contains(sub), "berth {args:?} lacks {sub}");
+            }
+        }
+    }
+}
