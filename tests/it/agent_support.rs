@@ -168,7 +168,7 @@ impl Agent {
             .args(["--grants-interval-seconds", "1"])
             .env("KUBECONFIG", &kubeconfig)
             .env_remove("BERTH_GRANTS_FILE")
-            .env("RUST_LOG", "info,kube_runtime=debug,kube_client=debug")
+            .env("RUST_LOG", "info,kube_runtime=debug")
             .stdin(Stdio::null())
             .stdout(file.try_clone().expect("log"))
             .stderr(file);

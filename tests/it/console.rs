@@ -693,7 +693,11 @@ async fn kubectl_plugin_completions_and_man_page() {
         .env("PATH", &path)
         .output()
         .expect("kubectl berth --version");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         format!("berth {}", env!("CARGO_PKG_VERSION"))
@@ -706,7 +710,10 @@ async fn kubectl_plugin_completions_and_man_page() {
     ] {
         let out = Command::new(&bin).args(args).output().expect("run berth");
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success() && text.contains(needle), "berth {args:?}: {text:.200}");
+        assert!(
+            out.status.success() && text.contains(needle),
+            "berth {args:?}: {text:.200}"
+        );
         // The generated docs know every subcommand.
         if args[0] != "man" {
             for sub in ["get", "retire", "prune-revisions"] {

@@ -36,7 +36,16 @@ fn trusted_base() -> PathBuf {
                 .parent()
                 .and_then(Path::parent)
                 .expect("test binary lives in <target>/<profile>/deps");
-            profile_dir.join("berth-grants-tests")
+            let beside_target = profile_dir.join("berth-grants-tests");
+            // A checkout under /tmp (or any shared directory) puts the
+            // target dir below an untrusted ancestor: fall back to the
+            // user's cache directory, which is normally private.
+            let in_home = std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/berth/grants-tests"));
+            match in_home {
+                Some(home) if !ancestors_trusted(&beside_target) => home,
+                _ => beside_target,
+            }
         }
     };
     if !base.exists() {
@@ -44,6 +53,16 @@ fn trusted_base() -> PathBuf {
         fs::set_permissions(&base, fs::Permissions::from_mode(0o700)).expect("chmod base");
     }
     base
+}
+
+/// Whether every existing ancestor of `path` is owned by root or us and not
+/// group/other-writable (the loader's parent-directory rule, roughly).
+fn ancestors_trusted(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = rustix::process::geteuid().as_raw();
+    path.ancestors().filter(|a| a.exists()).all(|a| {
+        fs::metadata(a).is_ok_and(|m| (m.uid() == 0 || m.uid() == me) && m.mode() & 0o022 == 0)
+    })
 }
 
 /// A fresh directory for one case, removed on drop.
