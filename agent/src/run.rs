@@ -63,6 +63,10 @@ pub struct RunArgs {
     /// Seconds between full reconciles of a settled Runtime.
     #[arg(long, default_value_t = 300)]
     pub resync_seconds: u64,
+    /// Seconds the leader may take to sync its caches before it gives up the
+    /// lease and exits non-zero (to be restarted with fresh watches).
+    #[arg(long, default_value_t = 60)]
+    pub cache_sync_timeout_seconds: u64,
     /// Seconds between RuntimeGrant publishing passes.
     #[arg(long, default_value_t = 10)]
     pub grants_interval_seconds: u64,
@@ -285,8 +289,19 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     let stores = started.stores.clone();
     let ready_flag = readiness.clone();
     let leading_flag = leading.clone();
+    let sync_timeout = Duration::from_secs(args.cache_sync_timeout_seconds.max(1));
+    let (sync_failed_tx, sync_failed_rx) = tokio::sync::oneshot::channel::<Vec<&'static str>>();
     tokio::spawn(async move {
-        controller::wait_synced(&stores).await;
+        if tokio::time::timeout(sync_timeout, controller::wait_synced(&stores))
+            .await
+            .is_err()
+        {
+            // A cache that never completes its first list leaves the
+            // leader holding the lease without reconciling. Exiting hands
+            // the lease on and lets the restart start every watch afresh.
+            let _ = sync_failed_tx.send(controller::unsynced(&stores).await);
+            return;
+        }
         ready_flag.set(true);
         leading_flag.set(true);
         tracing::info!("caches synced; ready");
@@ -300,6 +315,14 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             metrics.leader.set(0);
             tracing::error!(reason = %lost, "leadership lost: writes stopped, exiting");
             Err(eyre!("leadership lost: {lost}"))
+        }
+        Ok(pending) = sync_failed_rx => {
+            gate.set(false);
+            readiness.set(false);
+            metrics.leader.set(0);
+            elector.release().await;
+            tracing::error!(?pending, timeout = ?sync_timeout, "caches did not sync: exiting so that a restart starts the watches afresh");
+            Err(eyre!("caches did not sync within {sync_timeout:?}: {pending:?}"))
         }
         () = stopped() => {
             readiness.set(false);

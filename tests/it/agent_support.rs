@@ -112,6 +112,7 @@ pub struct Agent {
 }
 
 /// Options of one agent.
+#[derive(Clone)]
 pub struct AgentOpts<'a> {
     pub namespace: &'a str,
     pub grants: Option<&'a Path>,
@@ -134,10 +135,43 @@ impl<'a> AgentOpts<'a> {
 
 impl Agent {
     /// Starts an agent and waits until it is ready (leader with synced caches).
+    ///
+    /// An agent whose caches do not sync gives up (non-zero exit, see
+    /// `--cache-sync-timeout-seconds`); a real Deployment restarts it, and so
+    /// does this helper, once.
     pub async fn start(opts: AgentOpts<'_>) -> Agent {
+        let mut agent = Self::spawn(opts.clone()).await;
+        if agent.wait_ready_or_exit().await {
+            return agent;
+        }
+        eprintln!(
+            "agent {} exited before it was ready; restarting it once. Its log:\n{}",
+            opts.identity,
+            agent.log_text()
+        );
         let agent = Self::spawn(opts).await;
         agent.wait_ready().await;
         agent
+    }
+
+    /// Waits until the agent leads with synced caches (true) or has exited
+    /// (false); panics after 90 s.
+    async fn wait_ready_or_exit(&mut self) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            if self.is_ready().await {
+                return true;
+            }
+            if self.exit_code().is_some() {
+                return false;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "agent not ready (leading with synced caches) within 90s; log:\n{}",
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     }
 
     /// Starts an agent without waiting.
@@ -166,6 +200,7 @@ impl Agent {
             .args(["--lease-renew-seconds", "1"])
             .args(["--resync-seconds", "2"])
             .args(["--grants-interval-seconds", "1"])
+            .args(["--cache-sync-timeout-seconds", "40"])
             .env("KUBECONFIG", &kubeconfig)
             .env_remove("BERTH_GRANTS_FILE")
             .env("RUST_LOG", "info,kube_runtime=debug")

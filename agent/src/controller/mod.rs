@@ -303,7 +303,7 @@ pub async fn wait_synced(s: &Stores) {
 }
 
 /// The names of the caches that have not completed their first list yet.
-async fn unsynced(s: &Stores) -> Vec<&'static str> {
+pub async fn unsynced(s: &Stores) -> Vec<&'static str> {
     async fn ready<K>(store: &Store<K>) -> bool
     where
         K: kube::Resource + Clone + 'static,
