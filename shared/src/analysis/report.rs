@@ -86,7 +86,22 @@ pub fn removal_verdict(workloads: &[&Workload], grants: usize) -> RemovalVerdict
         grants,
         ..UsageCounts::default()
     };
+    // A Deployment, its current ReplicaSet and their pods are one workload:
+    // count what the operator manages (the top of each ownership chain),
+    // plus rollback revisions, which are a separate reason to keep a class.
+    let present: std::collections::HashSet<(&str, &str, &str)> = workloads
+        .iter()
+        .map(|w| (w.namespace.as_str(), w.kind.as_str(), w.name.as_str()))
+        .collect();
+    let owned_by_listed = |w: &Workload| {
+        w.owner.as_ref().is_some_and(|o| {
+            present.contains(&(w.namespace.as_str(), o.kind.as_str(), o.name.as_str()))
+        })
+    };
     for w in workloads {
+        if owned_by_listed(w) && !w.is_rollback_revision {
+            continue;
+        }
         let finished = matches!(w.kind, WorkloadKind::Job | WorkloadKind::Pod)
             && !w.is_active()
             && !w.suspended;

@@ -496,6 +496,28 @@ fn removal_verdicts() {
 }
 
 #[test]
+fn removal_verdict_counts_a_deployment_and_its_replicaset_once() {
+    let deploy = Workload::from_deployment(&deployment("a", Some("k"), 3, 3, "2"));
+    let current =
+        Workload::from_replica_set(&replica_set("a-2", "a", Some("k"), 3, "2"), Some("2"));
+    let rollback =
+        Workload::from_replica_set(&replica_set("a-1", "a", Some("k"), 0, "1"), Some("2"));
+    assert!(!current.is_rollback_revision && rollback.is_rollback_revision);
+    let RemovalVerdict::Unsafe { counts, why } =
+        removal_verdict(&[&deploy, &current, &rollback], 0)
+    else {
+        panic!("unsafe");
+    };
+    assert_eq!((counts.workloads, counts.active, counts.replicas), (2, 1, 3), "{why}");
+    assert_eq!(counts.rollback_revisions, 1);
+    // Without its Deployment in view, the ReplicaSet stands for itself.
+    let RemovalVerdict::Unsafe { counts, .. } = removal_verdict(&[&current], 0) else {
+        panic!("unsafe");
+    };
+    assert_eq!((counts.workloads, counts.replicas), (1, 3));
+}
+
+#[test]
 fn handler_reports_per_class() {
     let classes = vec![
         class("kata", "kata-runtime"),
