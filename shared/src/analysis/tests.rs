@@ -508,7 +508,11 @@ fn removal_verdict_counts_a_deployment_and_its_replicaset_once() {
     else {
         panic!("unsafe");
     };
-    assert_eq!((counts.workloads, counts.active, counts.replicas), (2, 1, 3), "{why}");
+    assert_eq!(
+        (counts.workloads, counts.active, counts.replicas),
+        (2, 1, 3),
+        "{why}"
+    );
     assert_eq!(counts.rollback_revisions, 1);
     // Without its Deployment in view, the ReplicaSet stands for itself.
     let RemovalVerdict::Unsafe { counts, .. } = removal_verdict(&[&current], 0) else {
