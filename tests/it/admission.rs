@@ -12,7 +12,6 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -46,63 +45,21 @@ fn unique(prefix: &str) -> String {
 
 // ---------------------------------------------------------------- agent ---
 
-/// `<target>/<profile>` of this test executable (`…/deps/it-…`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("<target>/<profile>/deps")
-        .to_path_buf()
-}
-
-static AGENT_BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-
-/// The `berth-agent` binary: `BERTH_AGENT_BIN`, or built once per test run
-/// with the cargo that runs the tests (cargo only builds this package's
-/// binaries for `cargo test -p berth-tests`).
-fn build_agent() -> Result<PathBuf, String> {
-    if let Ok(p) = std::env::var("BERTH_AGENT_BIN") {
-        return Ok(PathBuf::from(p));
-    }
-    let profile = profile_dir();
-    let target = profile.parent().ok_or("no target dir")?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = std::process::Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "berth-agent",
-        "--bin",
-        "berth-agent",
-    ])
-    .arg("--target-dir")
-    .arg(target)
-    .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
-    if profile.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().map_err(|e| format!("running cargo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "cargo build -p berth-agent failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(profile.join("berth-agent"))
-}
-
 async fn agent_binary() -> PathBuf {
-    tokio::task::spawn_blocking(|| AGENT_BIN.get_or_init(build_agent).clone())
-        .await
-        .expect("build thread")
-        .unwrap_or_else(|e| panic!("{e}"))
+    tokio::task::spawn_blocking(|| {
+        berth_tests::harness::workspace_binary("berth-agent", "berth-agent", "BERTH_AGENT_BIN")
+    })
+    .await
+    .expect("build thread")
 }
 
 /// A grants file under a 0700 directory in the target dir (the loader
 /// refuses /tmp and anything group/other-writable).
 fn grants_file(id: &str, bindings: &[(&str, &str, &str)]) -> PathBuf {
-    let base = profile_dir().parent().expect("target").join("berth-it");
+    let base = berth_tests::harness::profile_dir()
+        .parent()
+        .expect("target")
+        .join("berth-it");
     // Directories of earlier test processes that are gone.
     if let Ok(entries) = std::fs::read_dir(&base) {
         for e in entries.flatten() {

@@ -6,7 +6,6 @@ use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -23,46 +22,15 @@ pub const ENVIRONMENT: &str = "production";
 pub const APPLICATION: &str = "analytics";
 pub const SERVICE: &str = "worker";
 
-static BUILD: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 static N: AtomicU32 = AtomicU32::new(0);
-
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf()
-}
 
 /// The agent binary: `BERTH_AGENT_BIN`, or built once with cargo.
 fn agent_binary() -> PathBuf {
-    BUILD
-        .get_or_init(|| {
-            if let Ok(p) = std::env::var("BERTH_AGENT_BIN") {
-                return Ok(PathBuf::from(p));
-            }
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "-p", "berth-agent", "--bin", "berth-agent"])
-                .status()
-                .map_err(|e| e.to_string())?;
-            if !status.success() {
-                return Err(format!("cargo build -p berth-agent: {status}"));
-            }
-            // A private copy: other cargo runs may relink target/debug/berth-agent
-            // while tests still start agents.
-            let copy = private_dir("agent-bin").join("berth-agent");
-            std::fs::copy(profile_dir().join("berth-agent"), &copy).map_err(|e| e.to_string())?;
-            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))
-                .map_err(|e| e.to_string())?;
-            Ok(copy)
-        })
-        .clone()
-        .expect("berth-agent binary")
+    harness::workspace_binary("berth-agent", "berth-agent", "BERTH_AGENT_BIN")
 }
 
 fn private_dir(name: &str) -> PathBuf {
-    let dir = profile_dir()
+    let dir = berth_tests::harness::profile_dir()
         .parent()
         .expect("target")
         .join("berth-it")

@@ -5,9 +5,8 @@
 //! apiserver goes away shows "reconnecting…" and recovers; and the real
 //! binary runs in tmux, switches views, quits and restores the terminal.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use berth_console::kube::Watchers;
@@ -85,35 +84,9 @@ impl Live {
     }
 }
 
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf()
-}
-
-static BERTH: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-
 /// The `berth` binary: `BERTH_BIN`, or built once with cargo.
 fn berth_binary() -> PathBuf {
-    BERTH
-        .get_or_init(|| {
-            if let Ok(p) = std::env::var("BERTH_BIN") {
-                return Ok(PathBuf::from(p));
-            }
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "-p", "berth-console", "--bin", "berth"])
-                .status()
-                .map_err(|e| e.to_string())?;
-            if !status.success() {
-                return Err(format!("cargo build -p berth-console: {status}"));
-            }
-            Ok(profile_dir().join("berth"))
-        })
-        .clone()
-        .expect("berth binary")
+    harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
 }
 
 async fn berth(args: &[&str]) -> (bool, String, String) {
@@ -527,7 +500,7 @@ async fn in_tmux(
     let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
         .await
         .expect("cluster");
-    let dir = profile_dir()
+    let dir = berth_tests::harness::profile_dir()
         .parent()
         .expect("target")
         .join("berth-it")
