@@ -247,43 +247,16 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
     ctx.metrics
         .grants_file_stale
         .set(i64::from(matches!(file, FileState::Stale(_))));
-    ctx.metrics
-        .grants_loaded
-        .set(i64::try_from(ctx.grants.bindings.len()).unwrap_or(i64::MAX));
     update_runtime_gauges(ctx);
 
     let s = &ctx.stores;
     let (deps, rss, stss, dss, jobs, crons) = (
-        s.deployments
-            .state()
-            .iter()
-            .map(|o| (**o).clone())
-            .collect::<Vec<_>>(),
-        s.replica_sets
-            .state()
-            .iter()
-            .map(|o| (**o).clone())
-            .collect::<Vec<_>>(),
-        s.stateful_sets
-            .state()
-            .iter()
-            .map(|o| (**o).clone())
-            .collect::<Vec<_>>(),
-        s.daemon_sets
-            .state()
-            .iter()
-            .map(|o| (**o).clone())
-            .collect::<Vec<_>>(),
-        s.jobs
-            .state()
-            .iter()
-            .map(|o| (**o).clone())
-            .collect::<Vec<_>>(),
-        s.cron_jobs
-            .state()
-            .iter()
-            .map(|o| (**o).clone())
-            .collect::<Vec<_>>(),
+        snapshot(&s.deployments),
+        snapshot(&s.replica_sets),
+        snapshot(&s.stateful_sets),
+        snapshot(&s.daemon_sets),
+        snapshot(&s.jobs),
+        snapshot(&s.cron_jobs),
     );
     let workloads = WorkloadSources {
         deployments: &deps,
@@ -454,4 +427,12 @@ pub async fn run(ctx: Arc<Context>, grants: Store<RuntimeGrant>, interval: Durat
         tick.tick().await;
         sync_once(&ctx, &grants).await;
     }
+}
+
+/// The cached objects of one kind, owned (the analysis takes slices).
+fn snapshot<K: Clone + kube::Resource + 'static>(store: &Store<K>) -> Vec<K>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store.state().iter().map(|o| (**o).clone()).collect()
 }
