@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use berth_shared::api::{Runtime, RuntimeGrant};
-use berth_tests::harness::{TestNamespace, cluster, install_crds, restricted_client, wait_for};
+use berth_tests::harness::{
+    TestNamespace, cluster, create_runtime_class, install_crds, restricted_client, wait_for,
+};
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, ValidatingWebhookConfiguration,
 };
@@ -230,21 +232,6 @@ fn runtime_for(name: &str, service: &str, profile: Option<&str>, suspend: bool) 
     serde_json::from_value(v).expect("runtime")
 }
 
-async fn runtime_class(client: &Client, name: &str, handler: &str) {
-    let api: Api<RuntimeClass> = Api::all(client.clone());
-    let rc = RuntimeClass {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        handler: handler.into(),
-        ..Default::default()
-    };
-    api.create(&PostParams::default(), &rc)
-        .await
-        .expect("create RuntimeClass");
-}
-
 async fn delete_classes(client: &Client, names: &[&str]) {
     let api: Api<RuntimeClass> = Api::all(client.clone());
     for n in names {
@@ -288,8 +275,8 @@ async fn refuses_ungranted_profiles_and_dry_run_plans_the_same() {
         format!("{id}-mismatch"),
         format!("{id}-missing"),
     );
-    runtime_class(&client, &bounded, "bounded-runc").await;
-    runtime_class(&client, &mismatch, "runc").await;
+    create_runtime_class(&client, &bounded, "bounded-runc").await;
+    create_runtime_class(&client, &mismatch, "runc").await;
     let grants = grants_file(
         &id,
         &[
@@ -448,7 +435,7 @@ async fn retiring_a_revoked_profile_is_always_accepted() {
     let ns = namespace("adm-rev", &id, true).await;
     let client = ns.client.clone();
     let class = format!("{id}-bounded");
-    runtime_class(&client, &class, "bounded-runc").await;
+    create_runtime_class(&client, &class, "bounded-runc").await;
     let with_grant = grants_file(&id, &[("bounded-worker", &class, "bounded-runc")]);
     let hook = Webhook::start(
         &client,
@@ -616,7 +603,7 @@ async fn webhook_keeps_serving_across_certificate_rotation() {
     let ns = namespace("adm-rot", &id, true).await;
     let client = ns.client.clone();
     let class = format!("{id}-bounded");
-    runtime_class(&client, &class, "bounded-runc").await;
+    create_runtime_class(&client, &class, "bounded-runc").await;
     let grants = grants_file(&id, &[("bounded-worker", &class, "bounded-runc")]);
     // A 9 s certificate is replaced every 6 s.
     let hook = Webhook::start(

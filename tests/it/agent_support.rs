@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use berth_shared::api::Runtime;
 use berth_tests::harness::{self, TestNamespace, wait_for_value};
-use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{ObjectMeta, PostParams};
-use kube::{Api, Client};
+use kube::Api;
+use kube::api::PostParams;
 
 /// Identity labels every agent test namespace carries.
 pub const PROJECT: &str = "demo";
@@ -306,20 +305,7 @@ pub async fn setup(prefix: &str) -> (TestNamespace, String) {
     (ns, class)
 }
 
-pub async fn create_class(client: &Client, name: &str, handler: &str) {
-    let rc = RuntimeClass {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        handler: handler.to_string(),
-        ..Default::default()
-    };
-    Api::<RuntimeClass>::all(client.clone())
-        .create(&PostParams::default(), &rc)
-        .await
-        .expect("create RuntimeClass");
-}
+pub use berth_tests::harness::create_runtime_class as create_class;
 
 /// Creates a Runtime from a JSON spec (application/service/image defaulted).
 pub async fn create_runtime(ns: &TestNamespace, name: &str, extra: serde_json::Value) -> Runtime {

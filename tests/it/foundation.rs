@@ -5,14 +5,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use berth_tests::harness::{TestNamespace, wait_for, wait_for_value};
+use berth_tests::harness::{TestNamespace, create_runtime_class, wait_for, wait_for_value};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet};
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, Job, JobSpec, JobTemplateSpec};
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
 
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -31,21 +31,6 @@ fn pod_spec(class: &str, restart: &str) -> PodSpec {
         }],
         ..Default::default()
     }
-}
-
-async fn create_runtime_class(client: &Client, name: &str, handler: &str) {
-    let rc = RuntimeClass {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        handler: handler.to_string(),
-        ..Default::default()
-    };
-    Api::<RuntimeClass>::all(client.clone())
-        .create(&PostParams::default(), &rc)
-        .await
-        .expect("create RuntimeClass");
 }
 
 async fn create_deployment(ns: &TestNamespace, name: &str, class: &str, replicas: i32) {

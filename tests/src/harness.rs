@@ -341,3 +341,20 @@ pub fn workspace_binary(package: &str, bin: &str, env_var: &str) -> PathBuf {
     built.push((bin.to_string(), copy.clone()));
     copy
 }
+
+/// Creates a RuntimeClass `name` with `handler`. RuntimeClasses are
+/// cluster-scoped: tests prefix the name with their namespace.
+pub async fn create_runtime_class(client: &Client, name: &str, handler: &str) {
+    let rc = k8s_openapi::api::node::v1::RuntimeClass {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        handler: handler.to_string(),
+        ..Default::default()
+    };
+    Api::<k8s_openapi::api::node::v1::RuntimeClass>::all(client.clone())
+        .create(&PostParams::default(), &rc)
+        .await
+        .expect("create RuntimeClass");
+}
