@@ -5,7 +5,9 @@
 
 pub mod analysis;
 pub mod api;
+pub mod contract;
 pub mod decide;
 pub mod grants;
+pub mod quantity;
 pub mod render;
 pub mod sanitize;

@@ -3,6 +3,7 @@
 
 mod admission;
 mod agent_classes;
+mod agent_contract;
 mod agent_grants;
 mod agent_leader;
 mod agent_lifecycle;

@@ -60,6 +60,21 @@ fn localcluster_binary() -> Result<PathBuf, String> {
 }
 
 fn start() -> Result<SharedCluster, String> {
+    start_named(&format!("cluster-{}", std::process::id()))
+}
+
+/// A control plane of its own for one test, stopped when the value is
+/// dropped (its stdin pipe closes). For measurements that read the
+/// apiserver's own counters (`apiserver_request_total` has no client
+/// label): in the shared cluster, other tests' writes would count too.
+pub fn private_cluster(name: &str) -> SharedCluster {
+    match start_named(&format!("cluster-{}-{name}", std::process::id())) {
+        Ok(c) => c,
+        Err(e) => panic!("private local cluster {name} unavailable: {e}"),
+    }
+}
+
+fn start_named(dir_name: &str) -> Result<SharedCluster, String> {
     let bin = localcluster_binary()?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let target = exe
@@ -68,7 +83,7 @@ fn start() -> Result<SharedCluster, String> {
         .and_then(Path::parent)
         .ok_or("no target directory")?
         .join("berth-it");
-    let dir = target.join(format!("cluster-{}", std::process::id()));
+    let dir = target.join(dir_name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     remove_stale_dirs(&target);
@@ -120,7 +135,8 @@ fn remove_stale_dirs(target: &Path) {
     };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = name.strip_prefix("cluster-")
+        if let Some(rest) = name.strip_prefix("cluster-")
+            && let Some(pid) = rest.split('-').next()
             && !Path::new("/proc").join(pid).exists()
         {
             let _ = std::fs::remove_dir_all(e.path());
@@ -135,6 +151,34 @@ pub fn cluster() -> &'static SharedCluster {
         Ok(c) => c,
         Err(e) => panic!("local cluster unavailable: {e}"),
     }
+}
+
+impl SharedCluster {
+    /// A cluster-admin client of this cluster.
+    pub async fn admin_client(&self) -> Client {
+        client_from_kubeconfig(&self.kubeconfig)
+            .await
+            .expect("admin client from kubeconfig")
+    }
+}
+
+/// Sum of the apiserver's `apiserver_request_total` samples whose labels
+/// satisfy `filter` (the label text between the braces).
+pub async fn apiserver_requests(client: &Client, filter: impl Fn(&str) -> bool) -> f64 {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("metrics request");
+    let text = client
+        .request_text(request)
+        .await
+        .expect("apiserver /metrics");
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("apiserver_request_total{")?;
+            let (labels, value) = rest.rsplit_once("} ")?;
+            filter(labels).then(|| value.parse::<f64>().ok())?
+        })
+        .sum()
 }
 
 /// A client with cluster-admin rights.

@@ -6,16 +6,31 @@
 //! with the same value (drift), or the live object's
 //! `berth.dev/applied-hash` annotation is not the hash of the desired object
 //! (the spec changed, which also covers fields that were *removed* from the
-//! desired object). Objects are never adopted: an existing object with a
-//! managed name and no controller reference to this Runtime is a conflict
-//! and is left untouched.
+//! desired object). Keyed lists (entries with a `name`) are compared entry
+//! by entry, so entries another party added, and the order they put them
+//! in, are not drift; labels and annotations others add are not either.
+//!
+//! Server-side apply cannot remove a field another manager owns, so what
+//! the production contract forbids (`berth_shared::contract`: host
+//! namespaces, extra containers or volumes, privilege, a reshaped PDB, …)
+//! is corrected by replacing the governed part of the object with the
+//! rendered one, conditional on the resourceVersion read: one write.
+//!
+//! Objects are never adopted: an existing object with a managed name and no
+//! controller reference to this Runtime is a conflict and is left untouched.
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 
 use berth_shared::api::Runtime;
+use berth_shared::contract::{self, Violation};
 use berth_shared::render::{self, Rendered};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -44,7 +59,11 @@ pub struct ApplyOutcome {
 
 /// Whether every field of `desired` is present in `actual` with the same
 /// value. Empty objects/arrays and nulls in `desired` match an absent field
-/// (the apiserver drops them).
+/// (the apiserver drops them). Lists whose desired entries all carry a
+/// `name` are keyed lists: each desired entry must be present (by name),
+/// extra entries and their order are someone else's business (the contract
+/// check decides whether they are allowed). Other lists are atomic and
+/// compared position by position.
 pub fn contains(actual: Option<&Value>, desired: &Value) -> bool {
     match desired {
         Value::Null => true,
@@ -62,9 +81,81 @@ pub fn contains(actual: Option<&Value>, desired: &Value) -> bool {
             let Some(Value::Array(a)) = actual else {
                 return false;
             };
-            a.len() == d.len() && a.iter().zip(d).all(|(av, dv)| contains(Some(av), dv))
+            let key = |v: &Value| v.get("name").and_then(Value::as_str).map(str::to_string);
+            if d.iter().all(|dv| key(dv).is_some()) {
+                d.iter().all(|dv| {
+                    let name = key(dv);
+                    a.iter()
+                        .find(|av| key(av) == name)
+                        .is_some_and(|av| contains(Some(av), dv))
+                })
+            } else {
+                a.len() == d.len() && a.iter().zip(d).all(|(av, dv)| contains(Some(av), dv))
+            }
         }
         scalar => actual == Some(scalar),
+    }
+}
+
+/// How the production contract governs a managed kind: which live
+/// differences are forbidden, and which top-level fields a correction
+/// replaces whole (the others are overlaid field by field under `spec`).
+pub trait Governed: Sized {
+    /// Forbidden differences between `live` and `desired`.
+    fn violations(_live: &Self, _desired: &Self) -> Vec<Violation> {
+        Vec::new()
+    }
+    /// Top-level fields replaced whole by a correction.
+    const WHOLE: &'static [&'static str] = &[];
+}
+
+impl Governed for ServiceAccount {}
+impl Governed for Service {}
+impl Governed for NetworkPolicy {}
+impl Governed for HorizontalPodAutoscaler {}
+impl Governed for Job {}
+
+impl Governed for ConfigMap {
+    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
+        contract::config_map_violations(live, desired)
+    }
+    const WHOLE: &'static [&'static str] = &["data", "binaryData"];
+}
+
+impl Governed for PodDisruptionBudget {
+    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
+        match (&live.spec, &desired.spec) {
+            (Some(l), Some(d)) => contract::pdb_violations(l, d),
+            _ => Vec::new(),
+        }
+    }
+    const WHOLE: &'static [&'static str] = &["spec"];
+}
+
+impl Governed for Deployment {
+    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
+        let pod = |d: &Deployment| d.spec.as_ref().and_then(|s| s.template.spec.clone());
+        match (pod(live), pod(desired)) {
+            (Some(l), Some(d)) => contract::pod_spec_violations("spec.template.spec", &l, &d),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Governed for CronJob {
+    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
+        let pod = |c: &CronJob| {
+            c.spec
+                .as_ref()
+                .and_then(|s| s.job_template.spec.as_ref())
+                .and_then(|j| j.template.spec.clone())
+        };
+        match (pod(live), pod(desired)) {
+            (Some(l), Some(d)) => {
+                contract::pod_spec_violations("spec.jobTemplate.spec.template.spec", &l, &d)
+            }
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -109,6 +200,7 @@ async fn ensure<K>(
     out: &mut ApplyOutcome,
 ) where
     K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Governed
         + Clone
         + Serialize
         + DeserializeOwned
@@ -150,6 +242,15 @@ async fn ensure<K>(
         if mode == Mode::CreateOnly {
             return;
         }
+        let violations = K::violations(live, desired);
+        if !violations.is_empty() {
+            // Apply cannot remove another manager's fields: replace the
+            // governed part with the rendered one, in one write.
+            let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            tracing::warn!(object = %label, namespace = %ns, violations = ?found, "removing what the production contract forbids");
+            replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
+            return;
+        }
         let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
         if contains(Some(&live_value), &desired_value) {
             return;
@@ -163,37 +264,81 @@ async fn ensure<K>(
         .patch(&name, &params, &Patch::Apply(&desired_value))
         .await
     {
-        Ok(_) => {
+        Ok(applied) => {
             out.writes += 1;
             ctx.metrics.write(&kind, "apply");
-        }
-        // Server-side apply merges lists by key: a foreign change that
-        // replaced a keyed list entry (a Service port changed by someone
-        // else) leaves the foreign entry next to ours, and the result can
-        // be invalid (two ports named `http`). Only for an object this
-        // Runtime owns (checked above): replace the desired spec fields.
-        Err(kube::Error::Api(s)) if s.code == 422 && live.is_some() => {
-            tracing::info!(object = %label, namespace = %ns, error = %s.message, "apply invalid; replacing the desired spec fields");
-            match replace_spec(&api, &name, uid, &desired_value).await {
-                Ok(()) => {
-                    out.writes += 1;
-                    ctx.metrics.write(&kind, "replace");
-                }
-                Err(e) => out.errors.push(format!("{label}: {e}")),
+            // Server-side apply merges keyed lists: an entry someone else
+            // changed in place (a Service port renumbered by another
+            // manager) can survive next to ours. What the apply did not
+            // converge, a replace does — otherwise every reconcile would
+            // apply again.
+            let result = serde_json::to_value(&applied).unwrap_or(Value::Null);
+            if live.is_some() && !contains(Some(&result), &desired_value) {
+                tracing::info!(object = %label, namespace = %ns, "apply left drift; replacing the desired fields");
+                replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
             }
+        }
+        // The same merge can make the result invalid (two ports named
+        // `http`, a PDB with both minAvailable and maxUnavailable). Only
+        // for an object this Runtime owns (checked above).
+        Err(kube::Error::Api(s)) if s.code == 422 && live.is_some() => {
+            tracing::info!(object = %label, namespace = %ns, error = %s.message, "apply invalid; replacing the desired fields");
+            replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
         }
         Err(e) => out.errors.push(format!("{label}: {e}")),
     }
 }
 
-/// `live` with every top-level `spec` field of `desired` replacing the live
-/// one (fields the agent does not render, such as a Service's clusterIP,
-/// stay) and `desired`'s labels and annotations set.
-pub fn overlay_spec(live: &mut Value, desired: &Value) {
-    if let (Some(l), Some(d)) = (
-        live.get_mut("spec").and_then(Value::as_object_mut),
-        desired.get("spec").and_then(Value::as_object),
-    ) {
+/// Replaces the object with the desired fields (see [`overlay`]), counting
+/// the write or recording the error.
+async fn replace<K>(
+    ctx: &Context,
+    api: &Api<K>,
+    label: &str,
+    uid: &str,
+    desired: &Value,
+    whole: &[&str],
+    out: &mut ApplyOutcome,
+) where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let name = desired
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match replace_spec(api, name, uid, desired, whole).await {
+        Ok(()) => {
+            out.writes += 1;
+            ctx.metrics.write(&K::kind(&()), "replace");
+        }
+        Err(e) => out.errors.push(format!("{label}: {e}")),
+    }
+}
+
+/// `live` with the fields in `whole` replaced by `desired`'s (removed when
+/// `desired` has none), every other top-level `spec` field of `desired`
+/// replacing the live one (fields the agent does not render, such as a
+/// Service's clusterIP, stay), and `desired`'s labels and annotations set
+/// (others' labels and annotations stay).
+pub fn overlay(live: &mut Value, desired: &Value, whole: &[&str]) {
+    if let Some(l) = live.as_object_mut() {
+        for key in whole {
+            match desired.get(*key) {
+                Some(v) => {
+                    l.insert((*key).to_string(), v.clone());
+                }
+                None => {
+                    l.remove(*key);
+                }
+            }
+        }
+    }
+    if !whole.contains(&"spec")
+        && let (Some(l), Some(d)) = (
+            live.get_mut("spec").and_then(Value::as_object_mut),
+            desired.get("spec").and_then(Value::as_object),
+        )
+    {
         for (k, v) in d {
             l.insert(k.clone(), v.clone());
         }
@@ -223,7 +368,13 @@ pub fn overlay_spec(live: &mut Value, desired: &Value) {
 /// Reads the object fresh, checks it is still this Runtime's, and replaces
 /// it (with its resourceVersion: a concurrent change makes it a conflict,
 /// retried by the next reconcile) with the desired spec fields.
-async fn replace_spec<K>(api: &Api<K>, name: &str, uid: &str, desired: &Value) -> Result<(), String>
+async fn replace_spec<K>(
+    api: &Api<K>,
+    name: &str,
+    uid: &str,
+    desired: &Value,
+    whole: &[&str],
+) -> Result<(), String>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Debug,
 {
@@ -232,7 +383,7 @@ where
         return Err("no longer owned by this Runtime".to_string());
     }
     let mut value = serde_json::to_value(&live).map_err(|e| e.to_string())?;
-    overlay_spec(&mut value, desired);
+    overlay(&mut value, desired, whole);
     if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
@@ -506,7 +657,48 @@ mod tests {
     }
 
     #[test]
-    fn overlay_replaces_desired_spec_fields_only() {
+    fn keyed_lists_tolerate_foreign_entries_and_order() {
+        let desired = json!({"containers": [{"name": "app", "image": "x"}]});
+        let appended = json!({"containers": [
+            {"name": "mesh-proxy", "image": "envoy"},
+            {"name": "app", "image": "x", "imagePullPolicy": "IfNotPresent"}]});
+        assert!(contains(Some(&appended), &desired));
+        let changed = json!({"containers": [{"name": "app", "image": "y"}]});
+        assert!(!contains(Some(&changed), &desired));
+        let missing = json!({"containers": [{"name": "other", "image": "x"}]});
+        assert!(!contains(Some(&missing), &desired));
+        // Unkeyed lists stay atomic: an extra entry is a difference.
+        let desired = json!({"args": ["a"]});
+        assert!(!contains(Some(&json!({"args": ["a", "b"]})), &desired));
+    }
+
+    #[test]
+    fn overlay_replaces_whole_fields_when_asked() {
+        let mut live = json!({
+            "metadata": {"name": "web", "labels": {"theirs": "x"}},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"a": "b"}}}
+        });
+        let desired = json!({
+            "metadata": {"name": "web"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"a": "b"}}}
+        });
+        overlay(&mut live, &desired, &["spec"]);
+        assert_eq!(
+            live["spec"],
+            json!({"maxUnavailable": 1, "selector": {"matchLabels": {"a": "b"}}})
+        );
+        assert_eq!(live["metadata"]["labels"]["theirs"], "x");
+        let mut cm = json!({"metadata": {"name": "c"}, "data": {"A": "1", "EVIL": "2"}, "binaryData": {"B": "AA=="}});
+        overlay(
+            &mut cm,
+            &json!({"metadata": {"name": "c"}, "data": {"A": "1"}}),
+            &["data", "binaryData"],
+        );
+        assert_eq!(cm, json!({"metadata": {"name": "c"}, "data": {"A": "1"}}));
+    }
+
+    #[test]
+    fn overlay_replaces_desired_fields_only() {
         let mut live = json!({
             "metadata": {"name": "web", "labels": {"theirs": "x"}, "resourceVersion": "7"},
             "spec": {"clusterIP": "10.0.0.1", "ports": [
@@ -516,7 +708,7 @@ mod tests {
             "metadata": {"name": "web", "labels": {"berth": "y"}, "annotations": {"a": "b"}},
             "spec": {"ports": [{"name": "http", "port": 80}]}
         });
-        overlay_spec(&mut live, &desired);
+        overlay(&mut live, &desired, &[]);
         assert_eq!(
             live,
             json!({

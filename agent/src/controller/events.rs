@@ -1,47 +1,97 @@
-//! Transition-only Events: one Event per condition whose status or reason
-//! changed since the stored status, never on a steady reconcile.
+//! Events that alarm only on trouble (DESIGN amendment "Events").
+//!
+//! A Runtime is *in trouble* when one of its conditions is in a bad state:
+//! Blocked, Degraded, ProfileGranted=False, HandlerReady=False or a rollout
+//! past its deadline. The agent raises one Warning when a Runtime enters
+//! trouble (or its trouble changes reason) — one, however many conditions
+//! say so — and one Normal Event when it recovers. An upgrade starting and
+//! finishing are Normal Events. The expected first progression of a new
+//! Runtime (Progressing → Ready) raises nothing, and neither does a steady
+//! reconcile.
 
-use berth_shared::api::{Runtime, RuntimeStatus, condition_types as ct};
+use berth_shared::api::{Runtime, RuntimeStatus, condition_types as ct, reasons};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Resource;
 use kube::runtime::events::{Event, EventType};
 
 use super::context::Context;
 
-/// Conditions that are reported as Events, and whether `True` is the bad
-/// state for them.
-const REPORTED: [(&str, bool); 6] = [
-    (ct::PROFILE_GRANTED, false),
-    (ct::HANDLER_READY, false),
-    (ct::READY, false),
-    (ct::DEGRADED, true),
-    (ct::BLOCKED, true),
-    (ct::UPGRADING, false),
-];
+/// One Event to publish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// Warning (trouble) or Normal (progress, recovery).
+    pub warning: bool,
+    /// Stable reason.
+    pub reason: String,
+    /// Human note.
+    pub note: String,
+}
 
-/// The transitions between `old` and `new`: `(type, condition, warning)`.
-pub fn transitions<'a>(
-    old: Option<&RuntimeStatus>,
-    new: &'a RuntimeStatus,
-) -> Vec<(&'static str, &'a Condition, bool)> {
+/// Reason of the Normal Event a Runtime's recovery raises.
+pub const RECOVERED: &str = "Recovered";
+
+fn find<'a>(status: &'a RuntimeStatus, type_: &str) -> Option<&'a Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// The condition that says what is wrong, most important first; `None`
+/// when nothing is.
+pub fn trouble(status: &RuntimeStatus) -> Option<&Condition> {
+    let is = |type_: &str, bad_status: &str| find(status, type_).filter(|c| c.status == bad_status);
+    is(ct::BLOCKED, "True")
+        .or_else(|| is(ct::DEGRADED, "True"))
+        .or_else(|| is(ct::PROFILE_GRANTED, "False"))
+        .or_else(|| is(ct::HANDLER_READY, "False"))
+        .or_else(|| {
+            is(ct::PROGRESSING, "False").filter(|c| c.reason == reasons::PROGRESS_DEADLINE_EXCEEDED)
+        })
+}
+
+fn note(c: &Condition) -> String {
+    let mut note = format!("{}={}: {}", c.type_, c.status, c.message);
+    note.truncate(1000);
+    note
+}
+
+/// The Events the change from `old` to `new` raises.
+pub fn plan(old: Option<&RuntimeStatus>, new: &RuntimeStatus) -> Vec<Planned> {
     let mut out = Vec::new();
-    for (type_, true_is_bad) in REPORTED {
-        let Some(c) = new.conditions.iter().find(|c| c.type_ == type_) else {
-            continue;
-        };
-        let before = old.and_then(|o| o.conditions.iter().find(|p| p.type_ == type_));
-        let changed = before.is_none_or(|p| p.status != c.status || p.reason != c.reason);
-        // The first status of a healthy Runtime is not news.
-        let first_and_fine = before.is_none() && ((c.status == "True") != true_is_bad);
-        if changed && !first_and_fine {
-            let warning = (c.status == "True") == true_is_bad;
-            out.push((type_, c, warning));
+    let before = old.and_then(trouble);
+    match (before, trouble(new)) {
+        (_, Some(now)) if before.is_none_or(|b| b.type_ != now.type_ || b.reason != now.reason) => {
+            out.push(Planned {
+                warning: true,
+                reason: now.reason.clone(),
+                note: note(now),
+            });
+        }
+        (Some(was), None) => out.push(Planned {
+            warning: false,
+            reason: RECOVERED.to_string(),
+            note: format!(
+                "recovered: {}={} ({}) no longer holds",
+                was.type_, was.status, was.reason
+            ),
+        }),
+        _ => {}
+    }
+    // Upgrades: Normal Events when one starts and when it completes; never
+    // on a first status (nothing was running before).
+    if let (Some(old), Some(now)) = (old, find(new, ct::UPGRADING)) {
+        let was_upgrading = find(old, ct::UPGRADING).is_some_and(|c| c.status == "True");
+        let upgrading = now.status == "True";
+        if upgrading != was_upgrading && (upgrading || now.reason == reasons::IMAGE_CURRENT) {
+            out.push(Planned {
+                warning: false,
+                reason: now.reason.clone(),
+                note: note(now),
+            });
         }
     }
     out
 }
 
-/// Publishes the transitions; failures are logged, never retried.
+/// Publishes the planned Events; failures are logged, never retried.
 pub async fn publish(
     ctx: &Context,
     runtime: &Runtime,
@@ -49,17 +99,15 @@ pub async fn publish(
     new: &RuntimeStatus,
 ) {
     let reference = runtime.object_ref(&());
-    for (type_, c, warning) in transitions(old, new) {
-        let mut note = format!("{type_}={}: {}", c.status, c.message);
-        note.truncate(1000);
+    for planned in plan(old, new) {
         let event = Event {
-            type_: if warning {
+            type_: if planned.warning {
                 EventType::Warning
             } else {
                 EventType::Normal
             },
-            reason: c.reason.clone(),
-            note: Some(note),
+            reason: planned.reason,
+            note: Some(planned.note),
             action: "Reconcile".to_string(),
             secondary: None,
         };
@@ -87,32 +135,136 @@ mod tests {
         }
     }
 
+    fn status(conditions: &[(&str, &str, &str)]) -> RuntimeStatus {
+        RuntimeStatus {
+            conditions: conditions.iter().map(|(t, s, r)| c(t, s, r)).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn healthy() -> RuntimeStatus {
+        status(&[
+            (ct::PROFILE_GRANTED, "True", "Granted"),
+            (ct::HANDLER_READY, "True", "HandlerPresent"),
+            (ct::PROGRESSING, "False", "RolloutComplete"),
+            (ct::READY, "True", "AsExpected"),
+            (ct::DEGRADED, "False", "AsExpected"),
+            (ct::BLOCKED, "False", "AsExpected"),
+            (ct::UPGRADING, "False", "ImageCurrent"),
+        ])
+    }
+
+    fn rolling_out() -> RuntimeStatus {
+        status(&[
+            (ct::PROFILE_GRANTED, "True", "Granted"),
+            (ct::HANDLER_READY, "True", "HandlerPresent"),
+            (ct::PROGRESSING, "True", "RollingOut"),
+            (ct::READY, "False", "RollingOut"),
+            (ct::DEGRADED, "False", "AsExpected"),
+            (ct::BLOCKED, "False", "AsExpected"),
+            (ct::UPGRADING, "False", "ImageCurrent"),
+        ])
+    }
+
+    fn blocked(reason: &str) -> RuntimeStatus {
+        status(&[
+            (ct::PROFILE_GRANTED, "False", reason),
+            (ct::HANDLER_READY, "False", reason),
+            (ct::PROGRESSING, "False", reason),
+            (ct::READY, "False", reason),
+            (ct::DEGRADED, "False", "AsExpected"),
+            (ct::BLOCKED, "True", reason),
+            (ct::UPGRADING, "False", "ImageCurrent"),
+        ])
+    }
+
+    fn kinds(events: &[Planned]) -> Vec<(bool, &str)> {
+        events
+            .iter()
+            .map(|e| (e.warning, e.reason.as_str()))
+            .collect()
+    }
+
     #[test]
-    fn only_transitions_are_reported() {
-        let healthy = RuntimeStatus {
-            conditions: vec![
-                c(ct::READY, "True", "AsExpected"),
-                c(ct::BLOCKED, "False", "AsExpected"),
-            ],
-            ..Default::default()
-        };
-        assert!(
-            transitions(None, &healthy).is_empty(),
-            "a healthy first status is not news"
+    fn a_new_runtime_rolling_out_raises_nothing() {
+        assert!(plan(None, &rolling_out()).is_empty());
+        assert!(plan(Some(&rolling_out()), &healthy()).is_empty());
+        assert!(plan(None, &healthy()).is_empty());
+        assert!(plan(Some(&healthy()), &healthy()).is_empty());
+        // Ready going back to rolling out (a scale, a config change) is
+        // not trouble either.
+        assert!(plan(Some(&healthy()), &rolling_out()).is_empty());
+    }
+
+    #[test]
+    fn entering_trouble_is_one_warning_however_many_conditions_say_so() {
+        assert_eq!(
+            kinds(&plan(None, &blocked("NotGranted"))),
+            [(true, "NotGranted")]
         );
-        assert!(transitions(Some(&healthy), &healthy).is_empty());
-        let blocked = RuntimeStatus {
-            conditions: vec![
-                c(ct::READY, "False", "Revoked"),
-                c(ct::BLOCKED, "True", "Revoked"),
-            ],
-            ..Default::default()
-        };
-        let t = transitions(Some(&healthy), &blocked);
-        assert_eq!(t.len(), 2);
-        assert!(t.iter().all(|(_, _, warning)| *warning));
-        let t = transitions(Some(&blocked), &healthy);
-        assert_eq!(t.len(), 2);
-        assert!(t.iter().all(|(_, _, warning)| !*warning));
+        assert_eq!(
+            kinds(&plan(Some(&healthy()), &blocked("Revoked"))),
+            [(true, "Revoked")]
+        );
+        // Staying in the same trouble is quiet; a new reason is news.
+        assert!(plan(Some(&blocked("Revoked")), &blocked("Revoked")).is_empty());
+        assert_eq!(
+            kinds(&plan(Some(&blocked("Revoked")), &blocked("ClassMissing"))),
+            [(true, "ClassMissing")]
+        );
+    }
+
+    #[test]
+    fn each_bad_state_is_trouble() {
+        let mut cases = Vec::new();
+        for (t, s, r) in [
+            (ct::DEGRADED, "True", "Conflict"),
+            (ct::DEGRADED, "True", "ApplyFailed"),
+            (ct::PROFILE_GRANTED, "False", "ClassMissing"),
+            (ct::HANDLER_READY, "False", "HandlerAbsent"),
+            (ct::HANDLER_READY, "False", "PlacementIncomplete"),
+            (ct::PROGRESSING, "False", "ProgressDeadlineExceeded"),
+        ] {
+            let mut st = healthy();
+            for cond in &mut st.conditions {
+                if cond.type_ == t {
+                    cond.status = s.into();
+                    cond.reason = r.into();
+                }
+            }
+            cases.push((st, r));
+        }
+        for (st, reason) in cases {
+            assert_eq!(
+                kinds(&plan(Some(&healthy()), &st)),
+                [(true, reason)],
+                "{reason}"
+            );
+            assert_eq!(
+                kinds(&plan(Some(&st), &healthy())),
+                [(false, RECOVERED)],
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn upgrades_are_normal_events_and_upgrading_false_is_never_a_warning() {
+        let mut upgrading = healthy();
+        for cond in &mut upgrading.conditions {
+            if cond.type_ == ct::UPGRADING {
+                cond.status = "True".into();
+                cond.reason = "ImageChanging".into();
+            }
+        }
+        assert_eq!(
+            kinds(&plan(Some(&healthy()), &upgrading)),
+            [(false, "ImageChanging")]
+        );
+        assert_eq!(
+            kinds(&plan(Some(&upgrading), &healthy())),
+            [(false, "ImageCurrent")]
+        );
+        assert!(plan(None, &upgrading).is_empty());
     }
 }

@@ -144,11 +144,20 @@ pub fn rollout(
                 .unwrap_or(0)
                 > 0
         })
+        // Ties go to the newest revision, then the name: never to the
+        // store's (hash map) order.
         .max_by_key(|rs| {
-            rs.status
+            let ready = rs
+                .status
                 .as_ref()
                 .and_then(|s| s.ready_replicas)
-                .unwrap_or(0)
+                .unwrap_or(0);
+            let revision: u64 = rs
+                .annotations()
+                .get("deployment.kubernetes.io/revision")
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(0);
+            (ready, revision, rs.name_any())
         })
         .and_then(|rs| template_image(rs.spec.as_ref().and_then(|s| s.template.as_ref())))
         .or_else(|| {
@@ -215,7 +224,10 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
                     ),
                 )
             } else if !cov.missing.is_empty() {
+                // Sorted: the store's order is a hash map's, and status
+                // must not change when nothing changed.
                 let mut names = cov.missing.clone();
+                names.sort();
                 names.truncate(10);
                 cond(
                     ct::HANDLER_READY,

@@ -55,7 +55,15 @@ fn amounts(a: Option<&ResourceAmounts>) -> Option<BTreeMap<String, Quantity>> {
     let a = a?;
     let map: BTreeMap<String, Quantity> = [("cpu", &a.cpu), ("memory", &a.memory)]
         .into_iter()
-        .filter_map(|(k, v)| v.clone().map(|q| (k.to_string(), q)))
+        .filter_map(|(k, v)| {
+            // Canonical, as the apiserver stores it: see `crate::quantity`.
+            v.as_ref().map(|q| {
+                (
+                    k.to_string(),
+                    Quantity(crate::quantity::canonical_or_same(&q.0)),
+                )
+            })
+        })
         .collect();
     (!map.is_empty()).then_some(map)
 }

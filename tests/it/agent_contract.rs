@@ -1,0 +1,420 @@
+//! Issue 12 on the real control plane: an agent at rest writes nothing for
+//! any valid spec (counted at its transport layer and, independently, by
+//! the apiserver's `apiserver_request_total` in a cluster of its own); what
+//! the production contract forbids is removed whoever added it, in one
+//! write; a reshaped PodDisruptionBudget is restored; Events alarm only on
+//! trouble.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use berth_shared::api::Runtime;
+use berth_tests::harness::{self, TestNamespace, wait_for, wait_for_value};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+use crate::agent_support::{
+    Agent, AgentOpts, ENVIRONMENT, PROJECT, binding, create_runtime, metric_sum, reconciles, setup,
+    wait_condition, wait_reconciles, write_grants, writes,
+};
+
+/// A spec that uses every optional feature and non-canonical quantities.
+fn busy_spec(profile: &str) -> Value {
+    json!({
+        "runtimeProfile": profile,
+        "resources": {
+            "requests": {"cpu": "0.5", "memory": "1024Mi"},
+            "limits": {"cpu": "1.5", "memory": "1.5Gi"},
+        },
+        "autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 4},
+        "networkPolicy": {"enabled": true, "ingress": [{"podLabels": {"role": "frontend"}}]},
+        "jobs": [{"name": "migrate"}],
+        "schedules": [{"name": "nightly", "schedule": "0 3 * * *"}],
+        "config": {"env": {"MODE": "prod"}},
+    })
+}
+
+/// Whether an `apiserver_request_total` label set is a write to something
+/// the agent writes: Runtimes and RuntimeGrants (any subresource), its
+/// managed kinds (not their status or scale, which controllers write) and
+/// events.k8s.io Events (the agent's recorder; kube-controller-manager's
+/// HPA warnings go to core Events).
+fn agent_kind_write(labels: &str) -> bool {
+    let has = |k: &str, v: &str| labels.contains(&format!("{k}=\"{v}\""));
+    let write = [
+        "POST",
+        "PUT",
+        "PATCH",
+        "APPLY",
+        "DELETE",
+        "DELETECOLLECTION",
+    ]
+    .iter()
+    .any(|v| has("verb", v));
+    let no_sub = has("subresource", "");
+    let kind = has("group", "berth.dev")
+        || (has("group", "events.k8s.io") && has("resource", "events"))
+        || (has("group", "")
+            && ["configmaps", "serviceaccounts", "services"]
+                .iter()
+                .any(|r| has("resource", r)))
+        || (no_sub
+            && [
+                ("apps", "deployments"),
+                ("policy", "poddisruptionbudgets"),
+                ("networking.k8s.io", "networkpolicies"),
+                ("autoscaling", "horizontalpodautoscalers"),
+                ("batch", "jobs"),
+                ("batch", "cronjobs"),
+            ]
+            .iter()
+            .any(|(g, r)| has("group", g) && has("resource", r)));
+    write && kind
+}
+
+#[tokio::test]
+async fn agent_contract_zero_writes_at_rest_counted_by_the_apiserver() {
+    // A cluster of its own: the apiserver's counters carry no client label.
+    let cluster = tokio::task::spawn_blocking(|| harness::private_cluster("quiet"))
+        .await
+        .expect("cluster thread");
+    let client = cluster.admin_client().await;
+    harness::install_crds(&client).await;
+    harness::create_runtime_class(&client, "bounded", "bounded-runc").await;
+    let ns_name = "quiet";
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(ns_name.to_string()),
+            labels: Some(BTreeMap::from([
+                ("berth.dev/project".to_string(), PROJECT.to_string()),
+                ("berth.dev/environment".to_string(), ENVIRONMENT.to_string()),
+            ])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace");
+    let tns = TestNamespace {
+        client: client.clone(),
+        name: ns_name.to_string(),
+    };
+    wait_for("default ServiceAccount", Duration::from_secs(60), || {
+        let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            Api::namespaced(client.clone(), ns_name);
+        async move { matches!(sas.get_opt("default").await, Ok(Some(_))) }
+    })
+    .await;
+    let grants = write_grants(&[binding("bw", "bounded", "bounded-runc")]);
+    let mut opts = AgentOpts::new(ns_name, Some(&grants));
+    opts.kubeconfig = Some(cluster.kubeconfig.clone());
+    let agent = Agent::start(opts).await;
+
+    create_runtime(&tns, "web", busy_spec("bw")).await;
+    // A plain one too, on the default runtime.
+    create_runtime(
+        &tns,
+        "plain",
+        json!({"resources": {"requests": {"memory": "0.5Gi"}}}),
+    )
+    .await;
+    wait_condition(&tns, "web", "Ready", "True", None).await;
+    wait_condition(&tns, "plain", "Ready", "True", None).await;
+
+    // Another field manager adds a label and an annotation (tolerated).
+    let foreign = PatchParams {
+        field_manager: Some("policy-engine".to_string()),
+        ..Default::default()
+    };
+    let tag = json!({"metadata": {
+        "labels": {"policy.example/checked": "true"},
+        "annotations": {"mesh.example/inject": "false"}}});
+    Api::<Deployment>::namespaced(client.clone(), ns_name)
+        .patch("web", &foreign, &Patch::Merge(&tag))
+        .await
+        .expect("foreign label on Deployment");
+    Api::<Service>::namespaced(client.clone(), ns_name)
+        .patch("web", &foreign, &Patch::Merge(&tag))
+        .await
+        .expect("foreign label on Service");
+
+    // Settle (the foreign patch itself triggers one reconcile, which must
+    // write nothing either), then count over several forced resyncs.
+    wait_reconciles(&agent, 4.0).await;
+    let agent_before = agent.metrics().await;
+    let server_before = harness::apiserver_requests(&client, agent_kind_write).await;
+    wait_reconciles(&agent, 8.0).await;
+    let agent_after = agent.metrics().await;
+    let server_after = harness::apiserver_requests(&client, agent_kind_write).await;
+    let resyncs = reconciles(&agent_after) - reconciles(&agent_before);
+    let agent_writes = writes(&agent_after) - writes(&agent_before);
+    let server_writes = server_after - server_before;
+    eprintln!(
+        "idle window: {resyncs} reconciles, {agent_writes} writes at the agent's transport, \
+         {server_writes} writes counted by the apiserver"
+    );
+    let lines = |m: &str| -> Vec<String> {
+        m.lines()
+            .filter(|l| l.starts_with("berth_agent_api_requests_total"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(
+        agent_writes,
+        0.0,
+        "an idle reconcile must not write;\nbefore: {:#?}\nafter: {:#?}\nlog:\n{}",
+        lines(&agent_before),
+        lines(&agent_after),
+        agent.log_text()
+    );
+    assert_eq!(
+        server_writes,
+        0.0,
+        "the apiserver counted writes to the agent's kinds while idle; log:\n{}",
+        agent.log_text()
+    );
+    // The counters are alive: a real change is counted by both.
+    let api: Api<Runtime> = Api::namespaced(client.clone(), ns_name);
+    api.patch(
+        "plain",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"config": {"env": {"MODE": "changed"}}}})),
+    )
+    .await
+    .expect("change plain");
+    wait_for_value("the change to be applied", Duration::from_secs(60), || {
+        let client = client.clone();
+        async move {
+            let n = harness::apiserver_requests(&client, agent_kind_write).await;
+            (n > server_after).then_some(())
+        }
+    })
+    .await;
+    assert!(writes(&agent.metrics().await) > writes(&agent_after));
+}
+
+/// A foreign change by `intruder` (strategic merge patch).
+async fn intrude<K>(api: &Api<K>, name: &str, patch: Value)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let params = PatchParams {
+        field_manager: Some("intruder".to_string()),
+        ..Default::default()
+    };
+    api.patch(name, &params, &Patch::Strategic(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("foreign patch {patch}: {e}"));
+}
+
+fn agent_writes_to(metrics: &str, resource: &str) -> f64 {
+    let wanted = format!("resource=\"{resource}\"");
+    metric_sum(metrics, "berth_agent_api_requests_total", |l| {
+        !l.contains("method=\"GET\"") && l.contains(&wanted)
+    })
+}
+
+#[tokio::test]
+async fn agent_contract_removes_forbidden_fields_whoever_added_them() {
+    let (ns, class) = setup("agent-contract").await;
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": bw, "replicas": 1})).await;
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+    let deployments: Api<Deployment> = Api::namespaced(ns.client.clone(), &ns.name);
+    let pod = |extra: Value| json!({"spec": {"template": {"spec": extra}}});
+    let container =
+        |sc: Value| pod(json!({"containers": [{"name": "app", "securityContext": sc}]}));
+    // (what is added, how to see it is still there)
+    type Still = fn(&Value) -> bool;
+    let cases: Vec<(&str, Value, Still)> = vec![
+        ("hostNetwork", pod(json!({"hostNetwork": true})), |p| {
+            p["hostNetwork"] == json!(true)
+        }),
+        ("hostPID", pod(json!({"hostPID": true})), |p| {
+            p["hostPID"] == json!(true)
+        }),
+        ("hostIPC", pod(json!({"hostIPC": true})), |p| {
+            p["hostIPC"] == json!(true)
+        }),
+        (
+            "privileged",
+            container(json!({"privileged": true, "allowPrivilegeEscalation": true})),
+            |p| p["containers"][0]["securityContext"]["privileged"] == json!(true),
+        ),
+        (
+            "capabilities.add",
+            container(json!({"capabilities": {"add": ["NET_ADMIN"]}})),
+            |p| !p["containers"][0]["securityContext"]["capabilities"]["add"].is_null(),
+        ),
+        (
+            "allowPrivilegeEscalation",
+            container(json!({"allowPrivilegeEscalation": true})),
+            |p| p["containers"][0]["securityContext"]["allowPrivilegeEscalation"] == json!(true),
+        ),
+        (
+            "readOnlyRootFilesystem",
+            container(json!({"readOnlyRootFilesystem": false})),
+            |p| p["containers"][0]["securityContext"]["readOnlyRootFilesystem"] == json!(false),
+        ),
+        (
+            "initContainers",
+            pod(json!({"initContainers": [{"name": "sneak", "image": "registry.invalid/x:1"}]})),
+            |p| !p["initContainers"].is_null(),
+        ),
+        (
+            "extra container",
+            pod(json!({"containers": [{"name": "sidecar", "image": "registry.invalid/x:1"}]})),
+            |p| p["containers"].as_array().is_some_and(|c| c.len() > 1),
+        ),
+        (
+            "hostPath volume",
+            pod(json!({"volumes": [{"name": "host", "hostPath": {"path": "/"}}]})),
+            |p| {
+                p["volumes"]
+                    .as_array()
+                    .is_some_and(|v| v.iter().any(|v| v["name"] == "host"))
+            },
+        ),
+        (
+            "serviceAccountName",
+            pod(json!({"serviceAccountName": "default"})),
+            |p| p["serviceAccountName"] == json!("default"),
+        ),
+        (
+            "automountServiceAccountToken",
+            pod(json!({"automountServiceAccountToken": true})),
+            |p| p["automountServiceAccountToken"] == json!(true),
+        ),
+    ];
+    for (what, patch, still) in cases {
+        let before = agent.metrics().await;
+        intrude(&deployments, "web", patch).await;
+        wait_for(
+            &format!("{what} removed from the Deployment's pod template"),
+            Duration::from_secs(30),
+            || {
+                let deployments = deployments.clone();
+                async move {
+                    let d = deployments.get("web").await.expect("deployment");
+                    let v = serde_json::to_value(&d).expect("json");
+                    !still(&v["spec"]["template"]["spec"])
+                }
+            },
+        )
+        .await;
+        // Then quiet: several reconciles later, exactly one write fixed it.
+        wait_reconciles(&agent, 3.0).await;
+        let after = agent.metrics().await;
+        let sent = agent_writes_to(&after, "deployments") - agent_writes_to(&before, "deployments");
+        assert_eq!(
+            sent,
+            1.0,
+            "{what}: one correcting write to the Deployment, then quiet; log:\n{}",
+            agent.log_text()
+        );
+    }
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+
+    // (c) A PodDisruptionBudget reshaped to minAvailable is restored.
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(ns.client.clone(), &ns.name);
+    let params = PatchParams {
+        field_manager: Some("intruder".to_string()),
+        ..Default::default()
+    };
+    pdbs.patch(
+        "web",
+        &params,
+        &Patch::Merge(&json!({"spec": {"maxUnavailable": null, "minAvailable": 1}})),
+    )
+    .await
+    .expect("reshape pdb");
+    let before = agent.metrics().await;
+    wait_for("the PDB restored", Duration::from_secs(30), || {
+        let pdbs = pdbs.clone();
+        async move {
+            let spec = pdbs.get("web").await.expect("pdb").spec.expect("spec");
+            spec.min_available.is_none()
+                && spec.max_unavailable
+                    == Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1))
+        }
+    })
+    .await;
+    wait_reconciles(&agent, 3.0).await;
+    let after = agent.metrics().await;
+    let sent = agent_writes_to(&after, "poddisruptionbudgets")
+        - agent_writes_to(&before, "poddisruptionbudgets");
+    assert!(
+        sent <= 1.0,
+        "the PDB is restored in one write (sent {sent}); log:\n{}",
+        agent.log_text()
+    );
+    assert!(
+        !agent.log_text().contains("reconcile failed"),
+        "no reconcile failed; log:\n{}",
+        agent.log_text()
+    );
+}
+
+async fn events_for(client: &Client, ns: &str, name: &str) -> Vec<Event> {
+    Api::<Event>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("Runtime") && r.name.as_deref() == Some(name)
+            })
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn agent_contract_events_alarm_only_on_trouble() {
+    let (ns, class) = setup("agent-events").await;
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
+    create_runtime(&ns, "fresh", json!({"runtimeProfile": bw})).await;
+    // Not granted: no binding has this alias.
+    create_runtime(&ns, "refused", json!({"runtimeProfile": "not-granted"})).await;
+    wait_condition(&ns, "fresh", "Ready", "True", None).await;
+    wait_condition(&ns, "refused", "Blocked", "True", None).await;
+    wait_reconciles(&agent, 4.0).await;
+
+    let fresh = events_for(&ns.client, &ns.name, "fresh").await;
+    let warnings: Vec<_> = fresh
+        .iter()
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .map(|e| (e.reason.clone(), e.note.clone()))
+        .collect();
+    assert!(
+        warnings.is_empty(),
+        "a fresh Runtime's first rollout raises no Warning: {warnings:#?}"
+    );
+    let refused = events_for(&ns.client, &ns.name, "refused").await;
+    let warnings: Vec<_> = refused
+        .iter()
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .collect();
+    assert_eq!(
+        warnings.len(),
+        1,
+        "a Blocked Runtime raises exactly one Warning: {refused:#?}"
+    );
+    assert_eq!(
+        warnings[0].series.as_ref().map(|s| s.count),
+        None,
+        "and raises it once, not as a repeating series"
+    );
+}
