@@ -147,11 +147,6 @@ async fn schema_and_cel_rules_reject_for_real() {
             "spec.image.repository",
         ),
         (
-            "network policy without ingress",
-            |v| v["spec"]["networkPolicy"] = json!({"enabled": true}),
-            "needs at least one ingress peer",
-        ),
-        (
             "empty ingress peer",
             |v| v["spec"]["networkPolicy"]["ingress"] = json!([{}]),
             "needs namespaceLabels or podLabels",

@@ -105,8 +105,12 @@ pub trait Governed: Sized {
     fn violations(_live: &Self, _desired: &Self) -> Vec<Violation> {
         Vec::new()
     }
-    /// Top-level fields replaced whole by a correction.
+    /// Top-level fields a replace (the fallback when an apply cannot
+    /// converge) sets whole.
     const WHOLE: &'static [&'static str] = &[];
+    /// JSON pointers of the parts the contract governs whole: a contract
+    /// correction makes each exactly the rendered one.
+    const GOVERNED: &'static [&'static str] = &[];
 }
 
 impl Governed for ServiceAccount {}
@@ -120,6 +124,7 @@ impl Governed for ConfigMap {
         contract::config_map_violations(live, desired)
     }
     const WHOLE: &'static [&'static str] = &["data", "binaryData"];
+    const GOVERNED: &'static [&'static str] = &["/data", "/binaryData"];
 }
 
 impl Governed for PodDisruptionBudget {
@@ -130,6 +135,7 @@ impl Governed for PodDisruptionBudget {
         }
     }
     const WHOLE: &'static [&'static str] = &["spec"];
+    const GOVERNED: &'static [&'static str] = &["/spec"];
 }
 
 impl Governed for Deployment {
@@ -140,6 +146,7 @@ impl Governed for Deployment {
             _ => Vec::new(),
         }
     }
+    const GOVERNED: &'static [&'static str] = &["/spec/template/spec"];
 }
 
 impl Governed for CronJob {
@@ -157,6 +164,7 @@ impl Governed for CronJob {
             _ => Vec::new(),
         }
     }
+    const GOVERNED: &'static [&'static str] = &["/spec/jobTemplate/spec/template/spec"];
 }
 
 fn hash(value: &Value) -> String {
@@ -248,7 +256,33 @@ async fn ensure<K>(
             // governed part with the rendered one, in one write.
             let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
             tracing::warn!(object = %label, namespace = %ns, violations = ?found, "removing what the production contract forbids");
-            replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
+            let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
+            let patch = correction_patch(
+                &live_value,
+                &desired_value,
+                K::GOVERNED,
+                live.meta().uid.as_deref(),
+            );
+            // A merge patch, not a replace: no resourceVersion to lose to
+            // the controllers' status updates, and the uid in the patch
+            // makes it fail rather than touch a recreated object.
+            match api
+                .patch(
+                    &name,
+                    &PatchParams {
+                        field_manager: Some(FIELD_MANAGER.to_string()),
+                        ..Default::default()
+                    },
+                    &Patch::Merge(&patch),
+                )
+                .await
+            {
+                Ok(_) => {
+                    out.writes += 1;
+                    ctx.metrics.write(&kind, "correct");
+                }
+                Err(e) => out.errors.push(format!("{label}: {e}")),
+            }
             return;
         }
         let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
@@ -315,6 +349,63 @@ async fn replace<K>(
     }
 }
 
+/// A JSON merge patch that makes each part of `live` at the `governed`
+/// pointers exactly the rendered one: the desired content, plus an
+/// explicit null for every key `live` has and `desired` does not, at every
+/// depth (lists are replaced whole by a merge patch anyway). Fields the
+/// apiserver defaults come back with their defaults; fields someone else
+/// added are gone. The desired labels and annotations are set too.
+pub fn correction_patch(
+    live: &Value,
+    desired: &Value,
+    governed: &[&str],
+    uid: Option<&str>,
+) -> Value {
+    fn exact(live: Option<&Value>, desired: &Value) -> Value {
+        match (live, desired) {
+            (Some(Value::Object(l)), Value::Object(d)) => {
+                let mut out = serde_json::Map::new();
+                for (k, dv) in d {
+                    out.insert(k.clone(), exact(l.get(k), dv));
+                }
+                for k in l.keys() {
+                    if !d.contains_key(k) {
+                        out.insert(k.clone(), Value::Null);
+                    }
+                }
+                Value::Object(out)
+            }
+            (_, d) => d.clone(),
+        }
+    }
+    let mut patch = serde_json::json!({"metadata": {"uid": uid}});
+    for key in ["labels", "annotations"] {
+        if let Some(v) = desired.pointer(&format!("/metadata/{key}")) {
+            patch["metadata"][key] = v.clone();
+        }
+    }
+    for pointer in governed {
+        let part = match desired.pointer(pointer) {
+            Some(d) => exact(live.pointer(pointer), d),
+            None => Value::Null,
+        };
+        // Build the nesting down to the pointer.
+        let mut at = &mut patch;
+        let segments: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
+        for (i, segment) in segments.iter().enumerate() {
+            if i + 1 == segments.len() {
+                at[*segment] = part.clone();
+            } else {
+                if !at.get(*segment).is_some_and(Value::is_object) {
+                    at[*segment] = serde_json::json!({});
+                }
+                at = &mut at[*segment];
+            }
+        }
+    }
+    patch
+}
+
 /// `live` with the fields in `whole` replaced by `desired`'s (removed when
 /// `desired` has none), every other top-level `spec` field of `desired`
 /// replacing the live one (fields the agent does not render, such as a
@@ -378,24 +469,31 @@ async fn replace_spec<K>(
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Debug,
 {
-    let live = api.get(name).await.map_err(|e| e.to_string())?;
-    if !owned_by(live.meta(), uid) {
-        return Err("no longer owned by this Runtime".to_string());
+    // Controllers update status (and so the resourceVersion) all the time:
+    // a conflict is read again and retried, a few times.
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let live = api.get(name).await.map_err(|e| e.to_string())?;
+        if !owned_by(live.meta(), uid) {
+            return Err("no longer owned by this Runtime".to_string());
+        }
+        let mut value = serde_json::to_value(&live).map_err(|e| e.to_string())?;
+        overlay(&mut value, desired, whole);
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        let obj: K = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..Default::default()
+        };
+        match api.replace(name, &params, &obj).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 && attempt < 3 => continue,
+            Err(e) => return Err(e.to_string()),
+        }
     }
-    let mut value = serde_json::to_value(&live).map_err(|e| e.to_string())?;
-    overlay(&mut value, desired, whole);
-    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    let obj: K = serde_json::from_value(value).map_err(|e| e.to_string())?;
-    let params = PostParams {
-        field_manager: Some(FIELD_MANAGER.to_string()),
-        ..Default::default()
-    };
-    api.replace(name, &params, &obj)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
 }
 
 /// Field manager that holds a Deployment's replica count while it passes
@@ -695,6 +793,45 @@ mod tests {
             &["data", "binaryData"],
         );
         assert_eq!(cm, json!({"metadata": {"name": "c"}, "data": {"A": "1"}}));
+    }
+
+    #[test]
+    fn correction_patch_makes_the_governed_part_exact() {
+        let live = json!({
+            "metadata": {"name": "web", "uid": "u1", "labels": {"theirs": "x"}},
+            "spec": {"replicas": 3, "template": {
+                "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "t"}},
+                "spec": {
+                    "hostNetwork": true,
+                    "dnsPolicy": "ClusterFirst",
+                    "securityContext": {"runAsNonRoot": true, "sysctls": [{"name": "x", "value": "1"}]},
+                    "containers": [{"name": "app", "image": "a", "securityContext": {"privileged": true}},
+                                   {"name": "sidecar", "image": "b"}]
+                }}}
+        });
+        let desired = json!({
+            "metadata": {"name": "web", "labels": {"berth": "y"}},
+            "spec": {"template": {"spec": {
+                "securityContext": {"runAsNonRoot": true},
+                "containers": [{"name": "app", "image": "a"}]
+            }}}
+        });
+        let patch = correction_patch(&live, &desired, &["/spec/template/spec"], Some("u1"));
+        assert_eq!(
+            patch,
+            json!({
+                "metadata": {"uid": "u1", "labels": {"berth": "y"}},
+                "spec": {"template": {"spec": {
+                    "hostNetwork": null,
+                    "dnsPolicy": null,
+                    "securityContext": {"runAsNonRoot": true, "sysctls": null},
+                    "containers": [{"name": "app", "image": "a"}]
+                }}}
+            })
+        );
+        // Replicas and the template's metadata are not governed: untouched.
+        assert!(patch["spec"].get("replicas").is_none());
+        assert!(patch["spec"]["template"].get("metadata").is_none());
     }
 
     #[test]

@@ -24,8 +24,9 @@ use super::schema;
 /// Replicas when `spec.replicas` is unset: two, so a single node drain or
 /// pod restart never takes the service down.
 pub const DEFAULT_REPLICAS: i32 = 2;
-/// The `http` container port when `spec.expose` is unset.
-pub const DEFAULT_PORT: i32 = 8080;
+/// The `http` container port when `spec.expose` is unset: 9000, the
+/// production contract's HTTP target port.
+pub const DEFAULT_PORT: i32 = 9000;
 /// Drain timeout when `spec.shutdownDrainTimeoutSeconds` is unset.
 pub const DEFAULT_DRAIN_SECONDS: i32 = 30;
 /// Seconds added to the drain timeout for the termination grace period: the
@@ -241,7 +242,7 @@ pub struct ResourceAmounts {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExposeSpec {
-    /// The container's `http` port, also the Service port (default 8080).
+    /// The container's `http` port, also the Service port (default 9000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 65535))]
     pub port: Option<i32>,
@@ -385,21 +386,24 @@ pub struct SchedulingSpec {
 /// The ingress-only NetworkPolicy.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [{"rule": "!(has(self.enabled) && self.enabled) || (has(self.ingress) && size(self.ingress) > 0)", "message": "networkPolicy.enabled needs at least one ingress peer", "fieldPath": ".ingress", "reason": "FieldValueRequired"}]))]
 pub struct NetworkPolicySpec {
     /// Whether berth manages a NetworkPolicy for the pods. Turning it off
     /// deletes only berth's own policy.
     #[serde(default)]
     pub enabled: bool,
-    /// Who may connect to the `http` port. Nothing else is allowed in.
+    /// Who may connect to the `http` port. Nothing else is allowed in: an
+    /// enabled policy with no peers admits no traffic at all (it never
+    /// fails open).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = patterns::MAX_INGRESS_PEERS))]
     pub ingress: Vec<IngressPeer>,
 }
 
 /// One allowed source of traffic: pods matching `podLabels` in namespaces
-/// matching `namespaceLabels`. Only `podLabels` means this namespace; only
-/// `namespaceLabels` means every pod in those namespaces.
+/// matching `namespaceLabels`. Only `podLabels` means pods of the
+/// Runtime's own namespace only (never other namespaces); only
+/// `namespaceLabels` means every pod in those namespaces; `podLabels: {}`
+/// with `namespaceLabels` means any pod there.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [{"rule": "has(self.namespaceLabels) || has(self.podLabels)", "message": "an ingress peer needs namespaceLabels or podLabels"}]))]

@@ -211,17 +211,15 @@ fn application_and_service_are_immutable() {
 }
 
 #[test]
-fn network_policy_enabled_needs_ingress() {
-    let none = errors_after(
-        |o| o["spec"]["networkPolicy"] = json!({"enabled": true}),
-        None,
-    );
-    assert_rejected(&none, "needs at least one ingress peer");
-    let empty = errors_after(
-        |o| o["spec"]["networkPolicy"] = json!({"enabled": true, "ingress": []}),
-        None,
-    );
-    assert_rejected(&empty, "needs at least one ingress peer");
+fn network_policy_enabled_without_peers_is_valid_and_means_deny_all() {
+    // Enabled with no peers is a deliberate "admit nothing" (render makes
+    // a policy with no ingress rule), not an error.
+    for np in [
+        json!({"enabled": true}),
+        json!({"enabled": true, "ingress": []}),
+    ] {
+        assert!(errors_after(|o| o["spec"]["networkPolicy"] = np.clone(), None).is_empty());
+    }
     assert!(
         errors_after(
             |o| o["spec"]["networkPolicy"] = json!({"enabled": false}),

@@ -183,7 +183,6 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Vec<Binding>, Vec<Problem>> {
 
 fn walk_document(root: &DeTable<'_>, sink: &mut Sink<'_>) -> Vec<Binding> {
     let mut saw_version = false;
-    let mut saw_bindings = false;
     let mut bindings = Vec::new();
 
     // Look at schema_version first: a file written for another version is
@@ -225,30 +224,27 @@ fn walk_document(root: &DeTable<'_>, sink: &mut Sink<'_>) -> Vec<Binding> {
     for (key, value) in root.iter() {
         match key.get_ref().as_ref() {
             "schema_version" => {}
-            "bindings" => {
-                saw_bindings = true;
-                match value.get_ref() {
-                    DeValue::Array(items) => {
-                        if items.len() > MAX_BINDINGS {
-                            let first_extra = items
-                                .get(MAX_BINDINGS)
-                                .map_or(value.span().start, |v| v.span().start);
-                            sink.report(|l| Problem::TooManyBindings {
-                                at: l.at(first_extra),
-                                count: items.len(),
-                                max: MAX_BINDINGS,
-                            });
-                        }
-                        bindings = walk_bindings(items, sink);
+            "bindings" => match value.get_ref() {
+                DeValue::Array(items) => {
+                    if items.len() > MAX_BINDINGS {
+                        let first_extra = items
+                            .get(MAX_BINDINGS)
+                            .map_or(value.span().start, |v| v.span().start);
+                        sink.report(|l| Problem::TooManyBindings {
+                            at: l.at(first_extra),
+                            count: items.len(),
+                            max: MAX_BINDINGS,
+                        });
                     }
-                    other => sink.report(|l| Problem::WrongType {
-                        at: l.at(value.span().start),
-                        what: "bindings".to_owned(),
-                        expected: "an array of tables ([[bindings]])",
-                        found: type_name(other),
-                    }),
+                    bindings = walk_bindings(items, sink);
                 }
-            }
+                other => sink.report(|l| Problem::WrongType {
+                    at: l.at(value.span().start),
+                    what: "bindings".to_owned(),
+                    expected: "an array of tables ([[bindings]])",
+                    found: type_name(other),
+                }),
+            },
             other => sink.report(|l| Problem::UnknownKey {
                 at: l.at(key.span().start),
                 table: TableRef::TopLevel,
@@ -264,13 +260,9 @@ fn walk_document(root: &DeTable<'_>, sink: &mut Sink<'_>) -> Vec<Binding> {
             key: "schema_version",
         });
     }
-    if !saw_bindings {
-        sink.report(|_| Problem::MissingKey {
-            at: None,
-            table: TableRef::TopLevel,
-            key: "bindings",
-        });
-    }
+    // A file without `bindings` grants nothing: the natural result of
+    // deleting the last `[[bindings]]` table must not stop the agent (with
+    // the webhook failing closed, no Runtime could then be changed).
     bindings
 }
 

@@ -333,9 +333,14 @@ fn cases() -> Vec<Case> {
             Problems(&["key-missing"]),
         ),
         content(
-            "bindings missing",
+            "bindings missing: no grants (the last table was deleted)",
             "schema_version = 1\n",
-            Problems(&["key-missing"]),
+            Loads(0),
+        ),
+        content(
+            "only a comment besides the version",
+            "# every grant revoked on 2026-11-30\nschema_version = 1\n",
+            Loads(0),
         ),
         content(
             "bindings not an array",

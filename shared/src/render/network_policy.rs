@@ -1,5 +1,7 @@
 //! The optional ingress-only NetworkPolicy: only the configured peers, only
-//! to the `http` port. Egress is not restricted (out of scope).
+//! to the `http` port. Egress is not restricted (out of scope). Enabled
+//! with no peers renders a policy that admits nothing: a policy that is on
+//! never fails open.
 
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -29,11 +31,20 @@ fn peer(p: &IngressPeer) -> NetworkPolicyPeer {
 
 /// `None` when the policy is off (the agent then deletes only its own).
 pub(crate) fn render(ctx: &Ctx<'_>) -> Option<NetworkPolicy> {
-    let np = ctx
-        .spec
-        .network_policy
-        .as_ref()
-        .filter(|n| n.enabled && !n.ingress.is_empty())?;
+    let np = ctx.spec.network_policy.as_ref().filter(|n| n.enabled)?;
+    // No peers: no ingress rule at all, which admits no traffic.
+    let rules = if np.ingress.is_empty() {
+        Vec::new()
+    } else {
+        vec![NetworkPolicyIngressRule {
+            from: Some(np.ingress.iter().map(peer).collect()),
+            ports: Some(vec![NetworkPolicyPort {
+                port: Some(IntOrString::String(HTTP_PORT_NAME.to_string())),
+                protocol: Some("TCP".to_string()),
+                end_port: None,
+            }]),
+        }]
+    };
     Some(NetworkPolicy {
         metadata: ctx.meta(&ctx.names.workload, Component::Server),
         spec: Some(NetworkPolicySpec {
@@ -42,14 +53,7 @@ pub(crate) fn render(ctx: &Ctx<'_>) -> Option<NetworkPolicy> {
                 match_expressions: None,
             }),
             policy_types: Some(vec!["Ingress".to_string()]),
-            ingress: Some(vec![NetworkPolicyIngressRule {
-                from: Some(np.ingress.iter().map(peer).collect()),
-                ports: Some(vec![NetworkPolicyPort {
-                    port: Some(IntOrString::String(HTTP_PORT_NAME.to_string())),
-                    protocol: Some("TCP".to_string()),
-                    end_port: None,
-                }]),
-            }]),
+            ingress: Some(rules),
             egress: None,
         }),
     })

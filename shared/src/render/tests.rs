@@ -339,3 +339,47 @@ fn missing_metadata_is_an_error() {
         Err(RenderError::MissingName)
     );
 }
+
+#[test]
+fn network_policy_never_fails_open() {
+    let mut e = example("minimal");
+    e.runtime.spec.network_policy = Some(crate::api::NetworkPolicySpec {
+        enabled: true,
+        ingress: Vec::new(),
+    });
+    let np = render_example(&e)
+        .network_policy
+        .expect("enabled with no peers still renders a policy");
+    let spec = np.spec.expect("spec");
+    assert_eq!(
+        spec.policy_types.as_deref(),
+        Some(&["Ingress".to_string()][..])
+    );
+    assert_eq!(
+        spec.ingress.as_deref().map(<[_]>::len),
+        Some(0),
+        "no ingress rule: admits nothing"
+    );
+
+    // With peers: only from them, only to the http port (9000 by default).
+    let everything = render_example(&example("everything"));
+    let rules = everything
+        .network_policy
+        .and_then(|n| n.spec)
+        .and_then(|s| s.ingress)
+        .expect("rules");
+    assert_eq!(rules.len(), 1);
+    let ports = rules[0].ports.as_ref().expect("ports");
+    assert_eq!(ports.len(), 1);
+    assert_eq!(
+        ports[0].port,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String("http".into()))
+    );
+    let minimal = render_example(&example("minimal"));
+    let container = &pod_spec(&minimal).containers[0];
+    assert_eq!(
+        container.ports.as_ref().map(|p| p[0].container_port),
+        Some(crate::api::DEFAULT_PORT)
+    );
+    assert_eq!(crate::api::DEFAULT_PORT, 9000);
+}
