@@ -572,7 +572,11 @@ async fn agent_runs_with_exactly_the_shipped_rbac() {
     })
     .await;
     wait_condition(&ns, "web", "Ready", "True", None).await;
-    // The Runtime's transitions were recorded as Events (events.k8s.io).
+    // Events are raised on trouble only: a Runtime asking for a profile no
+    // binding grants is Blocked, and its Warning needs the Event
+    // permission of the shipped RBAC (events.k8s.io).
+    create_runtime(&ns, "refused", json!({"runtimeProfile": "not-granted"})).await;
+    wait_condition(&ns, "refused", "Blocked", "True", Some("NotGranted")).await;
     let events: Api<k8s_openapi::api::events::v1::Event> =
         Api::namespaced(ns.client.clone(), &ns.name);
     wait_for("an Event from the agent", WAIT, || {

@@ -8,6 +8,7 @@ mod agent_grants;
 mod agent_leader;
 mod agent_lifecycle;
 mod agent_reconcile;
+mod agent_semantics;
 mod agent_support;
 mod assets;
 mod chart;

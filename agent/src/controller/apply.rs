@@ -22,7 +22,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 
-use berth_shared::api::Runtime;
+use berth_shared::api::{JobRunStatus, Runtime};
 use berth_shared::contract::{self, Violation};
 use berth_shared::render::{self, Rendered};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -55,6 +55,8 @@ pub struct ApplyOutcome {
     pub errors: Vec<String>,
     /// Writes sent.
     pub writes: usize,
+    /// The one-time Jobs started so far (the status record).
+    pub jobs: Vec<JobRunStatus>,
 }
 
 /// Whether every field of `desired` is present in `actual` with the same
@@ -526,6 +528,7 @@ async fn hand_over_replicas(
     store: &Store<Deployment>,
     desired: &Deployment,
     uid: &str,
+    min_replicas: i32,
     out: &mut ApplyOutcome,
 ) {
     let name = desired.name_any();
@@ -553,13 +556,17 @@ async fn hand_over_replicas(
             return;
         }
     };
-    let replicas = live.spec.as_ref().and_then(|s| s.replicas);
+    let live_replicas = live.spec.as_ref().and_then(|s| s.replicas);
     if !owned_by(live.meta(), uid)
-        || replicas.is_none()
+        || live_replicas.is_none()
         || !agent_owns_replicas(live.metadata.managed_fields.as_deref().unwrap_or_default())
     {
         return;
     }
+    // Never hand over fewer than minReplicas: coming back from suspend (or
+    // turning autoscaling on at 0) the live count is 0, and the HPA does
+    // nothing for a target at 0 replicas.
+    let replicas = live_replicas.map(|r| r.max(min_replicas));
     tracing::info!(object = %label, namespace = %ns, ?replicas, "handing the replica count over to the HorizontalPodAutoscaler");
     let body = serde_json::json!({
         "apiVersion": "apps/v1",
@@ -570,7 +577,9 @@ async fn hand_over_replicas(
     match api
         .patch(
             &name,
-            &PatchParams::apply(HANDOVER_MANAGER),
+            // Forced: raising the count to minReplicas changes a value the
+            // agent's own apply still owns (that would be a conflict).
+            &PatchParams::apply(HANDOVER_MANAGER).force(),
             &Patch::Apply(&body),
         )
         .await
@@ -631,6 +640,122 @@ async fn prune<K>(
     }
 }
 
+/// The hash a rendered object is recorded under (its applied-hash).
+fn applied_hash(value: &Value) -> Option<String> {
+    value
+        .pointer(&format!(
+            "/metadata/annotations/{}",
+            APPLIED_HASH_ANNOTATION.replace('/', "~1")
+        ))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// One-time Jobs run once per template: a Job recorded in status with the
+/// same template hash is never created again (TTL cleanup, a manual
+/// delete, a resume); an entry whose definition changed replaces its old
+/// Job (deleted first, uid-preconditioned) and runs once more.
+async fn run_jobs_once(
+    ctx: &Context,
+    runtime: &Runtime,
+    rendered: &Rendered,
+    out: &mut ApplyOutcome,
+) {
+    let uid = runtime.uid().unwrap_or_default();
+    let ns = runtime.namespace().unwrap_or_default();
+    let name = runtime.name_any();
+    let previous: Vec<JobRunStatus> = runtime
+        .status
+        .as_ref()
+        .map(|s| s.jobs.clone())
+        .unwrap_or_default();
+    let mut records = Vec::new();
+    for entry in &runtime.spec.jobs {
+        let job_name = render::names::job_name(&name, &entry.name);
+        let recorded = previous.iter().find(|r| r.name == entry.name);
+        let Some(desired) = rendered.jobs.iter().find(|j| j.name_any() == job_name) else {
+            // Not rendered (suspended): keep what was recorded.
+            records.extend(recorded.cloned());
+            continue;
+        };
+        let Some(hash) = with_hash(desired).ok().as_ref().and_then(applied_hash) else {
+            continue;
+        };
+        let record = JobRunStatus {
+            name: entry.name.clone(),
+            job: job_name.clone(),
+            template_hash: hash.clone(),
+        };
+        let live = ctx.stores.jobs.get(&ObjectRef::new(&job_name).within(&ns));
+        match live {
+            Some(job) if owned_by(job.meta(), &uid) => {
+                let live_hash = job.annotations().get(APPLIED_HASH_ANNOTATION).cloned();
+                if live_hash.as_deref() == Some(hash.as_str()) {
+                    records.push(record);
+                } else {
+                    // Changed definition: the old Job goes first (a Job's
+                    // template is immutable), the new one is created by a
+                    // later reconcile.
+                    records.extend(recorded.cloned());
+                    if job.meta().deletion_timestamp.is_none() {
+                        tracing::info!(job = %job_name, namespace = %ns, "job definition changed; replacing the old Job to run it once more");
+                        delete_owned(ctx, &*job, out).await;
+                    }
+                }
+            }
+            Some(_) => {
+                // Not ours: ensure reports the conflict and touches nothing.
+                ensure(ctx, &ctx.stores.jobs, desired, &uid, Mode::CreateOnly, out).await;
+                records.extend(recorded.cloned());
+            }
+            None if recorded.is_some_and(|r| r.template_hash == hash) => {
+                // It ran; it is gone (TTL, deleted). Never again.
+                records.extend(recorded.cloned());
+            }
+            None => {
+                let before = out.writes;
+                ensure(ctx, &ctx.stores.jobs, desired, &uid, Mode::CreateOnly, out).await;
+                if out.writes > before {
+                    records.push(record);
+                } else {
+                    records.extend(recorded.cloned());
+                }
+            }
+        }
+    }
+    out.jobs = records;
+}
+
+/// Deletes one owned object (uid precondition, background propagation).
+async fn delete_owned<K>(ctx: &Context, obj: &K, out: &mut ApplyOutcome)
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+{
+    let kind = K::kind(&());
+    let name = obj.name_any();
+    let ns = obj.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: obj.meta().uid.clone(),
+            resource_version: None,
+        }),
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..Default::default()
+    };
+    match api.delete(&name, &params).await {
+        Ok(_) => {
+            out.writes += 1;
+            ctx.metrics.write(&kind, "delete");
+        }
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(e) => out.errors.push(format!("{kind}/{name}: {e}")),
+    }
+}
+
 /// Applies every rendered object and deletes the Runtime's own objects that
 /// are no longer desired (NetworkPolicy/HPA turned off, a job or schedule
 /// removed from the spec). Jobs are not deleted because the Runtime is
@@ -676,7 +801,16 @@ pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) ->
         .is_some_and(|d| d.replicas.is_none())
     {
         let errors = out.errors.len();
-        hand_over_replicas(ctx, &s.deployments, &rendered.deployment, &uid, &mut out).await;
+        let min = runtime.spec.wanted_replicas();
+        hand_over_replicas(
+            ctx,
+            &s.deployments,
+            &rendered.deployment,
+            &uid,
+            min,
+            &mut out,
+        )
+        .await;
         handed_over = out.errors.len() == errors;
     }
     // Without the handover the apply would drop the replica count: retried.
@@ -712,9 +846,7 @@ pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) ->
         ensure(ctx, &s.hpas, hpa, &uid, Mode::Converge, &mut out).await;
     }
     prune(ctx, &s.hpas, &ns, &uid, &keep, &mut out).await;
-    for job in &rendered.jobs {
-        ensure(ctx, &s.jobs, job, &uid, Mode::CreateOnly, &mut out).await;
-    }
+    run_jobs_once(ctx, runtime, rendered, &mut out).await;
     let keep: BTreeSet<String> = runtime
         .spec
         .jobs

@@ -27,6 +27,9 @@ pub struct Planned {
     pub note: String,
 }
 
+/// Reason of the Normal Event a changed one-time Job's new run raises.
+pub const JOB_RERUN: &str = "JobRerun";
+
 /// Reason of the Normal Event a Runtime's recovery raises.
 pub const RECOVERED: &str = "Recovered";
 
@@ -74,6 +77,25 @@ pub fn plan(old: Option<&RuntimeStatus>, new: &RuntimeStatus) -> Vec<Planned> {
             ),
         }),
         _ => {}
+    }
+    // A one-time Job whose definition changed runs once more: say so.
+    if let Some(old) = old {
+        for run in &new.jobs {
+            if old
+                .jobs
+                .iter()
+                .any(|r| r.name == run.name && r.template_hash != run.template_hash)
+            {
+                out.push(Planned {
+                    warning: false,
+                    reason: JOB_RERUN.to_string(),
+                    note: format!(
+                        "the definition of job {} changed; it runs once more as Job {}",
+                        run.name, run.job
+                    ),
+                });
+            }
+        }
     }
     // Upgrades: Normal Events when one starts and when it completes; never
     // on a first status (nothing was running before).
@@ -266,5 +288,22 @@ mod tests {
             [(false, "ImageCurrent")]
         );
         assert!(plan(None, &upgrading).is_empty());
+    }
+
+    #[test]
+    fn a_changed_job_running_again_is_a_normal_event() {
+        let run = |hash: &str| berth_shared::api::JobRunStatus {
+            name: "migrate".into(),
+            job: "web-job-migrate".into(),
+            template_hash: hash.into(),
+        };
+        let mut before = healthy();
+        before.jobs = vec![run("a")];
+        let mut after = healthy();
+        after.jobs = vec![run("b")];
+        assert_eq!(kinds(&plan(Some(&before), &after)), [(false, JOB_RERUN)]);
+        assert!(plan(Some(&before), &before).is_empty());
+        // The first run of a new Runtime's job is expected: no Event.
+        assert!(plan(Some(&healthy()), &before).is_empty());
     }
 }

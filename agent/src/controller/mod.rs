@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use berth_shared::analysis::NodeInfo;
 use berth_shared::api::{API_VERSION, Runtime, reasons};
+use berth_shared::decide::Identity;
 use berth_shared::render::{self, labels::MANAGED_BY};
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -363,25 +364,40 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
     // 1–2. read + decide (caches only)
     let snapshot = read::read(ctx, runtime);
     let decision = &snapshot.decision;
+    // The namespace's identity labels only matter for a grant: a Runtime
+    // without a profile runs on the default runtime wherever it is, and
+    // retirement (suspend) is always carried out.
+    let wants_profile = runtime
+        .spec
+        .runtime_profile
+        .as_deref()
+        .is_some_and(|p| !p.is_empty());
     let hold = match &snapshot.identity {
-        Err(e) => Hold::Blocked {
+        Err(e) if wants_profile && !runtime.spec.suspend => Hold::Blocked {
             reason: reasons::IDENTITY_INCOMPLETE.to_string(),
             message: format!("{e}; managed objects are not created or changed"),
         },
-        // Retirement (suspend) is always carried out; clearing the profile
-        // makes the decision NotRequested, which allows changes anyway.
-        Ok(_) if !decision.allows_changes() && !runtime.spec.suspend => Hold::Blocked {
+        // Clearing the profile makes the decision NotRequested, which
+        // allows changes anyway.
+        _ if !decision.allows_changes() && !runtime.spec.suspend => Hold::Blocked {
             reason: decision.reason().to_string(),
             message: decision.message(),
         },
-        Ok(_) => Hold::None,
+        _ => Hold::None,
     };
 
     // 3–4. render + apply
     let mut applied = None;
     let mut render_error = None;
-    if let (Hold::None, Ok(identity)) = (&hold, &snapshot.identity) {
-        match render::render(runtime, identity, decision) {
+    if hold == Hold::None {
+        // Without the namespace labels the identity labels are empty.
+        let identity = snapshot.identity.clone().unwrap_or_else(|_| Identity {
+            project: String::new(),
+            environment: String::new(),
+            application: runtime.spec.application.clone(),
+            service: runtime.spec.service.clone(),
+        });
+        match render::render(runtime, &identity, decision) {
             Ok(rendered) => applied = Some(apply::apply_all(ctx, runtime, &rendered).await),
             Err(e) => render_error = Some(e.to_string()),
         }

@@ -442,6 +442,25 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
             reasons::SUSPENDED,
             "the Runtime is suspended",
         )
+    } else if rt.spec.wanted_replicas() > 0
+        && input
+            .deployment
+            .and_then(|d| d.status.as_ref())
+            .and_then(|s| s.available_replicas)
+            .unwrap_or(0)
+            == 0
+    {
+        // A Deployment at 0 replicas is "complete" and "available" to
+        // Kubernetes; with replicas wanted, it is not ready.
+        cond(
+            ct::READY,
+            false,
+            reasons::MINIMUM_REPLICAS_UNAVAILABLE,
+            format!(
+                "no replica is available; {} wanted",
+                rt.spec.wanted_replicas()
+            ),
+        )
     } else if phase != RolloutPhase::Complete || !available_ok {
         cond(
             ct::READY,
@@ -474,6 +493,15 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
             last_successful_image: last_successful,
         }),
         conditions,
+        // What apply recorded; unchanged while nothing was applied.
+        jobs: match input.applied {
+            Some(a) => a.jobs.clone(),
+            None => rt
+                .status
+                .as_ref()
+                .map(|s| s.jobs.clone())
+                .unwrap_or_default(),
+        },
     }
 }
 

@@ -28,10 +28,10 @@ pub use runtime::{
     AutoscalingSpec, ConcurrencyPolicy, ConfigSpec, DEFAULT_ACTIVE_DEADLINE_SECONDS,
     DEFAULT_BACKOFF_LIMIT, DEFAULT_CPU_UTILIZATION, DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_REPLICAS,
     DEFAULT_MIN_REPLICAS, DEFAULT_PORT, DEFAULT_REPLICAS, ExposeSpec, ExposeType,
-    GRACE_MARGIN_SECONDS, IdentityStatus, ImageSpec, IngressPeer, JobSpec, NetworkPolicySpec,
-    PodMetadataSpec, ProfileState, ProfileStatus, ResourceAmounts, ResourcesSpec, RolloutPhase,
-    RolloutStatus, Runtime, RuntimeSpec, RuntimeStatus, ScheduleSpec, SchedulingSpec,
-    UpgradeStatus,
+    GRACE_MARGIN_SECONDS, IdentityStatus, ImageSpec, IngressPeer, JobRunStatus, JobSpec,
+    NetworkPolicySpec, PodMetadataSpec, ProfileState, ProfileStatus, ResourceAmounts,
+    ResourcesSpec, RolloutPhase, RolloutStatus, Runtime, RuntimeSpec, RuntimeStatus, ScheduleSpec,
+    SchedulingSpec, UpgradeStatus,
 };
 
 /// The API group of every berth resource.

@@ -189,6 +189,20 @@ pub struct ImageSpec {
     pub digest: Option<String>,
 }
 
+impl RuntimeSpec {
+    /// The replicas the service should run with: none while suspended, at
+    /// least `minReplicas` while autoscaling, else `replicas`.
+    pub fn wanted_replicas(&self) -> i32 {
+        if self.suspend {
+            0
+        } else if let Some(a) = self.autoscaling.as_ref().filter(|a| a.enabled) {
+            a.min_replicas.unwrap_or(DEFAULT_MIN_REPLICAS)
+        } else {
+            self.replicas.unwrap_or(DEFAULT_REPLICAS)
+        }
+    }
+}
+
 impl ImageSpec {
     /// The full image reference, `repository:tag` or `repository@digest`.
     /// A digest wins if both are somehow set (the CEL rule forbids that).
@@ -356,13 +370,16 @@ impl ConcurrencyPolicy {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodMetadataSpec {
-    /// Extra pod labels.
+    /// Extra pod labels. Keys the controllers own (controller-uid,
+    /// job-name, pod-template-hash, app.kubernetes.io/managed-by,
+    /// batch.kubernetes.io/*) are refused.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(schema_with = "schema::label_map")]
+    #[schemars(schema_with = "schema::pod_label_map")]
     pub labels: BTreeMap<String, String>,
-    /// Extra pod annotations.
+    /// Extra pod annotations. AppArmor and seccomp annotations are refused:
+    /// the production contract sets the security profile.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(schema_with = "schema::annotation_map")]
+    #[schemars(schema_with = "schema::pod_annotation_map")]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -468,6 +485,26 @@ pub struct RuntimeStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// One-time Jobs the agent has started, by `jobs[]` entry: a Job that
+    /// ran for the same template is never created again (after a TTL
+    /// cleanup, a manual delete or a resume); a changed template runs once
+    /// more.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    #[schemars(length(max = 64))]
+    pub jobs: Vec<JobRunStatus>,
+}
+
+/// A one-time Job the agent created.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobRunStatus {
+    /// The `jobs[]` entry name.
+    pub name: String,
+    /// The Job object's name.
+    pub job: String,
+    /// Hash of the rendered Job it was created from.
+    pub template_hash: String,
 }
 
 /// The identity of a Runtime.

@@ -5,6 +5,7 @@
 //! k8s-openapi's page-long one).
 
 use schemars::{Schema, SchemaGenerator, json_schema};
+use serde_json::json;
 
 use super::patterns;
 
@@ -56,6 +57,74 @@ pub(crate) fn annotation_map(_: &mut SchemaGenerator) -> Schema {
             "message": "keys must be valid annotation keys",
         }],
     })
+}
+
+/// Pod label keys the controllers own: a team setting one would break
+/// the ReplicaSet or Job bookkeeping, or pretend another manager.
+pub const RESERVED_POD_LABELS: [&str; 4] = [
+    "controller-uid",
+    "job-name",
+    "pod-template-hash",
+    "app.kubernetes.io/managed-by",
+];
+/// Pod label key prefixes the Job controller owns.
+pub const RESERVED_POD_LABEL_PREFIXES: [&str; 1] = ["batch.kubernetes.io/"];
+/// Pod annotation key prefixes that change the pod's security profile.
+pub const RESERVED_POD_ANNOTATION_PREFIXES: [&str; 2] = [
+    "container.apparmor.security.beta.kubernetes.io/",
+    "seccomp.security.alpha.kubernetes.io/",
+];
+
+fn cel_list(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("'{i}'")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// podMetadata.labels: label keys and values, minus the keys controllers
+/// own (refused with a message naming the key).
+pub(crate) fn pod_label_map(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = label_map(generator);
+    let reserved = format!(
+        "(k in {} || {}.exists(p, k.startsWith(p)))",
+        cel_list(&RESERVED_POD_LABELS),
+        cel_list(&RESERVED_POD_LABEL_PREFIXES)
+    );
+    let rule = json!({
+        "rule": format!("!self.exists(k, {reserved})"),
+        "message": "podMetadata.labels may not set a label the controllers own (controller-uid, job-name, pod-template-hash, app.kubernetes.io/managed-by, batch.kubernetes.io/*)",
+        "messageExpression": format!("'podMetadata.labels: key ' + self.filter(k, {reserved})[0] + ' is owned by the Kubernetes controllers or berth and may not be set'"),
+    });
+    if let Some(rules) = schema
+        .as_object_mut()
+        .and_then(|o| o.get_mut("x-kubernetes-validations"))
+        .and_then(|v| v.as_array_mut())
+    {
+        rules.push(rule);
+    }
+    schema
+}
+
+/// podMetadata.annotations: annotation keys, minus the ones that change
+/// the pod's security profile (refused with a message naming the key).
+pub(crate) fn pod_annotation_map(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = annotation_map(generator);
+    let reserved = format!(
+        "{}.exists(p, k.startsWith(p))",
+        cel_list(&RESERVED_POD_ANNOTATION_PREFIXES)
+    );
+    let rule = json!({
+        "rule": format!("!self.exists(k, {reserved})"),
+        "message": "podMetadata.annotations may not set AppArmor or seccomp annotations (container.apparmor.security.beta.kubernetes.io/*, seccomp.security.alpha.kubernetes.io/*): the production contract sets the security profile",
+        "messageExpression": format!("'podMetadata.annotations: key ' + self.filter(k, {reserved})[0] + ' would change the pod security profile, which the production contract sets'"),
+    });
+    if let Some(rules) = schema
+        .as_object_mut()
+        .and_then(|o| o.get_mut("x-kubernetes-validations"))
+        .and_then(|v| v.as_array_mut())
+    {
+        rules.push(rule);
+    }
+    schema
 }
 
 /// A node selector: label keys to values, same rules as labels.

@@ -387,3 +387,39 @@ fn runtime_round_trips_through_serde() {
     let again: Runtime = serde_json::from_value(back).expect("deserialize again");
     assert_eq!(runtime, again);
 }
+
+#[test]
+fn pod_metadata_cannot_weaken_the_contract_or_break_controllers() {
+    for (key, field) in [
+        (
+            "container.apparmor.security.beta.kubernetes.io/app",
+            "annotations",
+        ),
+        ("seccomp.security.alpha.kubernetes.io/pod", "annotations"),
+        ("controller-uid", "labels"),
+        ("job-name", "labels"),
+        ("batch.kubernetes.io/job-name", "labels"),
+        ("pod-template-hash", "labels"),
+        ("app.kubernetes.io/managed-by", "labels"),
+    ] {
+        let errors = errors_after(
+            |o| o["spec"]["podMetadata"] = json!({field: {key: "x"}}),
+            None,
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains(&format!("podMetadata.{field}"))),
+            "{key}: {errors:?}"
+        );
+    }
+    let fine = errors_after(
+        |o| {
+            o["spec"]["podMetadata"] = json!({
+                "labels": {"team": "a", "app.kubernetes.io/version": "1"},
+                "annotations": {"prometheus.io/scrape": "true"}})
+        },
+        None,
+    );
+    assert!(fine.is_empty(), "{fine:?}");
+}
