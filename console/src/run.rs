@@ -1,6 +1,8 @@
 //! The interactive app: one task owns the [`App`] and applies messages from
-//! the input thread, the ticker and the watchers; it redraws only when
-//! something changed.
+//! the input thread, the ticker, the watchers and connection attempts; it
+//! redraws only when something changed. Nothing that talks to the cluster
+//! runs on this task: a `:ctx` switch connects in its own task and the
+//! console stays usable on the old context meanwhile.
 
 use std::time::Duration;
 
@@ -9,11 +11,11 @@ use crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyModifiers
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
-use crate::kube::{ConnectOptions, Watchers, connect};
 use crate::model::{App, Effect, Msg, ObjKey, Scope, update};
 use crate::retire;
 use crate::terminal;
 use crate::views;
+use crate::watch::{ConnectOptions, Connection, Watchers, connect, connect_checked};
 
 /// Options of the interactive app.
 #[derive(Clone, Debug)]
@@ -23,6 +25,11 @@ pub struct RunOptions {
     pub scope: Option<Scope>,
     pub read_only: bool,
     pub agent_lease: ObjKey,
+    /// Capture the mouse (wheel scrolls); off by default so that the
+    /// terminal's own text selection works.
+    pub mouse: bool,
+    /// Draw without colours.
+    pub no_color: bool,
 }
 
 /// Most messages applied before a redraw (a relist of thousands of objects
@@ -42,8 +49,12 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     app.contexts = conn.contexts.clone();
     app.read_only = opts.read_only;
     app.agent_lease = opts.agent_lease.clone();
+    app.no_color = opts.no_color;
 
     let (tx, mut rx) = unbounded_channel::<Msg>();
+    // Connections made for `:ctx`, handed back to this task (a client is
+    // not a message the pure model could hold).
+    let (conn_tx, mut conn_rx) = unbounded_channel::<(String, Connection)>();
     // The client of the current connection: retirements run with it.
     let mut client = conn.client.clone();
     let mut watchers = Watchers::new(
@@ -55,7 +66,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     );
     watchers.ensure(&app.needed_kinds());
 
-    let mut guard = terminal::setup().wrap_err("setting up the terminal")?;
+    let mut guard = terminal::setup(opts.mouse).wrap_err("setting up the terminal")?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let input = spawn_input(tx.clone(), stop.clone());
     let ticker = tokio::spawn(tick(tx.clone()));
@@ -73,7 +84,41 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                     panic!("panic requested by {PANIC_ENV} (terminal restore test)");
                 }
             }
-            let Some(first) = rx.recv().await else {
+            let first = tokio::select! {
+                m = rx.recv() => m,
+                c = conn_rx.recv() => match c {
+                    Some((context, conn)) => {
+                        // Only the context still asked for is taken.
+                        if app.switching.as_deref() != Some(context.as_str()) {
+                            continue;
+                        }
+                        let effects = update(
+                            &mut app,
+                            Msg::Switched {
+                                context,
+                                contexts: conn.contexts.clone(),
+                            },
+                        );
+                        client = conn.client.clone();
+                        watchers.stop();
+                        watchers = Watchers::new(
+                            conn.client,
+                            app.scope.clone(),
+                            app.agent_lease.clone(),
+                            app.generation,
+                            tx.clone(),
+                        );
+                        for e in effects {
+                            if let Effect::Watch(kinds) = e {
+                                watchers.ensure(&kinds);
+                            }
+                        }
+                        continue;
+                    }
+                    None => continue,
+                },
+            };
+            let Some(first) = first else {
                 return Ok(());
             };
             let mut msgs = vec![first];
@@ -107,25 +152,35 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                             });
                         }
                         Effect::Watch(kinds) => watchers.ensure(&kinds),
-                        Effect::Reconnect { context, scope } => {
+                        Effect::Rescope(scope) => {
                             watchers.stop();
+                            watchers = Watchers::new(
+                                client.clone(),
+                                scope,
+                                app.agent_lease.clone(),
+                                app.generation,
+                                tx.clone(),
+                            );
+                        }
+                        Effect::Connect { context } => {
                             let opts = ConnectOptions {
-                                context: Some(context),
+                                context: Some(context.clone()),
                                 ..opts.connect.clone()
                             };
-                            match connect(&opts).await {
-                                Ok(c) => {
-                                    client = c.client.clone();
-                                    watchers = Watchers::new(
-                                        c.client,
-                                        scope,
-                                        app.agent_lease.clone(),
-                                        app.generation,
-                                        tx.clone(),
-                                    );
+                            let (tx, conn_tx) = (tx.clone(), conn_tx.clone());
+                            tokio::spawn(async move {
+                                match connect_checked(&opts).await {
+                                    Ok(c) => {
+                                        let _ = conn_tx.send((context, c));
+                                    }
+                                    Err(e) => {
+                                        let _ = tx.send(Msg::SwitchFailed {
+                                            context,
+                                            error: e.to_string(),
+                                        });
+                                    }
                                 }
-                                Err(e) => app.flash = Some(format!("cannot switch: {e}")),
-                            }
+                            });
                         }
                     }
                 }
@@ -167,6 +222,7 @@ fn spawn_input(
     tx: UnboundedSender<Msg>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
+    // Mouse events arrive only with --mouse (capture is off otherwise).
     std::thread::spawn(move || {
         while !stop.load(std::sync::atomic::Ordering::SeqCst) {
             match event::poll(Duration::from_millis(100)) {
@@ -177,6 +233,7 @@ fn spawn_input(
             let msg = match event::read() {
                 Ok(TermEvent::Key(k)) => Msg::Key(k),
                 Ok(TermEvent::Resize(..)) => Msg::Resize,
+                Ok(TermEvent::Paste(text)) => Msg::Paste(text),
                 Ok(TermEvent::Mouse(m)) => match m.kind {
                     MouseEventKind::ScrollDown => {
                         Msg::Key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE))

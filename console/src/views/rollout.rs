@@ -9,8 +9,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Gauge, Paragraph};
 
 use super::Component;
-use crate::model::rows::{self, RolloutRow};
 use crate::model::{App, Screen};
+use crate::rows::{self, RolloutRow};
 
 /// The Rollout view.
 pub struct RolloutView;

@@ -1,6 +1,8 @@
-//! Collecting data: a client built from the kubeconfig like kubectl does,
-//! and one watcher task per kind that strips and sanitizes every object
-//! ([`crate::model::ingest::prepare`]) and sends it to the app task.
+//! Collecting data from the cluster: a client built from the kubeconfig
+//! like kubectl does, and one watcher task per kind that strips and
+//! sanitizes every object ([`crate::store::ingest::prepare`]) and sends it
+//! to the app task. (Named `watch`, not `kube`, so that it does not shadow
+//! the `kube` crate.)
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -11,7 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
@@ -21,8 +23,9 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-use crate::model::ingest::prepare;
-use crate::model::{Kind, Msg, ObjKey, Object, Scope, Store, WatchEvent};
+use crate::model::{Msg, Scope, WatchEvent};
+use crate::store::ingest::prepare;
+use crate::store::{Kind, ObjKey, Object, Store};
 
 /// How to connect: like kubectl's flags.
 #[derive(Clone, Debug, Default)]
@@ -52,6 +55,31 @@ pub enum ConnectError {
     Kubeconfig(#[from] kube::config::KubeconfigError),
     #[error("creating client: {0}")]
     Client(#[from] kube::Error),
+    #[error("the cluster of context {context} does not answer: {error}")]
+    Unreachable { context: String, error: String },
+}
+
+/// How long a new context may take to answer before the switch is given
+/// up (an exec auth plugin runs within this too).
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// [`connect`], then one request (the apiserver version) to prove that the
+/// context works — credentials, exec plugins, reachability — before the
+/// console gives up the connection it has.
+pub async fn connect_checked(opts: &ConnectOptions) -> Result<Connection, ConnectError> {
+    let conn = connect(opts).await?;
+    let unreachable = |error: String| ConnectError::Unreachable {
+        context: conn.context.clone(),
+        error,
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, conn.client.apiserver_version()).await {
+        Ok(Ok(_)) => Ok(conn),
+        Ok(Err(e)) => Err(unreachable(e.to_string())),
+        Err(_) => Err(unreachable(format!(
+            "no answer within {}s",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
 }
 
 /// Builds a client from the kubeconfig and context, like kubectl.
@@ -204,6 +232,7 @@ fn spawn_kind(
             cfg.fields(&format!("metadata.name={}", lease.1)),
             tx,
         ),
+        Kind::Namespace => spawn(Api::<Namespace>::all(client), cfg, tx),
     }
 }
 
@@ -325,6 +354,7 @@ pub async fn load(
                     Err(_) => Vec::new(),
                 }
             }
+            Kind::Namespace => list(Api::<Namespace>::all(client)).await?,
         };
         store.replace(kind, objs);
     }
