@@ -292,6 +292,16 @@ fn an_expired_lease_means_no_leader_and_stale_status() {
         line_with(&buf, "Runtimes [all]").is_some_and(|l| l.contains("status may be stale")),
         "{text}"
     );
+    // The rollout shows the agent's status too.
+    keys(&mut app, "j");
+    key(&mut app, KeyCode::Enter);
+    let buf = render(&mut app, 140, 24);
+    assert!(
+        line_with(&buf, "Rollout demo/web").is_some_and(|l| l.contains("status may be stale")),
+        "{}",
+        text_of(&buf)
+    );
+    key(&mut app, KeyCode::Esc);
     // Handlers are computed from the cluster itself: no warning there.
     key(&mut app, KeyCode::Char('3'));
     let buf = render(&mut app, 140, 24);
