@@ -730,44 +730,73 @@ async fn berth_binary_captures_the_mouse_only_with_the_flag() {
     assert_restored(&pane, &flags);
 }
 
-/// A kubeconfig with the test cluster's context and a `broken` one whose
-/// server does not answer.
-fn kubeconfig_with_a_broken_context(dir: &std::path::Path) -> (PathBuf, String) {
+/// A kubeconfig with the test cluster's context plus one context per
+/// `(name, server)`, using the same credentials.
+fn kubeconfig_with_contexts(dir: &std::path::Path, extra: &[(&str, String)]) -> (PathBuf, String) {
     let mut kc = Kubeconfig::read_from(&harness::cluster().kubeconfig).expect("kubeconfig");
     let good = kc.current_context.clone().expect("current context");
-    let mut cluster = kc.clusters.first().cloned().expect("a cluster");
-    cluster.name = "broken".into();
-    if let Some(c) = cluster.cluster.as_mut() {
-        // Port 1 on loopback: refused at once.
-        c.server = Some("https://127.0.0.1:1".into());
-    }
-    let mut context = kc
+    let base_cluster = kc.clusters.first().cloned().expect("a cluster");
+    let base_context = kc
         .contexts
         .iter()
         .find(|c| c.name == good)
         .cloned()
         .expect("context");
-    context.name = "broken".into();
-    if let Some(c) = context.context.as_mut() {
-        c.cluster = "broken".into();
+    for (name, server) in extra {
+        let mut cluster = base_cluster.clone();
+        cluster.name = (*name).into();
+        if let Some(c) = cluster.cluster.as_mut() {
+            c.server = Some(server.clone());
+        }
+        let mut context = base_context.clone();
+        context.name = (*name).into();
+        if let Some(c) = context.context.as_mut() {
+            c.cluster = (*name).into();
+        }
+        kc.clusters.push(cluster);
+        kc.contexts.push(context);
     }
-    kc.clusters.push(cluster);
-    kc.contexts.push(context);
     std::fs::create_dir_all(dir).expect("mkdir");
-    let path = dir.join(format!("kubeconfig-broken-{}", std::process::id()));
+    let path = dir.join(format!("kubeconfig-contexts-{}", std::process::id()));
     std::fs::write(&path, serde_yaml::to_string(&kc).expect("yaml")).expect("write kubeconfig");
     (path, good)
 }
 
-/// `:ctx` to a context that does not answer: the console says why and
-/// stays on the old context, still connected and usable.
+/// A server that accepts connections and never answers (a hung apiserver
+/// or a slow exec plugin look the same to the console).
+async fn silent_server() -> (u16, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    (port, task)
+}
+
+/// `:ctx` to a context that does not answer: while it is tried the console
+/// stays usable (the connection runs off the UI task); when it fails the
+/// console says why and stays on the old context, still connected.
 #[tokio::test]
 async fn a_failed_ctx_switch_leaves_the_console_on_the_old_context() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let (kubeconfig, good) =
-        tokio::task::spawn_blocking(move || kubeconfig_with_a_broken_context(&dir))
-            .await
-            .expect("kubeconfig");
+    let (port, silent) = silent_server().await;
+    let (kubeconfig, good) = tokio::task::spawn_blocking(move || {
+        kubeconfig_with_contexts(
+            &dir,
+            &[
+                // Port 1 on loopback: refused at once.
+                ("broken", "https://127.0.0.1:1".to_string()),
+                ("hanging", format!("https://127.0.0.1:{port}")),
+            ],
+        )
+    })
+    .await
+    .expect("kubeconfig");
     // The connection check itself, without a terminal.
     let opts = |context: &str| ConnectOptions {
         kubeconfig: Some(kubeconfig.clone()),
@@ -783,14 +812,35 @@ async fn a_failed_ctx_switch_leaves_the_console_on_the_old_context() {
     let good2 = good.clone();
     let (pane, flags) = in_tmux_with("ctx", &[], &[], Some(kubeconfig.clone()), move |socket| {
         let t = Duration::from_secs(60);
+        let send = |keys: &str| {
+            for k in keys.chars() {
+                tmux(socket, &["send-keys", "-t", "berth", "-l", &k.to_string()]);
+            }
+            tmux(socket, &["send-keys", "-t", "berth", "Enter"]);
+        };
         wait_pane(socket, "the Runtimes view, connected", t, |p| {
             p.contains("Runtimes [") && p.contains("connected")
         });
-        for k in [
-            ":", "c", "t", "x", " ", "b", "r", "o", "k", "e", "n", "Enter",
-        ] {
-            tmux(socket, &["send-keys", "-t", "berth", k]);
-        }
+        // A context that hangs: keys still work while it is tried.
+        send(":ctx hanging");
+        wait_pane(socket, "the switch in flight", t, |p| {
+            p.contains("switching to hanging")
+        });
+        tmux(socket, &["send-keys", "-t", "berth", "2"]);
+        let p = wait_pane(socket, "the Grants view during the switch", t, |p| {
+            p.contains("Grants [")
+        });
+        assert!(
+            p.contains("switching to hanging") || p.contains("cannot switch to hanging"),
+            "{p}"
+        );
+        let p = wait_pane(socket, "the hung switch given up", t, |p| {
+            p.contains("cannot switch to hanging")
+        });
+        assert!(p.contains(&format!("ctx {good2}")), "{p}");
+        tmux(socket, &["send-keys", "-t", "berth", "1"]);
+        // A context that refuses.
+        send(":ctx broken");
         let p = wait_pane(socket, "the failed switch explained", t, |p| {
             p.contains("cannot switch to broken")
         });
@@ -803,6 +853,7 @@ async fn a_failed_ctx_switch_leaves_the_console_on_the_old_context() {
         tmux(socket, &["send-keys", "-t", "berth", "q"]);
     })
     .await;
+    silent.abort();
     assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
     assert_restored(&pane, &flags);
 }
