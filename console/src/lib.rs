@@ -13,6 +13,7 @@
 //! - [`views`]: drawing, on top of everything, imported by nothing below.
 //!
 //! Around them: [`terminal`] sets up and always restores the terminal,
+//! [`tui`] holds it (and lets it go while a credential plugin prompts),
 //! [`run`] owns the app task, [`get`] prints rows without the TUI,
 //! [`retire`] plans, reviews and carries out retirement changes, [`cli`]
 //! parses the command line.
@@ -25,6 +26,7 @@ pub mod rows;
 pub mod run;
 pub mod store;
 pub mod terminal;
+pub mod tui;
 pub mod views;
 pub mod watch;
 

@@ -858,6 +858,109 @@ async fn a_failed_ctx_switch_leaves_the_console_on_the_old_context() {
     assert_restored(&pane, &flags);
 }
 
+/// A kubeconfig whose extra context `plugged` authenticates through an exec
+/// credential plugin that asks for a password on the terminal once, then
+/// hands out the test cluster's admin certificate.
+fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
+    let cluster = harness::cluster().kubeconfig.clone();
+    let mut kc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&cluster).expect("read kubeconfig"))
+            .expect("kubeconfig yaml");
+    let admin = &kc["users"][0]["user"];
+    let read = |key: &str| {
+        let path = admin[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{key} is a path"));
+        std::fs::read_to_string(path).expect("read pki")
+    };
+    let cred = json!({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"clientCertificateData": read("client-certificate"), "clientKeyData": read("client-key")},
+    });
+    let dir = dir.join(format!("plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("cred.json"), cred.to_string()).expect("cred");
+    let _ = std::fs::remove_file(dir.join("answered"));
+    let script = dir.join("plugin.sh");
+    // kube runs the plugin more than once while building a client; like
+    // real plugins it asks once and caches. It prompts on /dev/tty (the
+    // test redirects berth's stderr to a file).
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ ! -f '{d}/answered' ]; then\n  printf 'berth-it password: ' >/dev/tty\n  read pw\n  [ \"$pw\" = s3cret ] || {{ echo 'wrong password' >&2; exit 1; }}\n  touch '{d}/answered'\nfi\ncat '{d}/cred.json'\n",
+            d = dir.display()
+        ),
+    )
+    .expect("script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cluster_name = kc["contexts"][0]["context"]["cluster"].clone();
+    let user: serde_yaml::Value = serde_yaml::to_value(json!({
+        "name": "plugged-user",
+        "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": script.display().to_string(),
+            "interactiveMode": "IfAvailable",
+        }},
+    }))
+    .expect("user");
+    let context: serde_yaml::Value = serde_yaml::to_value(json!({
+        "name": "plugged",
+        "context": {"cluster": cluster_name, "user": "plugged-user"},
+    }))
+    .expect("context");
+    if let Some(users) = kc["users"].as_sequence_mut() {
+        users.push(user);
+    }
+    if let Some(contexts) = kc["contexts"].as_sequence_mut() {
+        contexts.push(context);
+    }
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, serde_yaml::to_string(&kc).expect("yaml")).expect("write kubeconfig");
+    path
+}
+
+/// `:ctx` to a context whose credential plugin prompts: the TUI steps
+/// aside, the plugin reads its answer from the terminal, the TUI comes back
+/// on the new context.
+#[tokio::test]
+async fn ctx_switch_suspends_the_tui_for_a_prompting_credential_plugin() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let kubeconfig = tokio::task::spawn_blocking(move || kubeconfig_with_a_prompting_plugin(&dir))
+        .await
+        .expect("kubeconfig");
+    let (pane, flags) = in_tmux_with("plugin", &[], &[], Some(kubeconfig), |socket| {
+        let t = Duration::from_secs(60);
+        wait_pane(socket, "the Runtimes view, connected", t, |p| {
+            p.contains("Runtimes [") && p.contains("connected")
+        });
+        for k in ":ctx plugged".chars() {
+            tmux(socket, &["send-keys", "-t", "berth", "-l", &k.to_string()]);
+        }
+        tmux(socket, &["send-keys", "-t", "berth", "Enter"]);
+        let p = wait_pane(
+            socket,
+            "the plugin's prompt on the plain terminal",
+            t,
+            |p| p.contains("berth-it password:"),
+        );
+        assert!(p.contains("its credential plugin may ask for input"), "{p}");
+        assert!(!p.contains("Runtimes ["), "the TUI is still drawn: {p}");
+        tmux(socket, &["send-keys", "-t", "berth", "-l", "s3cret"]);
+        tmux(socket, &["send-keys", "-t", "berth", "Enter"]);
+        let p = wait_pane(socket, "the TUI back on the new context", t, |p| {
+            p.contains("ctx plugged") && p.contains("connected") && p.contains("Runtimes [")
+        });
+        assert!(!p.contains("berth-it password"), "{p}");
+        tmux(socket, &["send-keys", "-t", "berth", "q"]);
+    })
+    .await;
+    assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
+    assert_restored(&pane, &flags);
+}
+
 /// `:ns` lists namespaces from the cluster's Namespace list.
 #[tokio::test]
 async fn namespace_picker_lists_the_clusters_namespaces() {

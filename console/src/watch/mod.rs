@@ -15,7 +15,7 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{ExecInteractiveMode, KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kube::{Api, Client, Config, Resource, ResourceExt};
 use serde::Serialize;
@@ -57,6 +57,38 @@ pub enum ConnectError {
     Client(#[from] kube::Error),
     #[error("the cluster of context {context} does not answer: {error}")]
     Unreachable { context: String, error: String },
+}
+
+/// Whether connecting with these options runs a credential plugin that may
+/// prompt on the terminal: an `exec` user whose `interactiveMode` is not
+/// `Never` gets the terminal's stdin and stderr (kube, like kubectl, treats
+/// an unset mode as interactive). The TUI is suspended for those.
+pub fn prompts_on_terminal(opts: &ConnectOptions) -> bool {
+    let kc = match &opts.kubeconfig {
+        Some(p) => Kubeconfig::read_from(p),
+        None => Kubeconfig::read(),
+    };
+    let Ok(kc) = kc else {
+        return false;
+    };
+    let Some(context) = opts.context.clone().or_else(|| kc.current_context.clone()) else {
+        return false;
+    };
+    let user = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.clone());
+    let Some(user) = user else {
+        return false;
+    };
+    kc.auth_infos
+        .iter()
+        .find(|a| a.name == user)
+        .and_then(|a| a.auth_info.as_ref())
+        .and_then(|a| a.exec.as_ref())
+        .is_some_and(|e| e.interactive_mode != Some(ExecInteractiveMode::Never))
 }
 
 /// How long a new context may take to answer before the switch is given
@@ -373,4 +405,51 @@ where
         .filter_map(prepare)
         .map(Object::from)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_exec_users_that_may_prompt_suspend_the_tui() {
+        let kubeconfig = r#"
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: certs
+  user: {client-certificate: /nonexistent}
+- name: never
+  user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: x, interactiveMode: Never}}
+- name: if-available
+  user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: x, interactiveMode: IfAvailable}}
+- name: unset
+  user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: x}}
+contexts:
+- {name: certs, context: {cluster: c, user: certs}}
+- {name: never, context: {cluster: c, user: never}}
+- {name: if-available, context: {cluster: c, user: if-available}}
+- {name: unset, context: {cluster: c, user: unset}}
+current-context: unset
+"#;
+        let path =
+            std::env::temp_dir().join(format!("berth-console-prompts-{}.yaml", std::process::id()));
+        std::fs::write(&path, kubeconfig).expect("write kubeconfig");
+        let prompts = |context: Option<&str>| {
+            prompts_on_terminal(&ConnectOptions {
+                kubeconfig: Some(path.clone()),
+                context: context.map(str::to_string),
+            })
+        };
+        assert!(!prompts(Some("certs")));
+        assert!(!prompts(Some("never")));
+        assert!(prompts(Some("if-available")));
+        assert!(prompts(Some("unset")));
+        assert!(prompts(None), "the current context");
+        assert!(!prompts(Some("missing")));
+        let _ = std::fs::remove_file(&path);
+    }
 }
