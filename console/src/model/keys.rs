@@ -501,8 +501,8 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
 fn switch_scope(app: &mut App, scope: Scope) -> Vec<Effect> {
     app.scope = scope.clone();
     app.reset_data();
-    if app.current_list() == Some(ListView::Namespaces) {
-        app.screens = vec![Screen::List(ListView::Runtimes)];
+    if app.current_list() == Some(ListView::Namespaces) && app.screens.len() > 1 {
+        app.screens.pop();
     }
     vec![Effect::Rescope(scope), Effect::Watch(app.needed_kinds())]
 }

@@ -601,6 +601,12 @@ impl App {
     pub fn open(&mut self, s: Screen) -> Vec<Effect> {
         self.scroll = 0;
         match s {
+            // The namespace picker opens on top: Esc goes back to the view.
+            Screen::List(ListView::Namespaces) => {
+                if self.screen() != &s {
+                    self.screens.push(s);
+                }
+            }
             Screen::List(_) => {
                 self.screens.clear();
                 self.screens.push(s);

@@ -237,9 +237,13 @@ fn ns_alone_lists_namespaces_from_the_namespace_list_and_enter_picks() {
     // Completion knows them too.
     let mut app = fixtures::app();
     assert!(keys::complete(&app, "ns e").contains(&"ns empty".to_string()));
-    typed(&mut app, ":ns");
+    // Esc leaves the picker for the view it was opened from.
+    typed(&mut app, "2:ns");
     press(&mut app, KeyCode::Enter);
-    assert!(matches!(press(&mut app, KeyCode::Esc).as_slice(), []));
+    assert_eq!(app.screen(), &Screen::List(ListView::Namespaces));
+    assert!(press(&mut app, KeyCode::Esc).is_empty());
+    assert_eq!(app.screen(), &Screen::List(ListView::Grants));
+    assert_eq!(app.scope, Scope::All, "nothing picked");
 }
 
 #[test]

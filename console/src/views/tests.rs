@@ -259,6 +259,7 @@ fn status_bar_keeps_safety_states_first_at_80_columns() {
         &mut app,
         Msg::Watch(Kind::Node, WatchEvent::Denied("nodes is forbidden".into())),
     );
+    check_snapshot("statusbar", &snapshot(&render(&mut app, 140, 24)));
     let buf = render(&mut app, 80, 24);
     check_snapshot("statusbar-80x24", &snapshot(&buf));
     let status = line_with(&buf, "read-only").expect("read-only shown");
@@ -344,6 +345,7 @@ fn namespace_picker_at_80x24() {
     keys(&mut app, ":ns");
     key(&mut app, KeyCode::Enter);
     snap80("namespaces", &mut app);
+    snap("namespaces", &mut app);
 }
 
 #[test]
