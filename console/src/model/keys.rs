@@ -41,6 +41,8 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
         return Vec::new();
     }
     app.dirty = true;
+    // Ctrl-c quits from every mode, even while typing (in normal mode it is
+    // also the key table's Quit binding, which is what help lists).
     if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
         app.quit = true;
         return vec![Effect::Quit];
@@ -445,6 +447,7 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
         Some("retained") => app.open(Screen::List(ListView::Retained)),
         Some("help") => {
             app.show_help = true;
+            app.help_scroll = 0;
             Vec::new()
         }
         Some("q") => {
