@@ -8,10 +8,10 @@ use color_eyre::eyre::{Result, WrapErr, eyre};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::get::{self, Format, What};
-use crate::kube::{ConnectOptions, connect, load};
 use crate::model::{DEFAULT_AGENT_LEASE, ObjKey, Scope};
 use crate::retire::{self, Action};
 use crate::run::{RunOptions, run};
+use crate::watch::{ConnectOptions, connect, load};
 
 /// berth's console: live views of Runtimes, grants, handlers, retained
 /// workloads and rollouts.
@@ -33,6 +33,14 @@ pub struct Cli {
     /// Never offer changes (retirement actions stay disabled).
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// Capture the mouse (the wheel scrolls); off by default so that the
+    /// terminal's own text selection keeps working.
+    #[arg(long, global = true)]
+    pub mouse: bool,
+    /// No colours (emphasis stays). A non-empty NO_COLOR variable does the
+    /// same.
+    #[arg(long, global = true)]
+    pub no_color: bool,
     /// The agent's leader-election Lease, NAMESPACE/NAME.
     #[arg(long, global = true, default_value_t = format!("{}/{}", DEFAULT_AGENT_LEASE.0, DEFAULT_AGENT_LEASE.1))]
     pub agent_lease: String,
@@ -134,6 +142,12 @@ impl Cli {
         Ok((ns.to_string(), name.to_string()))
     }
 
+    /// `--no-color`, or `NO_COLOR` set to anything non-empty
+    /// (<https://no-color.org>).
+    pub fn no_color(&self, no_color_env: Option<&std::ffi::OsStr>) -> bool {
+        self.no_color || no_color_env.is_some_and(|v| !v.is_empty())
+    }
+
     fn connect_options(&self) -> ConnectOptions {
         ConnectOptions {
             kubeconfig: self.kubeconfig.clone(),
@@ -151,7 +165,26 @@ pub fn main() -> Result<()> {
         .enable_all()
         .build()
         .wrap_err("starting the async runtime")?;
-    rt.block_on(async_main(cli))
+    rt.block_on(async_main(cli)).map_err(clean_report)
+}
+
+/// Most characters of one printed error cause.
+const ERROR_CHARS: usize = 2048;
+
+/// The error as it will be printed, every cause sanitized: an API Status
+/// message, a context name or a kubeconfig value is cluster or file text
+/// and may carry escape sequences. The chain is kept as one line per cause.
+pub fn clean_report(e: color_eyre::Report) -> color_eyre::Report {
+    let causes: Vec<String> = e
+        .chain()
+        .map(|c| berth_shared::sanitize::line(&c.to_string(), ERROR_CHARS))
+        .collect();
+    let mut it = causes.into_iter().rev();
+    let mut report = eyre!(it.next().unwrap_or_default());
+    for c in it {
+        report = report.wrap_err(c);
+    }
+    report
 }
 
 async fn async_main(cli: Cli) -> Result<()> {
@@ -163,6 +196,8 @@ async fn async_main(cli: Cli) -> Result<()> {
                 scope: cli.scope(),
                 read_only: cli.read_only,
                 agent_lease: lease,
+                mouse: cli.mouse,
+                no_color: cli.no_color(std::env::var_os("NO_COLOR").as_deref()),
             })
             .await
         }
@@ -270,4 +305,43 @@ pub async fn get_output(
         .await
         .wrap_err("reading from the cluster")?;
     Ok(get::format(what, &store, Timestamp::now(), fmt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn mouse_is_opt_in_and_no_color_has_a_flag_and_a_variable() {
+        let cli = Cli::try_parse_from(["berth"]).expect("parse");
+        assert!(!cli.mouse);
+        assert!(!cli.no_color(None));
+        assert!(!cli.no_color(Some(std::ffi::OsStr::new(""))));
+        assert!(cli.no_color(Some(std::ffi::OsStr::new("1"))));
+        let cli = Cli::try_parse_from(["berth", "--mouse", "--no-color"]).expect("parse");
+        assert!(cli.mouse && cli.no_color(None));
+        // Global: also after a subcommand.
+        let cli = Cli::try_parse_from(["berth", "get", "runtimes", "--no-color"]).expect("parse");
+        assert!(cli.no_color);
+    }
+
+    #[test]
+    fn printed_errors_are_sanitized_cause_by_cause() {
+        let inner = eyre!("namespaces \"x\u{1b}]52;c;ZXZpbA==\u{7}\" is forbidden\u{202e}");
+        let report = clean_report(inner.wrap_err("reading from the cluster\u{1b}[2J"));
+        let causes: Vec<String> = report.chain().map(ToString::to_string).collect();
+        assert_eq!(
+            causes,
+            [
+                "reading from the cluster",
+                "namespaces \"x\" is forbidden<U+202E>"
+            ]
+        );
+        let printed = format!("{report:?}");
+        assert!(
+            !printed.contains('\u{1b}') && !printed.contains('\u{7}'),
+            "{printed}"
+        );
+    }
 }

@@ -6,9 +6,9 @@
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::model::ingest::prepare;
 use crate::model::{App, Kind, Object, Scope, WatchEvent};
 use crate::model::{Msg, update};
+use crate::store::ingest::prepare;
 
 /// The fixed "now" of every fixture.
 pub fn now() -> Timestamp {
@@ -214,9 +214,28 @@ pub fn objects() -> Vec<Object> {
         obj::<k8s_openapi::api::coordination::v1::Lease>(json!({
             "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": "berth-agent", "namespace": "berth-system"},
-            "spec": {"holderIdentity": "berth-agent-7f9c"},
+            "spec": {"holderIdentity": "berth-agent-7f9c", "leaseDurationSeconds": 15,
+                     "renewTime": "2026-11-29T11:59:50.000000Z"},
         })),
     ));
+    for (name, labels) in [
+        ("default", json!({})),
+        (
+            "demo",
+            json!({"berth.dev/project": "shop", "berth.dev/environment": "prod"}),
+        ),
+        ("empty", json!({})),
+        ("legacy", json!({})),
+    ] {
+        out.push(Object::from(obj::<k8s_openapi::api::core::v1::Namespace>(
+            json!({
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name, "labels": labels, "uid": format!("uid-ns-{name}"),
+                             "creationTimestamp": "2026-11-01T00:00:00Z"},
+                "status": {"phase": "Active"},
+            }),
+        )));
+    }
     out
 }
 

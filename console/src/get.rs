@@ -7,8 +7,9 @@ use clap::ValueEnum;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
-use crate::model::rows;
-use crate::model::{Kind, ListView, Screen, Store, TableData};
+use crate::model::{ListView, Screen};
+use crate::rows::{self, TableData};
+use crate::store::{Kind, Store};
 
 /// What to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -105,54 +106,15 @@ fn doc<T: Serialize>(what: What, items: Vec<T>) -> serde_json::Value {
     v
 }
 
-/// The table of `what`: the views' own tables, and one for rollouts.
+/// The table of `what`: the same rows and cells as the TUI's lists.
 pub fn table(what: What, store: &Store, now: Timestamp) -> TableData {
-    let mut t = match what {
-        What::Runtimes => crate::views::runtimes::table(&rows::runtime_rows(store, now)),
-        What::Grants => crate::views::grants::table(&rows::grant_rows(store, now)),
-        What::Handlers => crate::views::handlers::table(&rows::handler_rows(store)),
-        What::Retained => crate::views::retained::table(&rows::retained_rows(store)),
-        What::Rollouts => {
-            let mut t = TableData::new(vec![
-                "NAMESPACE",
-                "NAME",
-                "REVISION",
-                "PHASE",
-                "UPDATED",
-                "READY",
-                "AVAILABLE",
-                "DESIRED",
-                "IMAGE",
-                "DEADLINE",
-            ]);
-            for r in rows::rollout_rows(store, now) {
-                let image = if r.image_from == r.image_to || r.image_from == rows::NONE {
-                    r.image_to.clone()
-                } else {
-                    format!("{} -> {}", r.image_from, r.image_to)
-                };
-                t.push(
-                    vec![
-                        r.namespace.clone(),
-                        r.name.clone(),
-                        r.revision,
-                        r.phase,
-                        r.updated.to_string(),
-                        r.ready.to_string(),
-                        r.available.to_string(),
-                        r.desired.to_string(),
-                        image,
-                        r.deadline,
-                    ],
-                    crate::model::RowTone::Normal,
-                    crate::model::RowRef::Runtime((r.namespace, r.name)),
-                );
-            }
-            t
-        }
-    };
-    t.apply("", None);
-    t
+    match what {
+        What::Runtimes => TableData::of(&rows::runtime_rows(store, now)),
+        What::Grants => TableData::of(&rows::grant_rows(store, now)),
+        What::Handlers => TableData::of(&rows::handler_rows(store)),
+        What::Retained => TableData::of(&rows::retained_rows(store)),
+        What::Rollouts => TableData::of(&rows::rollout_rows(store, now)),
+    }
 }
 
 /// Aligned columns, kubectl style (no trailing spaces).

@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crate::fixtures;
 use crate::get::{self, Format, What};
-use crate::model::ingest::prepare;
 use crate::model::{Kind, ListView, Msg, Object, Screen, WatchEvent, update};
+use crate::store::ingest::prepare;
 use crate::views::tests::render;
 
 const NASTY: &str = "x\u{1b}[31mESC\u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{07}OSC\u{1b}P1$r0m\u{1b}\\DCS\u{9b}2JC1\u{07}BEL\u{08}BS\u{202e}RLO\u{2066}LRI\u{1b}_APC\u{1b}\\\u{0}\r\n";

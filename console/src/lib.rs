@@ -1,22 +1,40 @@
 //! berth's terminal console (`berth`): live views of Runtimes, grants,
 //! handlers, retained workloads and rollouts, and `berth get` for scripts.
 //!
-//! Layout: [`kube`] collects data (client, watchers sending messages),
-//! [`model`] holds the state and its pure update function, [`views`]
-//! draws it; [`terminal`] sets up and always restores the terminal;
-//! [`get`] prints the same rows without the TUI; [`retire`] plans,
-//! reviews and carries out retirement changes (TUI and `berth retire`).
+//! Layers, each importing only the ones below it (a unit test checks):
+//! - [`store`]: the console's copy of the cluster and [`store::ingest`],
+//!   where every object is sanitized on the way in;
+//! - [`rows`]: pure functions from the store to rows (one module per
+//!   family, a [`rows::Row`] trait, one generic [`rows::TableData`]);
+//! - [`model`]: the app state and its pure update function, the one key
+//!   table ([`model::keymap`]);
+//! - [`watch`]: collection — the client and the watchers that feed the
+//!   model with messages;
+//! - [`views`]: drawing, on top of everything, imported by nothing below.
+//!
+//! Around them: [`terminal`] sets up and always restores the terminal,
+//! [`tui`] holds it (and lets it go while a credential plugin prompts),
+//! [`run`] owns the app task, [`get`] prints rows without the TUI,
+//! [`retire`] plans, reviews and carries out retirement changes, [`cli`]
+//! parses the command line.
 
 pub mod cli;
 pub mod get;
-pub mod kube;
 pub mod model;
 pub mod retire;
+pub mod rows;
 pub mod run;
+pub mod store;
 pub mod terminal;
+pub mod tui;
 pub mod views;
+pub mod watch;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
 #[cfg(test)]
 mod injection_tests;
+#[cfg(test)]
+mod layering_tests;
+#[cfg(test)]
+mod readme_tests;

@@ -1,19 +1,25 @@
 //! The interactive app: one task owns the [`App`] and applies messages from
-//! the input thread, the ticker and the watchers; it redraws only when
-//! something changed.
+//! the input thread, the ticker, the watchers and connection attempts; it
+//! redraws only when something changed. Nothing that talks to the cluster
+//! runs on this task: a `:ctx` switch connects in its own task and the
+//! console stays usable on the old context meanwhile — unless the new
+//! context's credential plugin may prompt, in which case the TUI is
+//! suspended and the plugin gets the terminal.
 
 use std::time::Duration;
 
 use color_eyre::eyre::{Result, WrapErr};
-use crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseEventKind};
 use k8s_openapi::jiff::Timestamp;
+use kube::Client;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
-use crate::kube::{ConnectOptions, Watchers, connect};
 use crate::model::{App, Effect, Msg, ObjKey, Scope, update};
 use crate::retire;
-use crate::terminal;
+use crate::tui::Tui;
 use crate::views;
+use crate::watch::{
+    ConnectOptions, Connection, Watchers, connect, connect_checked, prompts_on_terminal,
+};
 
 /// Options of the interactive app.
 #[derive(Clone, Debug)]
@@ -23,11 +29,68 @@ pub struct RunOptions {
     pub scope: Option<Scope>,
     pub read_only: bool,
     pub agent_lease: ObjKey,
+    /// Capture the mouse (wheel scrolls); off by default so that the
+    /// terminal's own text selection works.
+    pub mouse: bool,
+    /// Draw without colours.
+    pub no_color: bool,
 }
 
 /// Most messages applied before a redraw (a relist of thousands of objects
 /// is drawn once, not per object).
 const BATCH: usize = 4096;
+
+/// The connection in use: retirements run with its client, its watchers
+/// feed the app.
+struct Session {
+    client: Client,
+    watchers: Watchers,
+    tx: UnboundedSender<Msg>,
+}
+
+impl Session {
+    fn new(client: Client, app: &App, scope: Scope, tx: UnboundedSender<Msg>) -> Session {
+        let watchers = Watchers::new(
+            client.clone(),
+            scope,
+            app.agent_lease.clone(),
+            app.generation,
+            tx.clone(),
+        );
+        Session {
+            client,
+            watchers,
+            tx,
+        }
+    }
+
+    /// Watches `scope` from now on (after the app reset its data).
+    fn rescope(&mut self, app: &App, scope: Scope) {
+        self.watchers.stop();
+        *self = Session::new(self.client.clone(), app, scope, self.tx.clone());
+    }
+
+    /// Adopts a connection made for `:ctx`, if the app still wants it.
+    fn adopt(&mut self, app: &mut App, context: String, conn: Connection) {
+        if app.switching.as_deref() != Some(context.as_str()) {
+            return;
+        }
+        let effects = update(
+            app,
+            Msg::Switched {
+                context,
+                contexts: conn.contexts.clone(),
+            },
+        );
+        self.watchers.stop();
+        *self = Session::new(conn.client, app, app.scope.clone(), self.tx.clone());
+        for e in effects {
+            if let Effect::Watch(kinds) = e {
+                self.watchers.ensure(&kinds);
+            }
+        }
+    }
+}
 
 /// Runs the TUI until the user quits.
 pub async fn run(opts: RunOptions) -> Result<()> {
@@ -42,38 +105,38 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     app.contexts = conn.contexts.clone();
     app.read_only = opts.read_only;
     app.agent_lease = opts.agent_lease.clone();
+    app.no_color = opts.no_color;
 
     let (tx, mut rx) = unbounded_channel::<Msg>();
-    // The client of the current connection: retirements run with it.
-    let mut client = conn.client.clone();
-    let mut watchers = Watchers::new(
-        conn.client.clone(),
-        scope,
-        app.agent_lease.clone(),
-        app.generation,
-        tx.clone(),
-    );
-    watchers.ensure(&app.needed_kinds());
+    // Connections made for `:ctx`, handed back to this task (a client is
+    // not a message the pure model could hold).
+    let (conn_tx, mut conn_rx) = unbounded_channel::<(String, Connection)>();
+    let mut session = Session::new(conn.client.clone(), &app, scope, tx.clone());
+    session.watchers.ensure(&app.needed_kinds());
 
-    let mut guard = terminal::setup().wrap_err("setting up the terminal")?;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let input = spawn_input(tx.clone(), stop.clone());
+    let mut tui = Tui::start(opts.mouse, tx.clone()).wrap_err("setting up the terminal")?;
     let ticker = tokio::spawn(tick(tx.clone()));
 
     let result: Result<()> = async {
         loop {
             if app.dirty {
                 app.refresh();
-                guard
-                    .terminal
-                    .draw(|f| views::draw(f, &app))
-                    .wrap_err("drawing")?;
+                if let Some(term) = tui.terminal() {
+                    term.draw(|f| views::draw(f, &app)).wrap_err("drawing")?;
+                }
                 app.dirty = false;
                 if panic_requested() {
                     panic!("panic requested by {PANIC_ENV} (terminal restore test)");
                 }
             }
-            let Some(first) = rx.recv().await else {
+            let first = tokio::select! {
+                m = rx.recv() => m,
+                Some((context, conn)) = conn_rx.recv() => {
+                    session.adopt(&mut app, context, conn);
+                    continue;
+                }
+            };
+            let Some(first) = first else {
                 return Ok(());
             };
             let mut msgs = vec![first];
@@ -92,7 +155,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                             namespace,
                             name,
                         } => {
-                            let (client, tx) = (client.clone(), tx.clone());
+                            let (client, tx) = (session.client.clone(), tx.clone());
                             tokio::spawn(async move {
                                 let r = retire::review::review(&client, &action, &namespace, &name)
                                     .await;
@@ -100,31 +163,61 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                             });
                         }
                         Effect::Execute(review) => {
-                            let (client, tx) = (client.clone(), tx.clone());
+                            let (client, tx) = (session.client.clone(), tx.clone());
                             tokio::spawn(async move {
                                 let r = retire::execute::execute(&client, &review).await;
                                 let _ = tx.send(Msg::Executed(Box::new(r)));
                             });
                         }
-                        Effect::Watch(kinds) => watchers.ensure(&kinds),
-                        Effect::Reconnect { context, scope } => {
-                            watchers.stop();
-                            let opts = ConnectOptions {
-                                context: Some(context),
+                        Effect::Watch(kinds) => session.watchers.ensure(&kinds),
+                        Effect::Rescope(scope) => session.rescope(&app, scope),
+                        Effect::Connect { context } => {
+                            let copts = ConnectOptions {
+                                context: Some(context.clone()),
                                 ..opts.connect.clone()
                             };
-                            match connect(&opts).await {
-                                Ok(c) => {
-                                    client = c.client.clone();
-                                    watchers = Watchers::new(
-                                        c.client,
-                                        scope,
-                                        app.agent_lease.clone(),
-                                        app.generation,
-                                        tx.clone(),
-                                    );
+                            if prompts_on_terminal(&copts) {
+                                // The plugin may prompt: it gets the terminal
+                                // until the connection is made or refused.
+                                tui.suspend();
+                                println!(
+                                    "berth: switching to context {}; its credential plugin may ask for input.",
+                                    berth_shared::sanitize::line(&context, 256)
+                                );
+                                let r = tokio::spawn(async move { connect_checked(&copts).await })
+                                    .await;
+                                tui.resume().wrap_err("setting up the terminal again")?;
+                                app.dirty = true;
+                                match r {
+                                    Ok(Ok(c)) => session.adopt(&mut app, context, c),
+                                    Ok(Err(e)) => {
+                                        update(&mut app, Msg::SwitchFailed { context, error: e.to_string() });
+                                    }
+                                    Err(e) => {
+                                        update(&mut app, Msg::SwitchFailed { context, error: e.to_string() });
+                                    }
                                 }
-                                Err(e) => app.flash = Some(format!("cannot switch: {e}")),
+                            } else {
+                                let (tx, conn_tx) = (tx.clone(), conn_tx.clone());
+                                tokio::spawn(async move {
+                                    match tokio::spawn(async move { connect_checked(&copts).await }).await {
+                                        Ok(Ok(c)) => {
+                                            let _ = conn_tx.send((context, c));
+                                        }
+                                        Ok(Err(e)) => {
+                                            let _ = tx.send(Msg::SwitchFailed {
+                                                context,
+                                                error: e.to_string(),
+                                            });
+                                        }
+                                        Err(e) => {
+                                            let _ = tx.send(Msg::SwitchFailed {
+                                                context,
+                                                error: e.to_string(),
+                                            });
+                                        }
+                                    }
+                                });
                             }
                         }
                     }
@@ -137,11 +230,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     }
     .await;
 
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
     ticker.abort();
-    watchers.stop();
-    drop(guard);
-    let _ = input.join();
+    session.watchers.stop();
+    drop(tui);
     result
 }
 
@@ -161,37 +252,4 @@ async fn tick(tx: UnboundedSender<Msg>) {
             return;
         }
     }
-}
-
-fn spawn_input(
-    tx: UnboundedSender<Msg>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-            match event::poll(Duration::from_millis(100)) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(_) => return,
-            }
-            let msg = match event::read() {
-                Ok(TermEvent::Key(k)) => Msg::Key(k),
-                Ok(TermEvent::Resize(..)) => Msg::Resize,
-                Ok(TermEvent::Mouse(m)) => match m.kind {
-                    MouseEventKind::ScrollDown => {
-                        Msg::Key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE))
-                    }
-                    MouseEventKind::ScrollUp => {
-                        Msg::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE))
-                    }
-                    _ => continue,
-                },
-                Ok(_) => continue,
-                Err(_) => return,
-            };
-            if tx.send(msg).is_err() {
-                return;
-            }
-        }
-    })
 }

@@ -1,8 +1,8 @@
 //! Terminal setup and restore. The terminal is restored on quit (the
 //! guard's drop), on error (the guard drops while the error propagates) and
 //! on panic (a hook restores before the panic message is printed): raw
-//! mode off, main screen back, cursor shown, mouse capture and bracketed
-//! paste off.
+//! mode off, main screen back, cursor shown, mouse capture (if `--mouse`
+//! turned it on) and bracketed paste off.
 
 use std::io::{self, Stdout, Write};
 use std::sync::Once;
@@ -35,8 +35,9 @@ impl Drop for Guard {
 static HOOK: Once = Once::new();
 
 /// Enters raw mode and the alternate screen, hides the cursor, enables
-/// mouse capture and bracketed paste, and installs the panic hook.
-pub fn setup() -> io::Result<Guard> {
+/// bracketed paste (and mouse capture only when asked: it takes the
+/// terminal's own text selection away), and installs the panic hook.
+pub fn setup(mouse: bool) -> io::Result<Guard> {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -46,12 +47,14 @@ pub fn setup() -> io::Result<Guard> {
     });
     enable_raw_mode()?;
     let mut out = io::stdout();
-    if let Err(e) = execute!(
-        out,
-        EnterAlternateScreen,
-        EnableMouseCapture,
-        EnableBracketedPaste
-    ) {
+    let entered = execute!(out, EnterAlternateScreen, EnableBracketedPaste).and_then(|()| {
+        if mouse {
+            execute!(out, EnableMouseCapture)
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = entered {
         restore();
         return Err(e);
     }

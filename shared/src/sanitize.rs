@@ -12,10 +12,13 @@
 //!   U+009E PM, U+009F APC) likewise, and every other C1 control is dropped;
 //! - other C0 controls (BEL, backspace, NUL, CR, …) and DEL are dropped;
 //!   newline and tab become a space in single-line text;
-//! - bidi embeddings, overrides, isolates and marks (U+202A–U+202E,
-//!   U+2066–U+2069, U+200E, U+200F, U+061C), the BOM / zero-width no-break
-//!   space (U+FEFF) and the line/paragraph separators (U+2028, U+2029, which
-//!   become a space) are removed;
+//! - invisible format characters — zero-width space/joiners and bidi marks
+//!   (U+200B–U+200F), bidi embeddings and overrides (U+202A–U+202E), the
+//!   word joiner, invisible operators and bidi isolates (U+2060–U+2069), the
+//!   Arabic letter mark (U+061C) and the BOM (U+FEFF) — are shown escaped as
+//!   `<U+XXXX>`: removing them silently would let `admin\u{200b}` pass for
+//!   `admin`, and keeping them would let text be reordered or hidden;
+//! - the line/paragraph separators (U+2028, U+2029) become a space;
 //! - the result is bounded to a number of characters, marked with `…` when
 //!   cut.
 //!
@@ -44,11 +47,17 @@ pub fn is_unsafe_char(c: char) -> bool {
         || c == '\u{2029}'
 }
 
-fn is_bidi_or_invisible(c: char) -> bool {
+/// Invisible format characters that [`line`] and [`text`] show escaped.
+pub fn is_bidi_or_invisible(c: char) -> bool {
     matches!(
         c,
-        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{feff}'
+        '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{061c}' | '\u{feff}'
     )
+}
+
+/// The visible form of an invisible character: `<U+200B>`.
+fn escaped(c: char) -> String {
+    format!("<U+{:04X}>", c as u32)
 }
 
 /// Whether `s` contains nothing [`is_unsafe_char`] rejects.
@@ -101,52 +110,64 @@ fn filter(input: &str, max_chars: usize, mode: Mode) -> String {
     let mut kept = 0usize;
     let mut cut = false;
     let mut chars = input.chars().peekable();
-    let mut push = |out: &mut String, c: char| -> bool {
-        if kept >= max_chars {
+    // Appends a piece whole (one character, or one escape) if it fits.
+    let mut push = |out: &mut String, piece: &str| -> bool {
+        let n = piece.chars().count();
+        if kept + n > max_chars {
             cut = true;
             return false;
         }
-        out.push(c);
-        kept += 1;
+        out.push_str(piece);
+        kept += n;
         true
     };
+    let mut buf = [0u8; 4];
     while let Some(c) = chars.next() {
-        match c {
-            ESC => match chars.next() {
-                Some('[') => skip_csi(&mut chars),
-                Some(']') => skip_string(&mut chars, true),
-                Some('P' | 'X' | '^' | '_') => skip_string(&mut chars, false),
-                Some(c2) if ('\u{20}'..='\u{2f}').contains(&c2) => {
-                    // ESC + intermediates + one final byte.
-                    while let Some(&n) = chars.peek() {
-                        chars.next();
-                        if !('\u{20}'..='\u{2f}').contains(&n) {
-                            break;
+        let piece: String;
+        let piece: &str = match c {
+            ESC => {
+                match chars.next() {
+                    Some('[') => skip_csi(&mut chars),
+                    Some(']') => skip_string(&mut chars, true),
+                    Some('P' | 'X' | '^' | '_') => skip_string(&mut chars, false),
+                    Some(c2) if ('\u{20}'..='\u{2f}').contains(&c2) => {
+                        // ESC + intermediates + one final byte.
+                        while let Some(&n) = chars.peek() {
+                            chars.next();
+                            if !('\u{20}'..='\u{2f}').contains(&n) {
+                                break;
+                            }
                         }
                     }
+                    // ESC + any single character (ESC 7, ESC c, ESC \ …).
+                    Some(_) | None => {}
                 }
-                // ESC + any single character (ESC 7, ESC c, ESC \ …).
-                Some(_) | None => {}
-            },
-            '\u{9b}' => skip_csi(&mut chars),
-            '\u{9d}' => skip_string(&mut chars, true),
-            '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars, false),
-            '\n' if mode == Mode::Text => {
-                if !push(&mut out, '\n') {
-                    break;
-                }
+                continue;
             }
-            '\n' | '\t' | '\u{2028}' | '\u{2029}' => {
-                if !push(&mut out, ' ') {
-                    break;
-                }
+            '\u{9b}' => {
+                skip_csi(&mut chars);
+                continue;
             }
-            c if is_unsafe_char(c) => {}
-            c => {
-                if !push(&mut out, c) {
-                    break;
-                }
+            '\u{9d}' => {
+                skip_string(&mut chars, true);
+                continue;
             }
+            '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => {
+                skip_string(&mut chars, false);
+                continue;
+            }
+            '\n' if mode == Mode::Text => "\n",
+            '\n' | '\t' | '\u{2028}' | '\u{2029}' => " ",
+            // All or nothing: a cut escape would be misleading.
+            c if is_bidi_or_invisible(c) => {
+                piece = escaped(c);
+                &piece
+            }
+            c if is_unsafe_char(c) => continue,
+            c => c.encode_utf8(&mut buf),
+        };
+        if !push(&mut out, piece) {
+            break;
         }
     }
     if cut {
@@ -279,11 +300,31 @@ mod tests {
     }
 
     #[test]
-    fn bidi_controls_are_removed() {
-        assert_eq!(value("abc\u{202e}fed\u{202c}"), "abcfed");
-        assert_eq!(value("\u{2066}x\u{2069}\u{2067}y\u{2068}z"), "xyz");
-        assert_eq!(value("a\u{200e}\u{200f}\u{061c}\u{feff}b"), "ab");
+    fn bidi_and_zero_width_characters_are_escaped_visibly() {
+        assert_eq!(value("abc\u{202e}fed\u{202c}"), "abc<U+202E>fed<U+202C>");
+        assert_eq!(
+            value("\u{2066}x\u{2069}\u{2067}y\u{2068}z"),
+            "<U+2066>x<U+2069><U+2067>y<U+2068>z"
+        );
+        assert_eq!(
+            value("a\u{200e}\u{200f}\u{061c}\u{feff}b"),
+            "a<U+200E><U+200F><U+061C><U+FEFF>b"
+        );
         assert_eq!(value("a\u{2028}b"), "a b");
+        // A zero-width space cannot make a name look like another one.
+        assert_eq!(value("admin\u{200b}"), "admin<U+200B>");
+        assert_ne!(value("admin\u{200b}"), value("admin"));
+        for c in ('\u{200b}'..='\u{200f}')
+            .chain('\u{202a}'..='\u{202e}')
+            .chain('\u{2060}'..='\u{2069}')
+        {
+            let out = value(&format!("a{c}b"));
+            assert_eq!(out, format!("a<U+{:04X}>b", c as u32));
+            assert!(is_clean(&out) && !is_clean(&format!("a{c}b")));
+        }
+        assert_eq!(text("x\u{200d}\ny", 100), "x<U+200D>\ny");
+        // An escape that does not fit is cut whole.
+        assert_eq!(line("ab\u{200b}", 5), "ab…");
     }
 
     #[test]
@@ -306,7 +347,7 @@ mod tests {
         assert_eq!(
             v,
             serde_json::json!({
-                "metadata": {"name": "ab", "annotations": {"k": "v"}},
+                "metadata": {"name": "ab", "annotations": {"k<U+202E>": "v"}},
                 "list": ["x", 3, true],
             })
         );
@@ -314,7 +355,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn output_is_always_clean(s in "\\PC*|[\\x00-\\x7f\\u{80}-\\u{9f}\\u{202a}-\\u{202e}\\u{2066}-\\u{2069}a-z]*") {
+        fn output_is_always_clean(s in "\\PC*|[\\x00-\\x7f\\u{80}-\\u{9f}\\u{200b}-\\u{200f}\\u{202a}-\\u{202e}\\u{2060}-\\u{2069}a-z]*") {
             let out = line(&s, 64);
             prop_assert!(is_clean(&out));
             prop_assert!(out.chars().count() <= 65);

@@ -3,15 +3,19 @@
 //! grant removed, a RuntimeClass deleted, pods using an ungranted class)
 //! within a bounded wait; `berth get -o json` prints them; a watch whose
 //! apiserver goes away shows "reconnecting…" and recovers; and the real
-//! binary runs in tmux, switches views, quits and restores the terminal.
+//! binary runs in tmux, switches views, quits and restores the terminal;
+//! in tmux, paste reaches the filter, `NO_COLOR` removes every colour, the
+//! mouse is captured only with `--mouse`, and a `:ctx` to a context that
+//! does not answer leaves the console on the old one; `:ns` lists the
+//! cluster's namespaces; top-level errors are printed sanitized.
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use berth_console::kube::Watchers;
-use berth_console::model::rows;
-use berth_console::model::{App, Kind, Msg, ObjKey, Scope, WatchState, update};
+use berth_console::model::{App, Kind, ListView, Msg, ObjKey, Scope, WatchState, update};
+use berth_console::rows;
+use berth_console::watch::{ConnectError, ConnectOptions, Watchers, connect_checked};
 use berth_tests::harness::{self, TestNamespace};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::node::v1::RuntimeClass;
@@ -492,14 +496,29 @@ async fn in_tmux(
     env: &[(&str, &str)],
     drive: impl FnOnce(&str) + Send + 'static,
 ) -> (String, String) {
+    in_tmux_with(name, env, &[], None, drive).await
+}
+
+/// [`in_tmux`] with extra arguments for `berth` and another kubeconfig.
+async fn in_tmux_with(
+    name: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+    kubeconfig: Option<PathBuf>,
+    drive: impl FnOnce(&str) + Send + 'static,
+) -> (String, String) {
     let ns = TestNamespace::new("console-tmux").await;
     harness::install_crds(&ns.client).await;
     let bin = tokio::task::spawn_blocking(berth_binary)
         .await
         .expect("build");
-    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
-        .await
-        .expect("cluster");
+    let kubeconfig = match kubeconfig {
+        Some(k) => k,
+        None => tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
+            .await
+            .expect("cluster"),
+    };
+    let extra: String = args.iter().map(|a| format!(" '{a}'")).collect();
     let dir = berth_tests::harness::profile_dir()
         .parent()
         .expect("target")
@@ -514,7 +533,7 @@ async fn in_tmux(
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nexport TERM=xterm-256color\n{exports}'{}' --kubeconfig '{}' -n '{}' 2>'{}'\necho \"BERTH-EXIT=$?\"\nstty -a | tr '\\n' ' '\necho\necho DONE\nsleep 300\n",
+            "#!/bin/sh\nexport TERM=xterm-256color\n{exports}'{}' --kubeconfig '{}' -n '{}'{extra} 2>'{}'\necho \"BERTH-EXIT=$?\"\nstty -a | tr '\\n' ' '\necho\necho DONE\nsleep 300\n",
             bin.display(),
             kubeconfig.display(),
             ns.name,
@@ -598,7 +617,7 @@ async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
             (&["4"], "Retained ["),
             (&[":", "r", "u", "n", "Tab", "Enter"], "Runtimes ["),
             (&["Tab"], "Grants ["),
-            (&["?"], "Help (any key closes)"),
+            (&["?"], "Help: j/k scroll"),
         ];
         for (ks, expect) in keys {
             for k in *ks {
@@ -607,12 +626,382 @@ async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
             wait_pane(socket, expect, t, |p| p.contains(expect));
         }
         tmux(socket, &["send-keys", "-t", "berth", "x"]);
-        wait_pane(socket, "help closed", t, |p| !p.contains("Help (any key"));
+        wait_pane(socket, "help closed", t, |p| !p.contains("Help: j/k"));
+        // With colours by default (so the NO_COLOR test below can fail).
+        let styled = tmux(socket, &["capture-pane", "-p", "-e", "-t", "berth"]);
+        assert!(has_colour(&styled), "no colour drawn: {styled:?}");
         tmux(socket, &["send-keys", "-t", "berth", "q"]);
     })
     .await;
     assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
     assert_restored(&pane, &flags);
+}
+
+/// Whether captured pane text (`capture-pane -e`) sets a foreground or
+/// background colour: SGR parameters 30–37, 38, 40–47, 48, 90–97, 100–107.
+fn has_colour(pane: &str) -> bool {
+    pane.split("\u{1b}[").skip(1).any(|seq| {
+        let params = seq.split('m').next().unwrap_or_default();
+        params.split(';').any(|p| {
+            matches!(
+                p.parse::<u16>(),
+                Ok(30..=38 | 40..=48 | 90..=97 | 100..=107)
+            )
+        })
+    })
+}
+
+fn mouse_flags(socket: &str) -> String {
+    tmux(
+        socket,
+        &[
+            "display-message",
+            "-p",
+            "-t",
+            "berth",
+            "#{mouse_any_flag}#{mouse_standard_flag}#{mouse_button_flag}",
+        ],
+    )
+    .trim()
+    .to_string()
+}
+
+/// Bracketed paste reaches the `/` filter; `NO_COLOR` draws no colour at
+/// all; without `--mouse` the mouse is not captured.
+#[tokio::test]
+async fn berth_binary_in_tmux_pastes_and_honours_no_color() {
+    let (pane, flags) = in_tmux("paste", &[("NO_COLOR", "1")], |socket| {
+        let t = Duration::from_secs(60);
+        wait_pane(socket, "the Runtimes view, connected", t, |p| {
+            p.contains("Runtimes [") && p.contains("connected")
+        });
+        assert_eq!(mouse_flags(socket), "000", "mouse captured without --mouse");
+        tmux(socket, &["send-keys", "-t", "berth", "/"]);
+        wait_pane(socket, "the filter line", t, |p| {
+            p.lines().any(|l| l.starts_with('/'))
+        });
+        tmux(socket, &["set-buffer", "-b", "berth-it", "pasted-name\n"]);
+        // -p: as a bracketed paste, since the program asked for them.
+        tmux(
+            socket,
+            &["paste-buffer", "-p", "-b", "berth-it", "-t", "berth"],
+        );
+        wait_pane(socket, "the pasted filter", t, |p| {
+            p.contains("filter: /pasted-name/")
+        });
+        let styled = tmux(socket, &["capture-pane", "-p", "-e", "-t", "berth"]);
+        assert!(
+            !has_colour(&styled),
+            "colour drawn with NO_COLOR: {styled:?}"
+        );
+        // Emphasis is still there (the selected column header, bold).
+        assert!(
+            styled.contains("\u{1b}["),
+            "no attributes at all: {styled:?}"
+        );
+        tmux(socket, &["send-keys", "-t", "berth", "Escape"]);
+        tmux(socket, &["send-keys", "-t", "berth", "q"]);
+    })
+    .await;
+    assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
+    assert_restored(&pane, &flags);
+}
+
+/// `--mouse` captures the mouse (and it is released on exit).
+#[tokio::test]
+async fn berth_binary_captures_the_mouse_only_with_the_flag() {
+    let (pane, flags) = in_tmux_with("mouse", &[], &["--mouse", "--no-color"], None, |socket| {
+        let t = Duration::from_secs(60);
+        wait_pane(socket, "the Runtimes view", t, |p| p.contains("Runtimes ["));
+        assert_ne!(
+            mouse_flags(socket),
+            "000",
+            "--mouse did not capture the mouse"
+        );
+        let styled = tmux(socket, &["capture-pane", "-p", "-e", "-t", "berth"]);
+        assert!(
+            !has_colour(&styled),
+            "colour drawn with --no-color: {styled:?}"
+        );
+        tmux(socket, &["send-keys", "-t", "berth", "q"]);
+    })
+    .await;
+    assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
+    assert_restored(&pane, &flags);
+}
+
+/// A kubeconfig with the test cluster's context plus one context per
+/// `(name, server)`, using the same credentials.
+fn kubeconfig_with_contexts(dir: &std::path::Path, extra: &[(&str, String)]) -> (PathBuf, String) {
+    let mut kc = Kubeconfig::read_from(&harness::cluster().kubeconfig).expect("kubeconfig");
+    let good = kc.current_context.clone().expect("current context");
+    let base_cluster = kc.clusters.first().cloned().expect("a cluster");
+    let base_context = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == good)
+        .cloned()
+        .expect("context");
+    for (name, server) in extra {
+        let mut cluster = base_cluster.clone();
+        cluster.name = (*name).into();
+        if let Some(c) = cluster.cluster.as_mut() {
+            c.server = Some(server.clone());
+        }
+        let mut context = base_context.clone();
+        context.name = (*name).into();
+        if let Some(c) = context.context.as_mut() {
+            c.cluster = (*name).into();
+        }
+        kc.clusters.push(cluster);
+        kc.contexts.push(context);
+    }
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let path = dir.join(format!("kubeconfig-contexts-{}", std::process::id()));
+    std::fs::write(&path, serde_yaml::to_string(&kc).expect("yaml")).expect("write kubeconfig");
+    (path, good)
+}
+
+/// A server that accepts connections and never answers (a hung apiserver
+/// or a slow exec plugin look the same to the console).
+async fn silent_server() -> (u16, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    (port, task)
+}
+
+/// `:ctx` to a context that does not answer: while it is tried the console
+/// stays usable (the connection runs off the UI task); when it fails the
+/// console says why and stays on the old context, still connected.
+#[tokio::test]
+async fn a_failed_ctx_switch_leaves_the_console_on_the_old_context() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let (port, silent) = silent_server().await;
+    let (kubeconfig, good) = tokio::task::spawn_blocking(move || {
+        kubeconfig_with_contexts(
+            &dir,
+            &[
+                // Port 1 on loopback: refused at once.
+                ("broken", "https://127.0.0.1:1".to_string()),
+                ("hanging", format!("https://127.0.0.1:{port}")),
+            ],
+        )
+    })
+    .await
+    .expect("kubeconfig");
+    // The connection check itself, without a terminal.
+    let opts = |context: &str| ConnectOptions {
+        kubeconfig: Some(kubeconfig.clone()),
+        context: Some(context.to_string()),
+    };
+    match connect_checked(&opts("broken")).await {
+        Err(ConnectError::Unreachable { context, .. }) => assert_eq!(context, "broken"),
+        Err(e) => panic!("broken context: unexpected error {e}"),
+        Ok(_) => panic!("a context on port 1 answered"),
+    }
+    assert!(connect_checked(&opts(&good)).await.is_ok());
+
+    let good2 = good.clone();
+    let (pane, flags) = in_tmux_with("ctx", &[], &[], Some(kubeconfig.clone()), move |socket| {
+        let t = Duration::from_secs(60);
+        let send = |keys: &str| {
+            for k in keys.chars() {
+                tmux(socket, &["send-keys", "-t", "berth", "-l", &k.to_string()]);
+            }
+            tmux(socket, &["send-keys", "-t", "berth", "Enter"]);
+        };
+        wait_pane(socket, "the Runtimes view, connected", t, |p| {
+            p.contains("Runtimes [") && p.contains("connected")
+        });
+        // A context that hangs: keys still work while it is tried.
+        send(":ctx hanging");
+        wait_pane(socket, "the switch in flight", t, |p| {
+            p.contains("switching to hanging")
+        });
+        tmux(socket, &["send-keys", "-t", "berth", "2"]);
+        let p = wait_pane(socket, "the Grants view during the switch", t, |p| {
+            p.contains("Grants [")
+        });
+        assert!(
+            p.contains("switching to hanging") || p.contains("cannot switch to hanging"),
+            "{p}"
+        );
+        let p = wait_pane(socket, "the hung switch given up", t, |p| {
+            p.contains("cannot switch to hanging")
+        });
+        assert!(p.contains(&format!("ctx {good2}")), "{p}");
+        tmux(socket, &["send-keys", "-t", "berth", "1"]);
+        // A context that refuses.
+        send(":ctx broken");
+        let p = wait_pane(socket, "the failed switch explained", t, |p| {
+            p.contains("cannot switch to broken")
+        });
+        assert!(p.contains(&format!("still on {good2}")), "{p}");
+        assert!(p.contains(&format!("ctx {good2}")), "{p}");
+        assert!(p.contains("connected") && !p.contains("switching"), "{p}");
+        // Still usable on the old context.
+        tmux(socket, &["send-keys", "-t", "berth", "2"]);
+        wait_pane(socket, "the Grants view", t, |p| p.contains("Grants ["));
+        tmux(socket, &["send-keys", "-t", "berth", "q"]);
+    })
+    .await;
+    silent.abort();
+    assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
+    assert_restored(&pane, &flags);
+}
+
+/// A kubeconfig whose extra context `plugged` authenticates through an exec
+/// credential plugin that asks for a password on the terminal once, then
+/// hands out the test cluster's admin certificate.
+fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
+    let cluster = harness::cluster().kubeconfig.clone();
+    let mut kc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&cluster).expect("read kubeconfig"))
+            .expect("kubeconfig yaml");
+    let admin = &kc["users"][0]["user"];
+    let read = |key: &str| {
+        let path = admin[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{key} is a path"));
+        std::fs::read_to_string(path).expect("read pki")
+    };
+    let cred = json!({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"clientCertificateData": read("client-certificate"), "clientKeyData": read("client-key")},
+    });
+    let dir = dir.join(format!("plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("cred.json"), cred.to_string()).expect("cred");
+    let _ = std::fs::remove_file(dir.join("answered"));
+    let script = dir.join("plugin.sh");
+    // kube runs the plugin more than once while building a client; like
+    // real plugins it asks once and caches. It prompts on /dev/tty (the
+    // test redirects berth's stderr to a file).
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ ! -f '{d}/answered' ]; then\n  printf 'berth-it password: ' >/dev/tty\n  read pw\n  [ \"$pw\" = s3cret ] || {{ echo 'wrong password' >&2; exit 1; }}\n  touch '{d}/answered'\nfi\ncat '{d}/cred.json'\n",
+            d = dir.display()
+        ),
+    )
+    .expect("script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cluster_name = kc["contexts"][0]["context"]["cluster"].clone();
+    let user: serde_yaml::Value = serde_yaml::to_value(json!({
+        "name": "plugged-user",
+        "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": script.display().to_string(),
+            "interactiveMode": "IfAvailable",
+        }},
+    }))
+    .expect("user");
+    let context: serde_yaml::Value = serde_yaml::to_value(json!({
+        "name": "plugged",
+        "context": {"cluster": cluster_name, "user": "plugged-user"},
+    }))
+    .expect("context");
+    if let Some(users) = kc["users"].as_sequence_mut() {
+        users.push(user);
+    }
+    if let Some(contexts) = kc["contexts"].as_sequence_mut() {
+        contexts.push(context);
+    }
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, serde_yaml::to_string(&kc).expect("yaml")).expect("write kubeconfig");
+    path
+}
+
+/// `:ctx` to a context whose credential plugin prompts: the TUI steps
+/// aside, the plugin reads its answer from the terminal, the TUI comes back
+/// on the new context.
+#[tokio::test]
+async fn ctx_switch_suspends_the_tui_for_a_prompting_credential_plugin() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let kubeconfig = tokio::task::spawn_blocking(move || kubeconfig_with_a_prompting_plugin(&dir))
+        .await
+        .expect("kubeconfig");
+    let (pane, flags) = in_tmux_with("plugin", &[], &[], Some(kubeconfig), |socket| {
+        let t = Duration::from_secs(60);
+        wait_pane(socket, "the Runtimes view, connected", t, |p| {
+            p.contains("Runtimes [") && p.contains("connected")
+        });
+        for k in ":ctx plugged".chars() {
+            tmux(socket, &["send-keys", "-t", "berth", "-l", &k.to_string()]);
+        }
+        tmux(socket, &["send-keys", "-t", "berth", "Enter"]);
+        let p = wait_pane(
+            socket,
+            "the plugin's prompt on the plain terminal",
+            t,
+            |p| p.contains("berth-it password:"),
+        );
+        assert!(p.contains("its credential plugin may ask for input"), "{p}");
+        assert!(!p.contains("Runtimes ["), "the TUI is still drawn: {p}");
+        tmux(socket, &["send-keys", "-t", "berth", "-l", "s3cret"]);
+        tmux(socket, &["send-keys", "-t", "berth", "Enter"]);
+        let p = wait_pane(socket, "the TUI back on the new context", t, |p| {
+            p.contains("ctx plugged") && p.contains("connected") && p.contains("Runtimes [")
+        });
+        assert!(!p.contains("berth-it password"), "{p}");
+        tmux(socket, &["send-keys", "-t", "berth", "q"]);
+    })
+    .await;
+    assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
+    assert_restored(&pane, &flags);
+}
+
+/// `:ns` lists namespaces from the cluster's Namespace list.
+#[tokio::test]
+async fn namespace_picker_lists_the_clusters_namespaces() {
+    let ns = TestNamespace::new("console-ns").await;
+    let mut live = Live::start(
+        ns.client.clone(),
+        Scope::Namespace("default".into()),
+        ("default".into(), "none".into()),
+        &[Kind::Namespace],
+    );
+    live.until("the test namespace and kube-system listed", WAIT, |app| {
+        let names: Vec<&str> = app
+            .table(ListView::Namespaces)
+            .cells
+            .iter()
+            .map(|c| c[0].as_str())
+            .collect();
+        (names.contains(&ns.name.as_str()) && names.contains(&"kube-system")).then_some(())
+    })
+    .await;
+}
+
+/// An error printed at the top level carries no escape sequence, even when
+/// its text came from outside (here: the context name is echoed back).
+#[tokio::test]
+async fn top_level_errors_are_printed_sanitized() {
+    let (ok, _, err) = berth(&[
+        "--context",
+        "evil\u{1b}]0;pwned\u{7}\u{1b}[2J",
+        "get",
+        "runtimes",
+    ])
+    .await;
+    assert!(!ok);
+    assert!(err.contains("evil"), "{err}");
+    let raw = err.replace("\u{1b}[0m", "");
+    // color-eyre's own styling aside, no cluster/user escape survives.
+    assert!(
+        !raw.contains("\u{1b}]") && !raw.contains('\u{7}') && !raw.contains("\u{1b}[2J"),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]

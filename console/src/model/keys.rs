@@ -1,12 +1,14 @@
-//! Key handling: normal mode (vim motions, views, sort, drill-down), the
-//! `:` command line with completion, and the `/` filter line.
+//! Key handling: normal mode through the one key table
+//! ([`super::keymap::KEYS`]), the `:` command line with completion, the `/`
+//! filter line, the typed confirmation of a review, and pasted text.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
+use super::keymap::{self, Action as KeyAction};
 use super::{App, Effect, ListView, Mode, ObjKey, Object, ReviewState, RowRef, Scope, Screen};
-use crate::model::store::Kind;
 use crate::retire::plan::confirms;
 use crate::retire::{Action, RetireError};
+use crate::store::Kind;
 
 /// Every command of the `:` line, with aliases (the first is shown).
 pub const COMMANDS: &[(&str, &[&str], &str)] = &[
@@ -21,66 +23,17 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
     (
         "rollout",
         &["ro"],
-        "rollout of one Runtime: :rollout [NS/]NAME",
+        "one Runtime's rollout: :rollout [NS/]NAME",
     ),
-    ("ns", &["namespace"], "switch namespace: :ns NAME | :ns all"),
+    (
+        "ns",
+        &["namespace"],
+        ":ns picks from a list, :ns NAME, :ns all",
+    ),
     ("ctx", &["context"], "switch kubeconfig context: :ctx NAME"),
     ("help", &[], "show the keys"),
     ("q", &["quit", "q!"], "quit"),
 ];
-
-/// Keys of the normal mode, per screen, for the help view.
-pub fn help_keys(screen: &Screen) -> Vec<(&'static str, &'static str)> {
-    let mut v: Vec<(&str, &str)> = vec![
-        ("j / ↓", "down"),
-        ("k / ↑", "up"),
-        ("g / Home", "first row"),
-        ("G / End", "last row"),
-        ("Ctrl-d / PgDn", "page down"),
-        ("Ctrl-u / PgUp", "page up"),
-    ];
-    match screen {
-        Screen::List(view) => {
-            v.extend([
-                ("h / ←", "previous column"),
-                ("l / →", "next column"),
-                ("s", "sort by the selected column (again: reverse)"),
-                ("/", "filter rows"),
-                ("d / y", "details: YAML and events of the row"),
-            ]);
-            v.push(match view {
-                ListView::Runtimes => ("Enter", "rollout of the Runtime"),
-                ListView::Grants => ("Enter", "details of the grant"),
-                ListView::Handlers => ("Enter", "the class and every workload using it"),
-                ListView::Retained => ("Enter", "details of the workload"),
-            });
-            if matches!(view, ListView::Runtimes | ListView::Retained) {
-                v.extend([
-                    ("R", "retire to the default runtime (review first)"),
-                    ("S", "suspend the Runtime (review first)"),
-                    ("D", "delete the Runtime (review, type the name)"),
-                    (
-                        "P",
-                        "prune rollback ReplicaSets using the class (review, type the name)",
-                    ),
-                ]);
-            }
-            v.extend([
-                ("Tab / Shift-Tab", "next / previous view"),
-                ("1 2 3 4", "Runtimes, Grants, Handlers, Retained"),
-            ]);
-        }
-        Screen::Rollout(_) => v.push(("d / y", "details of the Runtime")),
-        Screen::Details(..) => {}
-    }
-    v.extend([
-        (":", "command mode (Tab completes)"),
-        ("?", "this help"),
-        ("Esc", "back"),
-        ("q / Ctrl-c", "quit"),
-    ]);
-    v
-}
 
 /// Handles one key.
 pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
@@ -88,6 +41,8 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
         return Vec::new();
     }
     app.dirty = true;
+    // Ctrl-c quits from every mode, even while typing (in normal mode it is
+    // also the key table's Quit binding, which is what help lists).
     if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
         app.quit = true;
         return vec![Effect::Quit];
@@ -105,51 +60,82 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
 fn normal_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
     app.flash = None;
     if app.show_help {
-        // Any key closes the help; `q` still quits.
-        app.show_help = false;
-        if key.code != KeyCode::Char('q') {
-            return Vec::new();
-        }
+        return help_key(app, key);
     }
-    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    let page = app.page.get().max(1);
-    match key.code {
-        KeyCode::Char('q') => {
+    let Some((binding, index)) = keymap::lookup(&key, app.screen()) else {
+        return Vec::new();
+    };
+    let page = app.page.get().max(1) as i64;
+    match binding.action {
+        KeyAction::Quit => {
             app.quit = true;
             return vec![Effect::Quit];
         }
-        KeyCode::Char('?') => app.show_help = true,
-        KeyCode::Char(':') => {
+        KeyAction::Help => {
+            app.show_help = true;
+            app.help_scroll = 0;
+        }
+        KeyAction::Command => {
             app.mode = Mode::Command {
                 input: String::new(),
                 completion: None,
             }
         }
-        KeyCode::Char('/') if app.current_list().is_some() => app.mode = Mode::Filter,
-        KeyCode::Esc => return back(app),
-        KeyCode::Char('j') | KeyCode::Down => move_by(app, 1),
-        KeyCode::Char('k') | KeyCode::Up => move_by(app, -1),
-        KeyCode::Char('d') if ctrl => move_by(app, (page / 2).max(1) as i64),
-        KeyCode::Char('u') if ctrl => move_by(app, -((page / 2).max(1) as i64)),
-        KeyCode::Char('f') if ctrl => move_by(app, page as i64),
-        KeyCode::Char('b') if ctrl => move_by(app, -(page as i64)),
-        KeyCode::PageDown => move_by(app, page as i64),
-        KeyCode::PageUp => move_by(app, -(page as i64)),
-        KeyCode::Char('g') | KeyCode::Home => move_by(app, i64::MIN / 2),
-        KeyCode::Char('G') | KeyCode::End => move_by(app, i64::MAX / 2),
-        KeyCode::Char('h') | KeyCode::Left => move_column(app, -1),
-        KeyCode::Char('l') | KeyCode::Right => move_column(app, 1),
-        KeyCode::Char('s') => sort_selected(app),
-        KeyCode::Tab => return cycle_view(app, 1),
-        KeyCode::BackTab => return cycle_view(app, -1),
-        KeyCode::Char(c @ '1'..='4') => {
-            let i = (c as usize) - ('1' as usize);
-            return app.open(Screen::List(ListView::ALL[i]));
+        KeyAction::Filter => app.mode = Mode::Filter,
+        KeyAction::Back => return back(app),
+        KeyAction::Down => move_by(app, 1),
+        KeyAction::Up => move_by(app, -1),
+        KeyAction::HalfPageDown => move_by(app, (page / 2).max(1)),
+        KeyAction::HalfPageUp => move_by(app, -(page / 2).max(1)),
+        KeyAction::PageDown => move_by(app, page),
+        KeyAction::PageUp => move_by(app, -page),
+        KeyAction::First => move_by(app, i64::MIN / 2),
+        KeyAction::Last => move_by(app, i64::MAX / 2),
+        KeyAction::PrevColumn => move_column(app, -1),
+        KeyAction::NextColumn => move_column(app, 1),
+        KeyAction::Sort => sort_selected(app),
+        KeyAction::NextView => return cycle_view(app, 1),
+        KeyAction::PrevView => return cycle_view(app, -1),
+        KeyAction::JumpView => {
+            let v = ListView::TABS
+                .get(index)
+                .copied()
+                .unwrap_or(ListView::Runtimes);
+            return app.open(Screen::List(v));
         }
-        KeyCode::Enter => return drill_down(app),
-        KeyCode::Char('d' | 'y') => return details(app),
-        KeyCode::Char(c @ ('R' | 'S' | 'D' | 'P')) => return retire(app, c),
-        _ => {}
+        KeyAction::Open => return drill_down(app),
+        KeyAction::Details => return details(app),
+        KeyAction::RetireToDefault => return retire(app, 'R'),
+        KeyAction::Suspend => return retire(app, 'S'),
+        KeyAction::Delete => return retire(app, 'D'),
+        KeyAction::Prune => return retire(app, 'P'),
+    }
+    Vec::new()
+}
+
+/// While help is open: scroll keys scroll it (it may not fit, e.g. at
+/// 80×24), `q` still quits, any other key closes it and is swallowed.
+fn help_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
+    let page = app.page.get().max(1);
+    let max = app.help_scroll_max.get();
+    let action = keymap::lookup(&key, app.screen()).map(|(b, _)| b.action);
+    let scroll = |app: &mut App, delta: i64| {
+        app.help_scroll = (app.help_scroll as i64)
+            .saturating_add(delta)
+            .clamp(0, max.min(100_000) as i64) as usize;
+    };
+    match action {
+        Some(KeyAction::Down) => scroll(app, 1),
+        Some(KeyAction::Up) => scroll(app, -1),
+        Some(KeyAction::PageDown | KeyAction::HalfPageDown) => scroll(app, page as i64),
+        Some(KeyAction::PageUp | KeyAction::HalfPageUp) => scroll(app, -(page as i64)),
+        Some(KeyAction::First) => app.help_scroll = 0,
+        Some(KeyAction::Last) => app.help_scroll = max,
+        Some(KeyAction::Quit) => {
+            app.quit = true;
+            return vec![Effect::Quit];
+        }
+        _ => app.show_help = false,
     }
     Vec::new()
 }
@@ -158,7 +144,7 @@ fn back(app: &mut App) -> Vec<Effect> {
     if let Some(v) = app.current_list()
         && !app.list(v).filter.is_empty()
     {
-        app.lists[v as usize].filter.clear();
+        app.lists[v.index()].filter.clear();
         app.reapply(v);
         return Vec::new();
     }
@@ -173,7 +159,7 @@ fn move_by(app: &mut App, delta: i64) {
     match app.current_list() {
         Some(v) => {
             let len = app.table(v).visible.len() as i64;
-            let l = &mut app.lists[v as usize];
+            let l = &mut app.lists[v.index()];
             let next = (l.selected as i64)
                 .saturating_add(delta)
                 .clamp(0, (len - 1).max(0));
@@ -190,14 +176,14 @@ fn move_by(app: &mut App, delta: i64) {
 fn move_column(app: &mut App, delta: i64) {
     if let Some(v) = app.current_list() {
         let cols = app.table(v).headers.len() as i64;
-        let l = &mut app.lists[v as usize];
+        let l = &mut app.lists[v.index()];
         l.column = (l.column as i64 + delta).clamp(0, (cols - 1).max(0)) as usize;
     }
 }
 
 fn sort_selected(app: &mut App) {
     if let Some(v) = app.current_list() {
-        let l = &mut app.lists[v as usize];
+        let l = &mut app.lists[v.index()];
         l.sort = match l.sort {
             Some((c, desc)) if c == l.column => Some((c, !desc)),
             _ => Some((l.column, false)),
@@ -207,16 +193,20 @@ fn sort_selected(app: &mut App) {
 }
 
 fn cycle_view(app: &mut App, delta: i64) -> Vec<Effect> {
-    let cur = app.current_list().unwrap_or(ListView::Runtimes) as i64;
-    let n = ListView::ALL.len() as i64;
-    let next = (cur + delta).rem_euclid(n) as usize;
-    app.open(Screen::List(ListView::ALL[next]))
+    let tabs = ListView::TABS;
+    let cur = app
+        .current_list()
+        .and_then(|v| tabs.iter().position(|t| *t == v))
+        .unwrap_or(0) as i64;
+    let next = (cur + delta).rem_euclid(tabs.len() as i64) as usize;
+    app.open(Screen::List(tabs[next]))
 }
 
 fn drill_down(app: &mut App) -> Vec<Effect> {
     match app.screen().clone() {
         Screen::List(v) => match app.selected_ref(v) {
             Some(RowRef::Runtime(key)) => app.open(Screen::Rollout(key)),
+            Some(RowRef::Namespace(n)) => switch_scope(app, Scope::Namespace(n)),
             Some(r) => {
                 let (kind, key) = r.object();
                 app.open(Screen::Details(kind, key))
@@ -249,23 +239,69 @@ fn filter_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
     };
     match key.code {
         KeyCode::Esc => {
-            app.lists[v as usize].filter.clear();
+            app.lists[v.index()].filter.clear();
             app.mode = Mode::Normal;
         }
         KeyCode::Enter => app.mode = Mode::Normal,
         KeyCode::Backspace => {
-            app.lists[v as usize].filter.pop();
+            app.lists[v.index()].filter.pop();
         }
         KeyCode::Char(c) if !c.is_control() => {
-            if app.lists[v as usize].filter.chars().count() < 128 {
-                app.lists[v as usize].filter.push(c);
+            if app.lists[v.index()].filter.chars().count() < 128 {
+                app.lists[v.index()].filter.push(c);
             }
         }
         _ => return Vec::new(),
     }
-    app.lists[v as usize].selected = 0;
+    // The selection stays on its object while it still matches.
     app.reapply(v);
     Vec::new()
+}
+
+/// Most characters one paste adds (a paste is a name or two, not a file).
+const PASTE_MAX: usize = 256;
+
+/// Pasted text (bracketed paste) goes where typed text would: the `:` line,
+/// the `/` filter or a review's typed confirmation; one line only, made
+/// safe like any other text. Elsewhere it is ignored.
+pub fn on_paste(app: &mut App, text: &str) -> Vec<Effect> {
+    // A trailing newline comes with most copied names; never run on it.
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let text = clean(first.trim());
+    if text.is_empty() {
+        return Vec::new();
+    }
+    app.dirty = true;
+    let append = |s: &mut String, limit: usize| {
+        let room = limit.saturating_sub(s.chars().count());
+        s.extend(text.chars().take(room.min(PASTE_MAX)));
+    };
+    if let Some(ReviewState::Ready { typed, .. }) = app.review.as_mut() {
+        append(typed, 256);
+        return Vec::new();
+    }
+    if app.review.is_some() {
+        return Vec::new();
+    }
+    match &mut app.mode {
+        Mode::Command { input, completion } => {
+            append(input, 256);
+            *completion = None;
+        }
+        Mode::Filter => {
+            if let Some(v) = app.current_list() {
+                append(&mut app.lists[v.index()].filter, 128);
+                app.reapply(v);
+            }
+        }
+        Mode::Normal => {}
+    }
+    Vec::new()
+}
+
+/// Text typed or pasted by the user, made safe to show.
+fn clean(s: &str) -> String {
+    berth_shared::sanitize::line(s, 256)
 }
 
 fn command_key(
@@ -411,6 +447,7 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
         Some("retained") => app.open(Screen::List(ListView::Retained)),
         Some("help") => {
             app.show_help = true;
+            app.help_scroll = 0;
             Vec::new()
         }
         Some("q") => {
@@ -428,58 +465,49 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
             match key {
                 Some(k) => app.open(Screen::Rollout(k)),
                 None => {
-                    app.flash = Some(format!(
-                        "no Runtime {}",
-                        crate::views::clean(arg.unwrap_or("selected"))
-                    ));
+                    app.flash = Some(format!("no Runtime {}", clean(arg.unwrap_or("selected"))));
                     // Still watch Runtimes so the name can be found.
                     vec![Effect::Watch(vec![Kind::Runtime])]
                 }
             }
         }
-        Some("ns") => {
-            let scope = match arg {
-                None => {
-                    app.flash = Some("usage: :ns NAME | :ns all".into());
-                    return Vec::new();
-                }
-                Some("all" | "-A") => Scope::All,
-                Some(n) => Scope::Namespace(n.to_string()),
-            };
-            app.scope = scope.clone();
-            app.reset_data();
-            vec![
-                Effect::Reconnect {
-                    context: app.context.clone(),
-                    scope,
-                },
-                Effect::Watch(app.needed_kinds()),
-            ]
-        }
+        Some("ns") => match arg {
+            // Pick from the cluster's Namespace list.
+            None => app.open(Screen::List(ListView::Namespaces)),
+            Some("all" | "-A") => switch_scope(app, Scope::All),
+            Some(n) => switch_scope(app, Scope::Namespace(n.to_string())),
+        },
         Some("ctx") => {
             let Some(ctx) = arg else {
                 app.flash = Some("usage: :ctx NAME".into());
                 return Vec::new();
             };
             if !app.contexts.is_empty() && !app.contexts.iter().any(|c| c == ctx) {
-                app.flash = Some(format!("no context {}", crate::views::clean(ctx)));
+                app.flash = Some(format!("no context {}", clean(ctx)));
                 return Vec::new();
             }
-            app.context = ctx.to_string();
-            app.reset_data();
-            vec![
-                Effect::Reconnect {
-                    context: app.context.clone(),
-                    scope: app.scope.clone(),
-                },
-                Effect::Watch(app.needed_kinds()),
-            ]
+            // Nothing changes until the new context answers: a context
+            // that fails leaves the console on the old one, usable.
+            app.switching = Some(ctx.to_string());
+            vec![Effect::Connect {
+                context: ctx.to_string(),
+            }]
         }
         _ => {
-            app.flash = Some(format!("unknown command: {}", crate::views::clean(word)));
+            app.flash = Some(format!("unknown command: {}", clean(word)));
             Vec::new()
         }
     }
+}
+
+/// Watches another namespace (or all) with the same connection.
+fn switch_scope(app: &mut App, scope: Scope) -> Vec<Effect> {
+    app.scope = scope.clone();
+    app.reset_data();
+    if app.current_list() == Some(ListView::Namespaces) && app.screens.len() > 1 {
+        app.screens.pop();
+    }
+    vec![Effect::Rescope(scope), Effect::Watch(app.needed_kinds())]
 }
 
 fn find_runtime(app: &App, arg: &str) -> Option<super::ObjKey> {
@@ -634,7 +662,7 @@ fn review_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
             } else {
                 app.flash = Some(format!(
                     "not confirmed: type {} and press Enter",
-                    crate::views::clean(&review.plan.confirm_word)
+                    clean(&review.plan.confirm_word)
                 ));
             }
         }

@@ -1,13 +1,11 @@
 //! The app state, owned by one task and changed only by [`update`], a pure
-//! function of the state and one [`Msg`] (a key, a watch event, a tick).
-//! It returns [`Effect`]s the I/O side carries out (start watches,
-//! reconnect, quit).
+//! function of the state and one [`Msg`] (a key, a paste, a watch event, a
+//! tick, a connection result). It returns [`Effect`]s the I/O side carries
+//! out (start watches, connect, quit). It builds its tables from
+//! [`crate::rows`] and the [`crate::store`]; it knows nothing of drawing.
 
-pub mod ingest;
+pub mod keymap;
 pub mod keys;
-pub mod rows;
-pub mod store;
-pub mod table;
 
 #[cfg(test)]
 mod tests;
@@ -18,10 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use crossterm::event::KeyEvent;
 use k8s_openapi::jiff::Timestamp;
 
-pub use store::{Kind, ObjKey, Object, Store};
-pub use table::{RowRef, RowTone, TableData};
+pub use crate::rows::{RowRef, RowTone, TableData};
+pub use crate::store::{Kind, ObjKey, Object, Store};
 
-use rows::{GrantRow, HandlerRow, RetainedRow, RuntimeRow};
+use crate::rows::{self, GrantRow, HandlerRow, NamespaceRow, RetainedRow, RuntimeRow};
 
 use crate::retire::execute::Outcome;
 use crate::retire::{Action, RetireError, Review};
@@ -71,18 +69,28 @@ impl Scope {
     }
 }
 
-/// The four list views.
+/// The list views: four tabs and the namespace picker of `:ns`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ListView {
     Runtimes,
     Grants,
     Handlers,
     Retained,
+    Namespaces,
 }
 
 impl ListView {
-    /// Every list view, in tab order.
-    pub const ALL: [ListView; 4] = [
+    /// Every list view.
+    pub const ALL: [ListView; 5] = [
+        ListView::Runtimes,
+        ListView::Grants,
+        ListView::Handlers,
+        ListView::Retained,
+        ListView::Namespaces,
+    ];
+
+    /// The views with a tab, in tab order (`1`–`4`).
+    pub const TABS: [ListView; 4] = [
         ListView::Runtimes,
         ListView::Grants,
         ListView::Handlers,
@@ -96,10 +104,17 @@ impl ListView {
             ListView::Grants => "Grants",
             ListView::Handlers => "Handlers",
             ListView::Retained => "Retained",
+            ListView::Namespaces => "Namespaces",
         }
     }
 
-    fn index(self) -> usize {
+    /// Whether the rows are status the agent writes (stale without it).
+    pub fn agent_status(self) -> bool {
+        matches!(self, ListView::Runtimes | ListView::Grants)
+    }
+
+    /// Index into per-view arrays.
+    pub fn index(self) -> usize {
         self as usize
     }
 }
@@ -130,6 +145,7 @@ impl Screen {
         match self {
             Screen::List(ListView::Runtimes) => vec![Kind::Runtime],
             Screen::List(ListView::Grants) => vec![Kind::RuntimeGrant],
+            Screen::List(ListView::Namespaces) => vec![Kind::Namespace],
             Screen::List(ListView::Handlers | ListView::Retained) => {
                 let mut v = vec![Kind::RuntimeClass, Kind::Node, Kind::RuntimeGrant];
                 v.extend(workloads);
@@ -223,6 +239,18 @@ pub enum WatchEvent {
 pub enum Msg {
     /// A key press.
     Key(KeyEvent),
+    /// Text pasted into the terminal (bracketed paste).
+    Paste(String),
+    /// The context asked for with `:ctx` answered: the I/O side has
+    /// switched to it.
+    Switched {
+        context: String,
+        /// Every context of the kubeconfig.
+        contexts: Vec<String>,
+    },
+    /// The context asked for with `:ctx` could not be used; the old one
+    /// stays.
+    SwitchFailed { context: String, error: String },
     /// Terminal resized.
     Resize,
     /// Time passed (ages).
@@ -252,13 +280,12 @@ pub enum Effect {
     Execute(Box<Review>),
     /// Make sure these kinds are watched.
     Watch(Vec<Kind>),
-    /// Drop every watch and reconnect with another context and/or scope.
-    Reconnect {
-        /// The kubeconfig context.
-        context: String,
-        /// The namespaces.
-        scope: Scope,
-    },
+    /// Drop every watch and watch these namespaces with the same client.
+    Rescope(Scope),
+    /// Connect to another kubeconfig context off the UI task (exec auth
+    /// plugins run there too) and check that it answers; reply with
+    /// [`Msg::Switched`] or [`Msg::SwitchFailed`].
+    Connect { context: String },
     /// Leave the app.
     Quit,
 }
@@ -274,8 +301,9 @@ pub struct Derived {
     pub grants: Vec<GrantRow>,
     pub handlers: Vec<HandlerRow>,
     pub retained: Vec<RetainedRow>,
+    pub namespaces: Vec<NamespaceRow>,
     /// The tables, indexed by [`ListView`].
-    pub tables: [TableData; 4],
+    pub tables: [TableData; 5],
 }
 
 /// The app state.
@@ -285,9 +313,20 @@ pub struct App {
     /// Navigation stack; never empty, the last is shown.
     pub screens: Vec<Screen>,
     /// Per list view state, indexed by [`ListView`].
-    pub lists: [ListState; 4],
+    pub lists: [ListState; 5],
     pub mode: Mode,
     pub show_help: bool,
+    /// First line of help shown (help scrolls when it does not fit).
+    pub help_scroll: usize,
+    /// Largest useful help scroll at the last draw.
+    pub help_scroll_max: Cell<usize>,
+    /// A `:ctx` switch in flight (the context asked for).
+    pub switching: Option<String>,
+    /// Draw without colours (`--no-color`, `NO_COLOR`): emphasis stays.
+    pub no_color: bool,
+    /// Kinds whose first list completed since the last switch: until then
+    /// their counts are unknown, not zero.
+    pub synced: BTreeSet<Kind>,
     pub context: String,
     /// Contexts of the kubeconfig (for `:ctx` completion).
     pub contexts: Vec<String>,
@@ -331,6 +370,11 @@ impl App {
             lists: Default::default(),
             mode: Mode::Normal,
             show_help: false,
+            help_scroll: 0,
+            help_scroll_max: Cell::new(0),
+            switching: None,
+            no_color: false,
+            synced: BTreeSet::new(),
             context: context.into(),
             contexts: Vec::new(),
             scope,
@@ -385,14 +429,56 @@ impl App {
         &self.derived.tables[v.index()]
     }
 
-    /// The agent's leader, from its Lease.
+    /// The agent's live leader: the Lease holder while the lease has not
+    /// expired (`renewTime + leaseDurationSeconds` is in the future).
     pub fn leader(&self) -> Option<String> {
-        self.store
+        match self.leader_state() {
+            LeaderState::Live(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// What the agent's Lease says about its leader.
+    pub fn leader_state(&self) -> LeaderState {
+        let lease_state = self.watches.get(&Kind::Lease);
+        if !self.synced.contains(&Kind::Lease) || matches!(lease_state, Some(WatchState::Denied(_)))
+        {
+            return LeaderState::Unknown;
+        }
+        let Some(spec) = self
+            .store
             .leases
             .get(&self.agent_lease)
             .and_then(|l| l.spec.as_ref())
-            .and_then(|s| s.holder_identity.clone())
-            .filter(|h| !h.is_empty())
+        else {
+            return LeaderState::NoLease;
+        };
+        let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
+        let expires = spec
+            .renew_time
+            .as_ref()
+            .map(|t| t.0.as_second() + i64::from(spec.lease_duration_seconds.unwrap_or(0)));
+        match (holder, expires) {
+            (Some(h), Some(e)) if e > self.now.as_second() => LeaderState::Live(h),
+            (h, _) => LeaderState::Expired(h),
+        }
+    }
+
+    /// The agent is known not to be running: what its status says may be
+    /// out of date.
+    pub fn status_may_be_stale(&self) -> bool {
+        matches!(
+            self.leader_state(),
+            LeaderState::Expired(_) | LeaderState::NoLease
+        )
+    }
+
+    /// Whether the first list of every kind a view needs has completed (or
+    /// was refused): until then the view's count is unknown.
+    pub fn loaded(&self, v: ListView) -> bool {
+        Screen::List(v).kinds().iter().all(|k| {
+            self.synced.contains(k) || matches!(self.watches.get(k), Some(WatchState::Denied(_)))
+        })
     }
 
     /// Watches the apiserver refuses, with the error.
@@ -421,18 +507,22 @@ impl App {
     }
 
     /// Rebuilds derived rows if the store changed (or ages are stale), then
-    /// re-applies filters and sorts. Cheap when nothing changed.
+    /// re-applies filters and sorts, keeping every selection on its object.
+    /// Cheap when nothing changed.
     pub fn refresh(&mut self) {
         let now_s = self.now.as_second();
         let stale_ages = now_s - self.derived.at >= 5;
         if self.derived.version == Some(self.store.version) && !stale_ages {
             return;
         }
+        let selected: Vec<Option<String>> =
+            ListView::ALL.iter().map(|v| self.selected_id(*v)).collect();
         let d = &mut self.derived;
         d.version = Some(self.store.version);
         d.at = now_s;
         d.runtimes = rows::runtime_rows(&self.store, self.now);
         d.grants = rows::grant_rows(&self.store, self.now);
+        d.namespaces = rows::namespace_rows(&self.store, self.now);
         let needs_workloads = !self.store.classes.is_empty()
             || !self.store.pods.is_empty()
             || !self.store.deployments.is_empty()
@@ -449,28 +539,46 @@ impl App {
             d.retained.clear();
         }
         d.tables = [
-            crate::views::runtimes::table(&d.runtimes),
-            crate::views::grants::table(&d.grants),
-            crate::views::handlers::table(&d.handlers),
-            crate::views::retained::table(&d.retained),
+            TableData::of(&d.runtimes),
+            TableData::of(&d.grants),
+            TableData::of(&d.handlers),
+            TableData::of(&d.retained),
+            TableData::of(&d.namespaces),
         ];
-        for v in ListView::ALL {
-            self.reapply(v);
+        for (v, id) in ListView::ALL.into_iter().zip(selected) {
+            self.apply_keeping(v, id);
         }
     }
 
-    /// Re-filters and re-sorts one table, keeping the selection in range.
+    /// Re-filters and re-sorts one table; the selection stays on the same
+    /// object when it is still shown.
     pub fn reapply(&mut self, v: ListView) {
+        let id = self.selected_id(v);
+        self.apply_keeping(v, id);
+    }
+
+    fn apply_keeping(&mut self, v: ListView, id: Option<String>) {
         let (filter, sort) = {
             let l = self.list(v);
             (l.filter.clone(), l.sort)
         };
-        self.derived.tables[v.index()].apply(&filter, sort);
-        let len = self.derived.tables[v.index()].visible.len();
+        let t = &mut self.derived.tables[v.index()];
+        t.apply(&filter, sort);
+        let len = t.visible.len();
+        let found = id.and_then(|id| t.position(&id));
         let l = self.list_mut(v);
-        if l.selected >= len {
-            l.selected = len.saturating_sub(1);
+        match found {
+            Some(pos) => l.selected = pos,
+            // Gone (deleted, filtered out): stay at the same height.
+            None => l.selected = l.selected.min(len.saturating_sub(1)),
         }
+    }
+
+    /// The identity (uid) of the selected row of a list view.
+    pub fn selected_id(&self, v: ListView) -> Option<String> {
+        self.table(v)
+            .id_at(self.list(v).selected)
+            .map(str::to_string)
     }
 
     /// The reference of the selected row of a list view.
@@ -493,6 +601,12 @@ impl App {
     pub fn open(&mut self, s: Screen) -> Vec<Effect> {
         self.scroll = 0;
         match s {
+            // The namespace picker opens on top: Esc goes back to the view.
+            Screen::List(ListView::Namespaces) => {
+                if self.screen() != &s {
+                    self.screens.push(s);
+                }
+            }
             Screen::List(_) => {
                 self.screens.clear();
                 self.screens.push(s);
@@ -512,6 +626,7 @@ impl App {
         self.generation += 1;
         self.store = Store::default();
         self.watches.clear();
+        self.synced.clear();
         self.pending.clear();
         self.derived = Derived::default();
         for l in &mut self.lists {
@@ -521,9 +636,11 @@ impl App {
         self.dirty = true;
     }
 
-    /// Every namespace seen in the store (for `:ns` completion).
+    /// Every namespace of the Namespace list and seen in the store (for
+    /// `:ns` completion).
     pub fn namespaces(&self) -> Vec<String> {
         let mut set: BTreeSet<String> = BTreeSet::new();
+        set.extend(self.store.namespaces.keys().map(|k| k.1.clone()));
         set.extend(self.store.runtimes.keys().map(|k| k.0.clone()));
         set.extend(self.store.pods.keys().map(|k| k.0.clone()));
         set.extend(self.store.deployments.keys().map(|k| k.0.clone()));
@@ -539,6 +656,33 @@ impl App {
 pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Key(k) => keys::on_key(app, k),
+        Msg::Paste(text) => keys::on_paste(app, &text),
+        Msg::Switched { context, contexts } => {
+            if app.switching.as_deref() != Some(context.as_str()) {
+                // Superseded by a later :ctx; the I/O side ignores it too.
+                return Vec::new();
+            }
+            app.switching = None;
+            app.context = context;
+            app.contexts = contexts;
+            // The namespace scope is kept, as before the switch.
+            app.reset_data();
+            app.flash = Some(format!("switched to {}", keys_clean(&app.context)));
+            vec![Effect::Watch(app.needed_kinds())]
+        }
+        Msg::SwitchFailed { context, error } => {
+            if app.switching.as_deref() == Some(context.as_str()) {
+                app.switching = None;
+            }
+            app.dirty = true;
+            app.flash = Some(format!(
+                "cannot switch to {}: {}; still on {}",
+                keys_clean(&context),
+                keys_clean(&error),
+                keys_clean(&app.context)
+            ));
+            Vec::new()
+        }
         Msg::Resize => {
             app.dirty = true;
             Vec::new()
@@ -608,6 +752,7 @@ fn on_watch(app: &mut App, kind: Kind, ev: WatchEvent) {
             let objs = app.pending.remove(&kind).unwrap_or_default();
             app.store.replace(kind, objs);
             app.watches.insert(kind, WatchState::Synced);
+            app.synced.insert(kind);
         }
         WatchEvent::Apply(o) => {
             app.store.apply(o);
@@ -624,4 +769,21 @@ fn on_watch(app: &mut App, kind: Kind, ev: WatchEvent) {
             app.watches.insert(kind, WatchState::Denied(e));
         }
     }
+}
+
+/// The agent's leader as its Lease tells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeaderState {
+    /// Not known (the Lease is not listed yet, or cannot be read).
+    Unknown,
+    /// There is no Lease: no agent has ever led (or it was removed).
+    NoLease,
+    /// The Lease expired: the last holder, if any, stopped renewing it.
+    Expired(Option<String>),
+    /// The holder renews the Lease.
+    Live(String),
+}
+
+fn keys_clean(s: &str) -> String {
+    berth_shared::sanitize::line(s, 256)
 }

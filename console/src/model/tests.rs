@@ -28,7 +28,9 @@ fn typed(app: &mut App, s: &str) -> Vec<Effect> {
 
 fn selected_name(app: &App, v: ListView) -> Option<String> {
     match app.selected_ref(v)? {
-        RowRef::Runtime((_, n)) | RowRef::Grant(n) | RowRef::Class(n) => Some(n),
+        RowRef::Runtime((_, n)) | RowRef::Grant(n) | RowRef::Class(n) | RowRef::Namespace(n) => {
+            Some(n)
+        }
         RowRef::Workload(_, (_, n)) => Some(n),
     }
 }
@@ -118,17 +120,25 @@ fn sort_by_selected_column_toggles_direction() {
     // Column 4 is GRANT: NotRequested, Granted, Revoked.
     typed(&mut app, "llll");
     assert_eq!(app.list(ListView::Runtimes).column, 4);
+    let order = |app: &App| -> Vec<String> {
+        let t = app.table(ListView::Runtimes);
+        t.visible.iter().map(|&i| t.cells[i][1].clone()).collect()
+    };
     typed(&mut app, "s");
     assert_eq!(app.list(ListView::Runtimes).sort, Some((4, false)));
+    assert_eq!(order(&app), ["web", "api", "worker"]);
+    // The cursor stayed on api, wherever it moved.
     assert_eq!(
         selected_name(&app, ListView::Runtimes).as_deref(),
-        Some("web")
+        Some("api")
     );
+    assert_eq!(app.list(ListView::Runtimes).selected, 1);
     typed(&mut app, "s");
     assert_eq!(app.list(ListView::Runtimes).sort, Some((4, true)));
+    assert_eq!(order(&app), ["worker", "api", "web"]);
     assert_eq!(
         selected_name(&app, ListView::Runtimes).as_deref(),
-        Some("worker")
+        Some("api")
     );
     typed(&mut app, "hhhhhhhhh");
     assert_eq!(app.list(ListView::Runtimes).column, 0);
@@ -188,20 +198,58 @@ fn command_completion_cycles_candidates() {
 }
 
 #[test]
-fn ns_and_ctx_commands_reconnect() {
+fn ns_switches_scope_with_the_same_connection() {
     let mut app = fixtures::app();
-    app.contexts = vec!["kwok-test".into(), "prod".into()];
     typed(&mut app, ":ns demo");
     let eff = press(&mut app, KeyCode::Enter);
     assert_eq!(app.scope, Scope::Namespace("demo".into()));
-    assert!(
-        matches!(eff.first(), Some(Effect::Reconnect { scope: Scope::Namespace(n), .. }) if n == "demo")
-    );
+    assert!(matches!(eff.first(), Some(Effect::Rescope(Scope::Namespace(n))) if n == "demo"));
     assert_eq!(
         app.store.count(Kind::Runtime),
         0,
         "data is dropped on switch"
     );
+    typed(&mut app, ":ns all");
+    let eff = press(&mut app, KeyCode::Enter);
+    assert!(matches!(eff.first(), Some(Effect::Rescope(Scope::All))));
+}
+
+#[test]
+fn ns_alone_lists_namespaces_from_the_namespace_list_and_enter_picks() {
+    let mut app = fixtures::app();
+    typed(&mut app, ":ns");
+    let eff = press(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen(), &Screen::List(ListView::Namespaces));
+    assert!(matches!(eff.as_slice(), [Effect::Watch(k)] if k.contains(&Kind::Namespace)));
+    // `empty` holds no object the console watches: it comes from the list.
+    let names: Vec<String> = app
+        .table(ListView::Namespaces)
+        .cells
+        .iter()
+        .map(|c| c[0].clone())
+        .collect();
+    assert_eq!(names, ["default", "demo", "empty", "legacy"]);
+    typed(&mut app, "jj");
+    let eff = press(&mut app, KeyCode::Enter);
+    assert_eq!(app.scope, Scope::Namespace("empty".into()));
+    assert!(matches!(eff.first(), Some(Effect::Rescope(Scope::Namespace(n))) if n == "empty"));
+    assert_eq!(app.screen(), &Screen::List(ListView::Runtimes));
+    // Completion knows them too.
+    let mut app = fixtures::app();
+    assert!(keys::complete(&app, "ns e").contains(&"ns empty".to_string()));
+    // Esc leaves the picker for the view it was opened from.
+    typed(&mut app, "2:ns");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen(), &Screen::List(ListView::Namespaces));
+    assert!(press(&mut app, KeyCode::Esc).is_empty());
+    assert_eq!(app.screen(), &Screen::List(ListView::Grants));
+    assert_eq!(app.scope, Scope::All, "nothing picked");
+}
+
+#[test]
+fn a_failed_ctx_switch_keeps_the_old_context_usable() {
+    let mut app = fixtures::app();
+    app.contexts = vec!["kwok-test".into(), "broken".into(), "prod".into()];
     typed(&mut app, ":ctx nope");
     let eff = press(&mut app, KeyCode::Enter);
     assert!(eff.is_empty());
@@ -210,21 +258,68 @@ fn ns_and_ctx_commands_reconnect() {
             .as_deref()
             .is_some_and(|f| f.contains("no context"))
     );
-    typed(&mut app, ":ctx p");
+
+    typed(&mut app, ":ctx b");
     press(&mut app, KeyCode::Tab);
     let eff = press(&mut app, KeyCode::Enter);
-    assert!(
-        matches!(eff.first(), Some(Effect::Reconnect { context, scope: Scope::Namespace(_) }) if context == "prod")
+    assert_eq!(
+        eff,
+        vec![Effect::Connect {
+            context: "broken".into()
+        }]
     );
-    typed(&mut app, ":ns all");
-    let eff = press(&mut app, KeyCode::Enter);
-    assert!(matches!(
-        eff.first(),
-        Some(Effect::Reconnect {
-            scope: Scope::All,
-            ..
-        })
-    ));
+    // Nothing is dropped while the new context is tried.
+    assert_eq!(app.context, "kwok-test");
+    assert_eq!(app.switching.as_deref(), Some("broken"));
+    assert_eq!(app.store.count(Kind::Runtime), 3);
+    let generation = app.generation;
+    update(
+        &mut app,
+        Msg::SwitchFailed {
+            context: "broken".into(),
+            error: "connection refused\u{1b}[2J".into(),
+        },
+    );
+    assert_eq!(app.context, "kwok-test");
+    assert_eq!(app.switching, None);
+    assert_eq!(app.generation, generation);
+    assert_eq!(app.store.count(Kind::Runtime), 3);
+    let flash = app.flash.clone().unwrap_or_default();
+    assert_eq!(
+        flash,
+        "cannot switch to broken: connection refused; still on kwok-test"
+    );
+    // Still usable: keys work on the old data.
+    typed(&mut app, "j");
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("web")
+    );
+
+    // A context that answers replaces everything.
+    typed(&mut app, ":ctx prod");
+    press(&mut app, KeyCode::Enter);
+    let eff = update(
+        &mut app,
+        Msg::Switched {
+            context: "prod".into(),
+            contexts: vec!["prod".into()],
+        },
+    );
+    assert_eq!(app.context, "prod");
+    assert_ne!(app.generation, generation);
+    assert_eq!(app.store.count(Kind::Runtime), 0);
+    assert!(matches!(eff.as_slice(), [Effect::Watch(k)] if k.contains(&Kind::Runtime)));
+    // A late answer for a context no longer asked for changes nothing.
+    let eff = update(
+        &mut app,
+        Msg::Switched {
+            context: "broken".into(),
+            contexts: vec![],
+        },
+    );
+    assert!(eff.is_empty());
+    assert_eq!(app.context, "prod");
 }
 
 #[test]
@@ -254,17 +349,176 @@ fn quit_keys() {
 }
 
 #[test]
-fn help_opens_and_any_key_closes() {
+fn help_scrolls_with_motion_keys_and_other_keys_close_it() {
     let mut app = fixtures::app();
     typed(&mut app, "?");
     assert!(app.show_help);
+    app.help_scroll_max.set(10);
+    typed(&mut app, "jjj");
+    assert!(app.show_help);
+    assert_eq!(app.help_scroll, 3);
+    typed(&mut app, "k");
+    assert_eq!(app.help_scroll, 2);
+    typed(&mut app, "G");
+    assert_eq!(app.help_scroll, 10);
     typed(&mut app, "j");
+    assert_eq!(app.help_scroll, 10, "stops at the end");
+    typed(&mut app, "x");
     assert!(!app.show_help);
     assert_eq!(
         app.list(ListView::Runtimes).selected,
         0,
-        "closing key is swallowed"
+        "help keys do not move the list"
     );
+    // Reopened, it starts at the top; `q` still quits.
+    typed(&mut app, "?");
+    assert_eq!(app.help_scroll, 0);
+    assert_eq!(typed(&mut app, "q"), vec![Effect::Quit]);
+}
+
+#[test]
+fn the_cursor_stays_on_its_object_across_updates_filters_and_sorts() {
+    let mut app = fixtures::app();
+    typed(&mut app, "j");
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("web")
+    );
+    // Sort by NAME descending: worker, web, api — the cursor follows web.
+    typed(&mut app, "lss");
+    assert_eq!(app.list(ListView::Runtimes).sort, Some((1, true)));
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("web")
+    );
+    assert_eq!(app.list(ListView::Runtimes).selected, 1);
+    // A live update inserts a row before it: still on web.
+    let mut zed = app
+        .store
+        .get(Kind::Runtime, &("demo".into(), "worker".into()))
+        .expect("worker");
+    if let Object::Runtime(rt) = &mut zed {
+        rt.metadata.name = Some("zed".into());
+        rt.metadata.uid = Some("uid-zed".into());
+    }
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Apply(zed)));
+    app.refresh();
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("web")
+    );
+    assert_eq!(app.list(ListView::Runtimes).selected, 2);
+    // A filter that keeps it: still on web.
+    typed(&mut app, "/w");
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("web")
+    );
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("web")
+    );
+    // A relist (reconnect) rebuilds everything: still on web.
+    let all: Vec<Object> = app
+        .store
+        .runtimes
+        .values()
+        .cloned()
+        .map(Object::from)
+        .collect();
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Init));
+    for o in all.into_iter().rev() {
+        update(
+            &mut app,
+            Msg::Watch(Kind::Runtime, WatchEvent::InitApply(o)),
+        );
+    }
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::InitDone));
+    app.refresh();
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("web")
+    );
+    // Deleted: the cursor stays at the same height, on a neighbour.
+    let web = app
+        .store
+        .get(Kind::Runtime, &("demo".into(), "web".into()))
+        .expect("web");
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Delete(web)));
+    app.refresh();
+    assert_eq!(app.list(ListView::Runtimes).selected, 2);
+    assert_eq!(
+        selected_name(&app, ListView::Runtimes).as_deref(),
+        Some("api")
+    );
+}
+
+#[test]
+fn age_sorts_by_duration() {
+    let mut app = fixtures::app();
+    // Three Runtimes created 5m, 2d and 30s ago: as text "2d" < "30s" < "5m".
+    let base = app
+        .store
+        .get(Kind::Runtime, &("demo".into(), "web".into()))
+        .expect("web");
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Init));
+    for (name, created) in [
+        ("five-min", "2026-11-29T11:55:00Z"),
+        ("two-days", "2026-11-27T12:00:00Z"),
+        ("half-min", "2026-11-29T11:59:30Z"),
+    ] {
+        let mut o = base.clone();
+        if let Object::Runtime(rt) = &mut o {
+            rt.metadata.name = Some(name.into());
+            rt.metadata.uid = Some(name.into());
+            rt.metadata.creation_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    created.parse().expect("time"),
+                ));
+        }
+        update(
+            &mut app,
+            Msg::Watch(Kind::Runtime, WatchEvent::InitApply(o)),
+        );
+    }
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::InitDone));
+    app.refresh();
+    // AGE is column 8.
+    typed(&mut app, "llllllll");
+    typed(&mut app, "s");
+    let t = app.table(ListView::Runtimes);
+    let ages: Vec<&str> = t.visible.iter().map(|&i| t.cells[i][8].as_str()).collect();
+    assert_eq!(ages, ["30s", "5m", "2d"]);
+}
+
+#[test]
+fn paste_goes_into_the_command_line_filter_and_typed_confirmation() {
+    let mut app = fixtures::app();
+    // Ignored in normal mode.
+    assert!(update(&mut app, Msg::Paste("q".into())).is_empty());
+    assert!(!app.quit);
+    typed(&mut app, ":");
+    update(&mut app, Msg::Paste("rollout wor\u{1b}[31mker\n".into()));
+    assert!(matches!(&app.mode, Mode::Command { input, .. } if input == "rollout worker"));
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.screen(),
+        &Screen::Rollout(("demo".into(), "worker".into()))
+    );
+
+    let mut app = fixtures::app();
+    typed(&mut app, "/");
+    update(&mut app, Msg::Paste("revo\r\nsecond line".into()));
+    app.refresh();
+    assert_eq!(app.list(ListView::Runtimes).filter, "revo");
+    assert_eq!(app.table(ListView::Runtimes).visible.len(), 1);
+
+    let mut app = fixtures::app();
+    typed(&mut app, ":ns ");
+    update(&mut app, Msg::Paste("  demo  ".into()));
+    let eff = press(&mut app, KeyCode::Enter);
+    assert!(matches!(eff.first(), Some(Effect::Rescope(Scope::Namespace(n))) if n == "demo"));
 }
 
 #[test]

@@ -20,7 +20,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Precon
 use kube::{Api, Client};
 
 use super::plan::{self, Action, Change, Plan, RuntimeContext};
-use crate::model::ingest::prepare;
+use crate::store::ingest::prepare;
 
 /// What the server said about the dry-run.
 #[derive(Clone, Debug, PartialEq, Eq)]

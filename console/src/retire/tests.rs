@@ -456,6 +456,25 @@ fn keys_open_a_review_and_confirm_only_with_the_typed_name() {
 }
 
 #[test]
+fn a_pasted_name_confirms_a_review() {
+    let rt = runtime(Some("bounded-worker"), "Revoked", json!({}));
+    let plan = plan_runtime(&Action::Delete, &rt, &ctx(), USER, NOW).expect("plan");
+    let mut app = app_with(ready(plan, Verdict::Accepted, ""));
+    // A copied name often carries a newline: it must not confirm by itself.
+    assert!(update(&mut app, Msg::Paste("worker\n".into())).is_empty());
+    assert!(
+        matches!(&app.review, Some(ReviewState::Ready { typed, .. }) if typed == "worker"),
+        "{:?}",
+        app.review
+    );
+    let eff = press(&mut app, KeyCode::Enter);
+    assert!(matches!(eff.as_slice(), [Effect::Execute(_)]), "{eff:?}");
+    // While it runs, a paste changes nothing.
+    update(&mut app, Msg::Paste("x".into()));
+    assert!(matches!(&app.review, Some(ReviewState::Running { typed, .. }) if typed == "worker"));
+}
+
+#[test]
 fn refused_dry_run_cannot_be_confirmed_and_esc_cancels() {
     let rt = runtime(Some("bounded-worker"), "Revoked", json!({}));
     let plan = plan_runtime(&Action::Suspend, &rt, &ctx(), USER, NOW).expect("plan");

@@ -9,8 +9,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
 use super::Component;
-use crate::model::rows;
 use crate::model::{App, Kind, Screen};
+use crate::rows;
 
 /// The details view.
 pub struct DetailsView;

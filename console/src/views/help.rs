@@ -1,4 +1,6 @@
-//! `?`: every key of the current screen and every command.
+//! `?`: every key of the current screen (from the one key table), every
+//! command, and the read-only state. It scrolls when it does not fit
+//! (80×24 shows about half of it).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,29 +10,45 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 
 use super::Component;
 use crate::model::App;
-use crate::model::keys::{COMMANDS, help_keys};
+use crate::model::keymap::help_lines;
+use crate::model::keys::COMMANDS;
 
 /// The help popup.
 pub struct Help;
 
+/// Every line of help for the current screen.
+pub fn lines(app: &App) -> Vec<Line<'static>> {
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut lines = vec![Line::styled("Keys", bold)];
+    for (k, d) in help_lines(app.screen()) {
+        lines.push(Line::raw(format!("  {k:<16} {d}")));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Commands", bold));
+    for (name, aliases, d) in COMMANDS {
+        let name = format!(":{name}");
+        let also = if aliases.is_empty() {
+            String::new()
+        } else {
+            let a: Vec<String> = aliases.iter().map(|a| format!(":{a}")).collect();
+            format!(" (also {})", a.join(" "))
+        };
+        lines.push(Line::raw(format!("  {name:<16} {d}{also}")));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Changes", bold));
+    lines.push(Line::raw(if app.read_only {
+        "  read-only (--read-only): R S D P are disabled".to_string()
+    } else {
+        "  R S D P always show a review first; --read-only disables them".to_string()
+    }));
+    lines
+}
+
 impl Component for Help {
     fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
-        let bold = Style::new().add_modifier(Modifier::BOLD);
-        let mut lines = vec![Line::styled("Keys", bold)];
-        for (k, d) in help_keys(app.screen()) {
-            lines.push(Line::raw(format!("  {k:<16} {d}")));
-        }
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("Commands", bold));
-        for (name, aliases, d) in COMMANDS {
-            let names = if aliases.is_empty() {
-                format!(":{name}")
-            } else {
-                format!(":{name} ({})", aliases.join(","))
-            };
-            lines.push(Line::raw(format!("  {names:<40} {d}")));
-        }
-        let h = (lines.len() as u16 + 2).min(area.height);
+        let all = lines(app);
+        let h = (all.len() as u16 + 2).min(area.height);
         let w = 96.min(area.width);
         let popup = Rect {
             x: area.x + (area.width - w) / 2,
@@ -38,10 +56,19 @@ impl Component for Help {
             width: w,
             height: h,
         };
+        let inner_h = h.saturating_sub(2) as usize;
+        let max = all.len().saturating_sub(inner_h);
+        app.help_scroll_max.set(max);
+        let start = app.help_scroll.min(max);
+        let mut block = Block::bordered().title(" Help: j/k scroll, any other key closes ");
+        if max > 0 {
+            let more = if start < max { "↓ more" } else { "end" };
+            block = block.title_bottom(
+                Line::raw(format!(" {}/{} {more} ", start + inner_h, all.len())).right_aligned(),
+            );
+        }
+        let visible: Vec<Line> = all.into_iter().skip(start).take(inner_h).collect();
         frame.render_widget(Clear, popup);
-        frame.render_widget(
-            Paragraph::new(lines).block(Block::bordered().title(" Help (any key closes) ")),
-            popup,
-        );
+        frame.render_widget(Paragraph::new(visible).block(block), popup);
     }
 }

@@ -1,18 +1,15 @@
-//! Drawing: one component per file behind [`Component`]. Everything here
-//! reads the [`App`] and draws; nothing changes state (the table offset
-//! cell excepted, which only remembers the scroll position).
+//! Drawing: one component per file behind [`Component`]; every list view
+//! is the one generic [`list::List`]. Everything here reads the [`App`] and
+//! draws; nothing changes state (the scroll cells excepted, which only
+//! remember what fitted). The top layer: nothing below imports it.
 
 pub mod command;
 pub mod details;
-pub mod grants;
-pub mod handlers;
 pub mod help;
-pub mod retained;
+pub mod list;
 pub mod review;
 pub mod rollout;
-pub mod runtimes;
 pub mod statusbar;
-pub mod table;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -57,10 +54,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     .areas(frame.area());
     draw_tabs(app, frame, tabs);
     match app.screen() {
-        Screen::List(ListView::Runtimes) => runtimes::RuntimesView.draw(app, frame, main),
-        Screen::List(ListView::Grants) => grants::GrantsView.draw(app, frame, main),
-        Screen::List(ListView::Handlers) => handlers::HandlersView.draw(app, frame, main),
-        Screen::List(ListView::Retained) => retained::RetainedView.draw(app, frame, main),
+        Screen::List(v) => list::List(*v).draw(app, frame, main),
         Screen::Rollout(_) => rollout::RolloutView.draw(app, frame, main),
         Screen::Details(..) => details::DetailsView.draw(app, frame, main),
     }
@@ -72,6 +66,19 @@ pub fn draw(frame: &mut Frame, app: &App) {
     if app.show_help {
         help::Help.draw(app, frame, main);
     }
+    if app.no_color {
+        strip_colors(frame);
+    }
+}
+
+/// `--no-color` / `NO_COLOR`: every cell back to the terminal's own
+/// colours. Bold, underline and reverse stay, so the selection, the sorted
+/// column and problems remain visible.
+fn strip_colors(frame: &mut Frame) {
+    for cell in frame.buffer_mut().content.iter_mut() {
+        cell.fg = Color::Reset;
+        cell.bg = Color::Reset;
+    }
 }
 
 fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
@@ -80,8 +87,13 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         " berth ",
         Style::new().fg(Color::Black).bg(Color::Cyan),
     )];
-    for (i, v) in ListView::ALL.iter().enumerate() {
-        let n = app.table(*v).cells.len();
+    for (i, v) in ListView::TABS.iter().enumerate() {
+        // Until the first list completes the count is unknown, not zero.
+        let n = if app.loaded(*v) {
+            app.table(*v).cells.len().to_string()
+        } else {
+            "…".to_string()
+        };
         let label = format!(" {}:{} ({n}) ", i + 1, v.title());
         let style = if current == Some(*v) {
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
@@ -106,6 +118,10 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
                 Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
             ));
         }
+        Screen::List(ListView::Namespaces) => spans.push(Span::styled(
+            " › namespaces: Enter switches ",
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )),
         Screen::List(_) => {}
     }
     frame.render_widget(Line::from(spans), area);

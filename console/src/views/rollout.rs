@@ -9,8 +9,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Gauge, Paragraph};
 
 use super::Component;
-use crate::model::rows::{self, RolloutRow};
 use crate::model::{App, Screen};
+use crate::rows::{self, RolloutRow};
 
 /// The Rollout view.
 pub struct RolloutView;
@@ -32,7 +32,17 @@ impl Component for RolloutView {
         let Screen::Rollout(key) = app.screen() else {
             return;
         };
-        let block = Block::bordered().title(format!(" Rollout {}/{} ", key.0, key.1));
+        let mut block = Block::bordered().title(format!(" Rollout {}/{} ", key.0, key.1));
+        // Phase and counts are the agent's status: say when nobody updates it.
+        if app.status_may_be_stale() {
+            block = block.title(
+                Line::styled(
+                    " no agent leader: status may be stale ",
+                    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                )
+                .right_aligned(),
+            );
+        }
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let Some(r) = rows::rollout(&app.store, key, app.now) else {

@@ -1,6 +1,8 @@
-//! The status bar: context, namespace, the agent's leader (from its Lease),
-//! read-only mode and the connection state ("reconnecting…" with the error
-//! while a watch is down).
+//! The status bar. Safety states come first, so that a narrow terminal or a
+//! long context name cuts the least important part (the line is cut on the
+//! right): read-only, refused watches ("no access"), a dead agent ("no
+//! leader"), a `:ctx` switch in flight, the connection state; then the
+//! context, namespace and the agent's live leader (from its Lease).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,10 +10,13 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::{Component, clean};
-use crate::model::{App, WatchState};
+use crate::model::{App, LeaderState, WatchState};
 
 /// The status bar.
 pub struct StatusBar;
+
+/// Longest context name shown (longer ones are cut with `…`).
+const CONTEXT_CHARS: usize = 32;
 
 /// The connection state as text and whether it is bad.
 pub fn connection_text(app: &App) -> (String, Style) {
@@ -29,34 +34,82 @@ pub fn connection_text(app: &App) -> (String, Style) {
     }
 }
 
+/// The spans of the status bar, most important first.
+pub fn spans(app: &App) -> Vec<Span<'static>> {
+    let dim = Style::new().fg(Color::DarkGray);
+    let sep = || Span::styled(" │ ", dim);
+    let mut spans = vec![Span::raw(" ")];
+    let mut first = true;
+    let mut push = |spans: &mut Vec<Span<'static>>, s: Span<'static>| {
+        if !first {
+            spans.push(sep());
+        }
+        first = false;
+        spans.push(s);
+    };
+    if app.read_only {
+        push(
+            &mut spans,
+            Span::styled(
+                "read-only",
+                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            ),
+        );
+    }
+    let denied = app.denied();
+    if !denied.is_empty() {
+        let kinds: Vec<&str> = denied.iter().map(|(k, _)| k.label()).collect();
+        push(
+            &mut spans,
+            Span::styled(
+                format!("no access: {}", kinds.join(",")),
+                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            ),
+        );
+    }
+    let leader = app.leader_state();
+    if app.status_may_be_stale() {
+        push(
+            &mut spans,
+            Span::styled(
+                "no leader: status may be stale",
+                Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+            ),
+        );
+    }
+    if let Some(target) = &app.switching {
+        push(
+            &mut spans,
+            Span::styled(
+                format!("switching to {}…", clean(target)),
+                Style::new().fg(Color::Yellow),
+            ),
+        );
+    }
+    let (conn, conn_style) = connection_text(app);
+    push(&mut spans, Span::styled(conn, conn_style));
+    push(&mut spans, Span::styled("ctx ", dim));
+    let mut ctx = berth_shared::sanitize::line(&app.context, CONTEXT_CHARS);
+    if ctx.is_empty() {
+        ctx = "-".into();
+    }
+    spans.push(Span::raw(ctx));
+    spans.push(Span::styled(" │ ns ", dim));
+    spans.push(Span::raw(clean(app.scope.label())));
+    spans.push(Span::styled(" │ leader ", dim));
+    spans.push(Span::raw(match leader {
+        LeaderState::Live(h) => clean(&h),
+        LeaderState::Expired(_) | LeaderState::NoLease => "none".into(),
+        LeaderState::Unknown => "?".into(),
+    }));
+    spans.push(Span::styled(" │ ? help", dim));
+    spans
+}
+
 impl Component for StatusBar {
     fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
-        let dim = Style::new().fg(Color::DarkGray);
-        let (conn, conn_style) = connection_text(app);
-        let mut spans = vec![
-            Span::styled(" ctx ", dim),
-            Span::raw(clean(&app.context)),
-            Span::styled(" │ ns ", dim),
-            Span::raw(clean(app.scope.label())),
-            Span::styled(" │ leader ", dim),
-            Span::raw(app.leader().unwrap_or_else(|| "-".into())),
-            Span::styled(" │ ", dim),
-            Span::styled(conn, conn_style),
-        ];
-        let denied = app.denied();
-        if !denied.is_empty() {
-            let kinds: Vec<&str> = denied.iter().map(|(k, _)| k.label()).collect();
-            spans.push(Span::styled(
-                format!(" │ no access: {}", kinds.join(",")),
-                Style::new().fg(Color::Yellow),
-            ));
-        }
-        if app.read_only {
-            spans.push(Span::styled(" │ read-only", Style::new().fg(Color::Cyan)));
-        }
-        spans.push(Span::styled(" │ ? help", dim));
         frame.render_widget(
-            Line::from(spans).style(Style::new().bg(Color::Rgb(30, 30, 30))),
+            Line::from(spans(app)).style(Style::new().bg(Color::Rgb(30, 30, 30))),
             area,
         );
     }

@@ -99,10 +99,44 @@ fn snap(name: &str, app: &mut App) {
     check_snapshot(name, &snapshot(&buf));
 }
 
+/// The same screen at 80×24, the smallest common terminal.
+fn snap80(name: &str, app: &mut App) {
+    let buf = render(app, 80, 24);
+    check_snapshot(&format!("{name}-80x24"), &snapshot(&buf));
+}
+
+fn text_of(buf: &Buffer) -> String {
+    snapshot(buf)
+        .split("--- styles")
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn line_with(buf: &Buffer, needle: &str) -> Option<String> {
+    text_of(buf)
+        .lines()
+        .find(|l| l.contains(needle))
+        .map(str::to_string)
+}
+
 #[test]
 fn runtimes_view() {
     let mut app = fixtures::app();
     snap("runtimes", &mut app);
+    snap80("runtimes", &mut app);
+}
+
+#[test]
+fn every_list_view_at_80x24() {
+    for (key, name) in [('2', "grants"), ('3', "handlers"), ('4', "retained")] {
+        let mut app = fixtures::app();
+        update(
+            &mut app,
+            Msg::Key(KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE)),
+        );
+        snap80(name, &mut app);
+    }
 }
 
 #[test]
@@ -181,6 +215,140 @@ fn help_view() {
 }
 
 #[test]
+fn help_scrolls_to_everything_at_80x24() {
+    let mut app = fixtures::app();
+    app.read_only = true;
+    key(&mut app, KeyCode::Char('?'));
+    let buf = render(&mut app, 80, 24);
+    check_snapshot("help-80x24", &snapshot(&buf));
+    let top = text_of(&buf);
+    assert!(top.contains("↓ more"), "{top}");
+    // Scroll to the end: quit, the commands and the read-only note.
+    key(&mut app, KeyCode::Char('G'));
+    let buf = render(&mut app, 80, 24);
+    check_snapshot("help-80x24-end", &snapshot(&buf));
+    let end = text_of(&buf);
+    for needle in ["q / Ctrl-c", ":ctx", ":q ", "read-only (--read-only)"] {
+        assert!(end.contains(needle), "{needle} missing:\n{end}");
+    }
+    // Every line is reachable line by line from the top, and whole: it
+    // fits inside the 80-column border.
+    key(&mut app, KeyCode::Char('g'));
+    let mut seen = text_of(&render(&mut app, 80, 24));
+    for _ in 0..100 {
+        key(&mut app, KeyCode::Char('j'));
+        seen.push_str(&text_of(&render(&mut app, 80, 24)));
+    }
+    assert!(app.show_help);
+    for l in &super::help::lines(&app) {
+        let l: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+        assert!(l.chars().count() <= 78, "cut at 80 columns: {l}");
+        assert!(seen.contains(l.trim()), "never shown: {l}");
+    }
+}
+
+#[test]
+fn status_bar_keeps_safety_states_first_at_80_columns() {
+    let mut app = fixtures::app();
+    app.read_only = true;
+    app.context = format!(
+        "arn:aws:eks:eu-west-1:123456789012:cluster/{}",
+        "very-long-name-".repeat(4)
+    );
+    update(
+        &mut app,
+        Msg::Watch(Kind::Node, WatchEvent::Denied("nodes is forbidden".into())),
+    );
+    check_snapshot("statusbar", &snapshot(&render(&mut app, 140, 24)));
+    let buf = render(&mut app, 80, 24);
+    check_snapshot("statusbar-80x24", &snapshot(&buf));
+    let status = line_with(&buf, "read-only").expect("read-only shown");
+    assert!(status.trim_start().starts_with("read-only"), "{status}");
+    assert!(status.contains("no access: Node"), "{status}");
+    assert!(status.contains("connected"), "{status}");
+}
+
+#[test]
+fn an_expired_lease_means_no_leader_and_stale_status() {
+    let mut app = fixtures::app();
+    // The fixture's lease was renewed at 11:59:50 for 15s.
+    let text = text_of(&render(&mut app, 140, 24));
+    assert!(text.contains("leader berth-agent-7f9c"), "{text}");
+    assert!(!text.contains("stale"), "{text}");
+    update(
+        &mut app,
+        Msg::Tick("2026-11-29T12:00:06Z".parse().expect("time")),
+    );
+    assert_eq!(app.leader(), None);
+    assert_eq!(
+        app.leader_state(),
+        crate::model::LeaderState::Expired(Some("berth-agent-7f9c".into()))
+    );
+    let buf = render(&mut app, 140, 24);
+    snap("no-leader", &mut app);
+    let text = text_of(&buf);
+    assert!(text.contains("no leader: status may be stale"), "{text}");
+    assert!(text.contains("leader none"), "{text}");
+    assert!(
+        line_with(&buf, "Runtimes [all]").is_some_and(|l| l.contains("status may be stale")),
+        "{text}"
+    );
+    // The rollout shows the agent's status too.
+    keys(&mut app, "j");
+    key(&mut app, KeyCode::Enter);
+    let buf = render(&mut app, 140, 24);
+    assert!(
+        line_with(&buf, "Rollout demo/web").is_some_and(|l| l.contains("status may be stale")),
+        "{}",
+        text_of(&buf)
+    );
+    key(&mut app, KeyCode::Esc);
+    // Handlers are computed from the cluster itself: no warning there.
+    key(&mut app, KeyCode::Char('3'));
+    let buf = render(&mut app, 140, 24);
+    assert!(
+        line_with(&buf, "Handlers [all]").is_some_and(|l| !l.contains("stale")),
+        "{}",
+        text_of(&buf)
+    );
+}
+
+#[test]
+fn no_color_draws_no_colour_but_keeps_emphasis() {
+    let mut app = fixtures::app();
+    app.no_color = true;
+    let buf = render(&mut app, 140, 24);
+    check_snapshot("no-color", &snapshot(&buf));
+    for cell in buf.content() {
+        assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset));
+    }
+    // The selection and the blocked row are still told apart.
+    assert!(
+        buf.content()
+            .iter()
+            .any(|c| c.modifier.contains(Modifier::REVERSED))
+    );
+    assert!(
+        buf.content()
+            .iter()
+            .any(|c| c.modifier.contains(Modifier::BOLD))
+    );
+    // Without the option there is colour (the test can fail).
+    app.no_color = false;
+    let buf = render(&mut app, 140, 24);
+    assert!(buf.content().iter().any(|c| c.fg == Color::Red));
+}
+
+#[test]
+fn namespace_picker_at_80x24() {
+    let mut app = fixtures::app();
+    keys(&mut app, ":ns");
+    key(&mut app, KeyCode::Enter);
+    snap80("namespaces", &mut app);
+    snap("namespaces", &mut app);
+}
+
+#[test]
 fn command_mode_with_completion() {
     let mut app = fixtures::app();
     keys(&mut app, ":r");
@@ -231,6 +399,40 @@ fn empty_and_loading_states() {
     let text = snapshot(&render(&mut app, 80, 10));
     assert!(text.contains("loading…"), "{text}");
     assert!(text.contains("connecting…"), "{text}");
+    // Counts are unknown, not zero, until each view's first list is done.
+    assert!(
+        text.contains("1:Runtimes (…)") && text.contains("2:Grants (…)"),
+        "{text}"
+    );
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Init));
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::InitDone));
+    let text = text_of(&render(&mut app, 80, 10));
+    assert!(text.contains("1:Runtimes (0)"), "{text}");
+    assert!(text.contains("2:Grants (…)"), "{text}");
+    assert!(text.contains("nothing here"), "{text}");
+    // A view whose list is still running says so, even when another is done.
+    key(&mut app, KeyCode::Char('2'));
+    let text = text_of(&render(&mut app, 80, 10));
+    assert!(
+        text.contains("loading…") && !text.contains("nothing here"),
+        "{text}"
+    );
+    // Still unknown after a watch error, known again once listed.
+    update(
+        &mut app,
+        Msg::Watch(Kind::RuntimeGrant, WatchEvent::Error("refused".into())),
+    );
+    assert!(text_of(&render(&mut app, 80, 10)).contains("2:Grants (…)"));
+    update(&mut app, Msg::Watch(Kind::RuntimeGrant, WatchEvent::Init));
+    update(
+        &mut app,
+        Msg::Watch(Kind::RuntimeGrant, WatchEvent::InitDone),
+    );
+    let text = text_of(&render(&mut app, 80, 10));
+    assert!(
+        text.contains("2:Grants (0)") && text.contains("nothing here"),
+        "{text}"
+    );
 }
 
 fn app_with_runtimes(n: usize) -> App {

@@ -1,6 +1,8 @@
-//! Collecting data: a client built from the kubeconfig like kubectl does,
-//! and one watcher task per kind that strips and sanitizes every object
-//! ([`crate::model::ingest::prepare`]) and sends it to the app task.
+//! Collecting data from the cluster: a client built from the kubeconfig
+//! like kubectl does, and one watcher task per kind that strips and
+//! sanitizes every object ([`crate::store::ingest::prepare`]) and sends it
+//! to the app task. (Named `watch`, not `kube`, so that it does not shadow
+//! the `kube` crate.)
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -11,9 +13,9 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{ExecInteractiveMode, KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kube::{Api, Client, Config, Resource, ResourceExt};
 use serde::Serialize;
@@ -21,8 +23,9 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-use crate::model::ingest::prepare;
-use crate::model::{Kind, Msg, ObjKey, Object, Scope, Store, WatchEvent};
+use crate::model::{Msg, Scope, WatchEvent};
+use crate::store::ingest::prepare;
+use crate::store::{Kind, ObjKey, Object, Store};
 
 /// How to connect: like kubectl's flags.
 #[derive(Clone, Debug, Default)]
@@ -52,6 +55,63 @@ pub enum ConnectError {
     Kubeconfig(#[from] kube::config::KubeconfigError),
     #[error("creating client: {0}")]
     Client(#[from] kube::Error),
+    #[error("the cluster of context {context} does not answer: {error}")]
+    Unreachable { context: String, error: String },
+}
+
+/// Whether connecting with these options runs a credential plugin that may
+/// prompt on the terminal: an `exec` user whose `interactiveMode` is not
+/// `Never` gets the terminal's stdin and stderr (kube, like kubectl, treats
+/// an unset mode as interactive). The TUI is suspended for those.
+pub fn prompts_on_terminal(opts: &ConnectOptions) -> bool {
+    let kc = match &opts.kubeconfig {
+        Some(p) => Kubeconfig::read_from(p),
+        None => Kubeconfig::read(),
+    };
+    let Ok(kc) = kc else {
+        return false;
+    };
+    let Some(context) = opts.context.clone().or_else(|| kc.current_context.clone()) else {
+        return false;
+    };
+    let user = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.clone());
+    let Some(user) = user else {
+        return false;
+    };
+    kc.auth_infos
+        .iter()
+        .find(|a| a.name == user)
+        .and_then(|a| a.auth_info.as_ref())
+        .and_then(|a| a.exec.as_ref())
+        .is_some_and(|e| e.interactive_mode != Some(ExecInteractiveMode::Never))
+}
+
+/// How long a new context may take to answer before the switch is given
+/// up (an exec auth plugin runs within this too).
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// [`connect`], then one request (the apiserver version) to prove that the
+/// context works — credentials, exec plugins, reachability — before the
+/// console gives up the connection it has.
+pub async fn connect_checked(opts: &ConnectOptions) -> Result<Connection, ConnectError> {
+    let conn = connect(opts).await?;
+    let unreachable = |error: String| ConnectError::Unreachable {
+        context: conn.context.clone(),
+        error,
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, conn.client.apiserver_version()).await {
+        Ok(Ok(_)) => Ok(conn),
+        Ok(Err(e)) => Err(unreachable(e.to_string())),
+        Err(_) => Err(unreachable(format!(
+            "no answer within {}s",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
 }
 
 /// Builds a client from the kubeconfig and context, like kubectl.
@@ -204,6 +264,7 @@ fn spawn_kind(
             cfg.fields(&format!("metadata.name={}", lease.1)),
             tx,
         ),
+        Kind::Namespace => spawn(Api::<Namespace>::all(client), cfg, tx),
     }
 }
 
@@ -325,6 +386,7 @@ pub async fn load(
                     Err(_) => Vec::new(),
                 }
             }
+            Kind::Namespace => list(Api::<Namespace>::all(client)).await?,
         };
         store.replace(kind, objs);
     }
@@ -343,4 +405,51 @@ where
         .filter_map(prepare)
         .map(Object::from)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_exec_users_that_may_prompt_suspend_the_tui() {
+        let kubeconfig = r#"
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: certs
+  user: {client-certificate: /nonexistent}
+- name: never
+  user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: x, interactiveMode: Never}}
+- name: if-available
+  user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: x, interactiveMode: IfAvailable}}
+- name: unset
+  user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: x}}
+contexts:
+- {name: certs, context: {cluster: c, user: certs}}
+- {name: never, context: {cluster: c, user: never}}
+- {name: if-available, context: {cluster: c, user: if-available}}
+- {name: unset, context: {cluster: c, user: unset}}
+current-context: unset
+"#;
+        let path =
+            std::env::temp_dir().join(format!("berth-console-prompts-{}.yaml", std::process::id()));
+        std::fs::write(&path, kubeconfig).expect("write kubeconfig");
+        let prompts = |context: Option<&str>| {
+            prompts_on_terminal(&ConnectOptions {
+                kubeconfig: Some(path.clone()),
+                context: context.map(str::to_string),
+            })
+        };
+        assert!(!prompts(Some("certs")));
+        assert!(!prompts(Some("never")));
+        assert!(prompts(Some("if-available")));
+        assert!(prompts(Some("unset")));
+        assert!(prompts(None), "the current context");
+        assert!(!prompts(Some("missing")));
+        let _ = std::fs::remove_file(&path);
+    }
 }

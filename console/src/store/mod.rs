@@ -1,6 +1,9 @@
 //! The console's copy of the cluster: one map per watched kind, filled from
 //! watch events (the app task is the reflector's store). Every object in
-//! here went through [`crate::model::ingest::prepare`] first.
+//! here went through [`ingest::prepare`] first. The bottom layer: it
+//! imports nothing else of the console.
+
+pub mod ingest;
 
 use std::collections::BTreeMap;
 
@@ -8,7 +11,7 @@ use berth_shared::api::{Runtime, RuntimeGrant};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::ResourceExt;
 
@@ -133,4 +136,5 @@ kinds! {
     CronJob => CronJob, cronjobs, "CronJob", true;
     Event => Event, events, "Event", true;
     Lease => Lease, leases, "Lease", true;
+    Namespace => Namespace, namespaces, "Namespace", false;
 }

@@ -1,5 +1,6 @@
-//! The virtualized table: only the rows that fit are turned into widgets,
-//! so a frame costs the same for 100 and 50,000 rows.
+//! The one list component of every list view: a virtualized table (only
+//! the rows that fit are turned into widgets, so a frame costs the same for
+//! 100 and 50,000 rows) of any [`crate::rows::Row`] family.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -8,23 +9,32 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 use unicode_width_shim::width;
 
-use super::tone_style;
-use crate::model::{App, ListState, TableData, WatchState};
+use super::{Component, tone_style};
+use crate::model::{App, ListView, Screen};
 
 /// Widest a column grows before it is cut.
 const MAX_COLUMN: usize = 48;
 
-/// Draws `t` in `area` with a bordered title.
-pub fn draw_table(
-    app: &App,
-    frame: &mut Frame,
-    area: Rect,
-    title: &str,
-    t: &TableData,
-    l: &ListState,
-) {
+/// A list view.
+pub struct List(pub ListView);
+
+impl Component for List {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
+        draw_table(app, frame, area, self.0);
+    }
+}
+
+/// Draws the table of `view` in `area` with a bordered title.
+fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
+    let (t, l) = (app.table(view), app.list(view));
+    let title = view.title();
     let len = t.visible.len();
-    let mut heading = format!(" {title} [{}] {len}/{} ", app.scope.label(), t.cells.len());
+    let loaded = app.loaded(view);
+    let mut heading = if loaded {
+        format!(" {title} [{}] {len}/{} ", app.scope.label(), t.cells.len())
+    } else {
+        format!(" {title} [{}] … ", app.scope.label())
+    };
     if !l.filter.is_empty() {
         heading.push_str(&format!("filter: /{}/ ", super::clean(&l.filter)));
     }
@@ -32,18 +42,33 @@ pub fn draw_table(
         let name = t.headers.get(c).copied().unwrap_or("?");
         heading.push_str(&format!("sort: {name}{} ", if desc { "▼" } else { "▲" }));
     }
-    let block = Block::bordered().title(heading);
+    let mut block = Block::bordered().title(heading);
+    if view.agent_status() && app.status_may_be_stale() {
+        block = block.title(
+            Line::styled(
+                " no agent leader: status may be stale ",
+                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            )
+            .right_aligned(),
+        );
+    }
     let inner = block.inner(area);
     let body = inner.height.saturating_sub(1) as usize;
     app.page.set(body);
 
     if len == 0 {
         frame.render_widget(block, area);
-        let denied = app.denied();
+        // Only refusals of what this view needs explain its emptiness.
+        let kinds = Screen::List(view).kinds();
+        let denied: Vec<_> = app
+            .denied()
+            .into_iter()
+            .filter(|(k, _)| kinds.contains(k))
+            .collect();
         let msg = if t.cells.is_empty() && !denied.is_empty() {
             let (kind, err) = denied[0];
             format!("cannot read {}: {}", kind.label(), super::clean(err))
-        } else if t.cells.is_empty() && loading(app) {
+        } else if t.cells.is_empty() && !loaded {
             "loading…".to_string()
         } else if t.cells.is_empty() {
             "nothing here".to_string()
@@ -115,14 +140,6 @@ pub fn draw_table(
     });
     let table = Table::new(rows, constraints).header(header).block(block);
     frame.render_widget(table, area);
-}
-
-fn loading(app: &App) -> bool {
-    app.watches.is_empty()
-        || app
-            .watches
-            .values()
-            .any(|s| !matches!(s, WatchState::Synced | WatchState::Denied(_)))
 }
 
 /// Display width without pulling in another crate.

@@ -74,6 +74,6 @@ mod tests {
             Some("<10000 bytes omitted>")
         );
         assert!(!ann.contains_key(LAST_APPLIED));
-        assert_eq!(ann.get("note").map(String::as_str), Some("ab"));
+        assert_eq!(ann.get("note<U+202E>").map(String::as_str), Some("ab"));
     }
 }

@@ -1,0 +1,191 @@
+//! Grants: every RuntimeGrant with its class/handler check, node coverage,
+//! runtimes using it, retained workloads, file digest and load time, and
+//! "restart required" when the agent's file changed on disk.
+
+use berth_shared::api::RuntimeGrant;
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+
+use super::table::{Cell, Row, RowRef, RowTone};
+use super::{NONE, age, age_seconds};
+use crate::store::Store;
+
+/// One RuntimeGrant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantRow {
+    pub name: String,
+    pub project: String,
+    pub environment: String,
+    pub application: String,
+    pub service: String,
+    pub class: String,
+    pub handler: String,
+    /// `ok`, or what is wrong with the class.
+    pub check: String,
+    /// Nodes reporting the handler, `n/m`.
+    pub nodes: String,
+    pub runtimes: usize,
+    pub retained: usize,
+    /// First 12 hex digits of the grants file's sha256.
+    pub digest: String,
+    pub loaded: String,
+    /// Seconds since the file was loaded (sorts the LOADED column).
+    #[serde(skip)]
+    pub loaded_seconds: Option<i64>,
+    /// The object's uid (the selection follows it).
+    #[serde(skip)]
+    pub uid: String,
+    /// The grants file changed on disk: the agent must be restarted.
+    pub restart_required: bool,
+    /// Something is wrong (highlighted).
+    pub problem: bool,
+}
+
+/// Rows of the Grants view.
+pub fn grant_rows(store: &Store, now: Timestamp) -> Vec<GrantRow> {
+    store.grants.values().map(|g| grant_row(g, now)).collect()
+}
+
+fn grant_row(g: &RuntimeGrant, now: Timestamp) -> GrantRow {
+    let status = g.status.clone();
+    let check = match &status {
+        None => "unknown".to_string(),
+        Some(s) if !s.class_present => "class missing".into(),
+        Some(s) if s.class_deleting => "class deleting".into(),
+        Some(s) if !s.handler_matches => format!(
+            "handler mismatch ({})",
+            s.class_handler.clone().unwrap_or_else(|| NONE.into())
+        ),
+        Some(s) if s.class_has_overhead || s.class_has_scheduling => {
+            "unsupported (overhead/scheduling)".into()
+        }
+        Some(_) => "ok".into(),
+    };
+    let restart_required = status.as_ref().is_some_and(|s| {
+        s.conditions.iter().any(|c| {
+            c.status == "True"
+                && (c.type_.contains("Stale")
+                    || c.type_.contains("RestartRequired")
+                    || c.reason.contains("RestartRequired"))
+        })
+    });
+    let nodes_incomplete = status
+        .as_ref()
+        .and_then(|s| s.nodes.as_ref())
+        .is_some_and(|n| n.with_handler < n.total || n.total == 0);
+    let source = status.as_ref().and_then(|s| s.source.clone());
+    GrantRow {
+        name: g.metadata.name.clone().unwrap_or_default(),
+        project: g.spec.project.clone(),
+        environment: g.spec.environment.clone(),
+        application: g.spec.application.clone(),
+        service: g.spec.service.clone(),
+        class: g.spec.runtime_class.clone(),
+        handler: g.spec.handler.clone(),
+        problem: check != "ok" || restart_required || nodes_incomplete,
+        check,
+        nodes: status
+            .as_ref()
+            .and_then(|s| s.nodes.as_ref())
+            .map(|n| n.summary.clone())
+            .unwrap_or_else(|| NONE.into()),
+        runtimes: status.as_ref().map(|s| s.runtimes.len()).unwrap_or(0),
+        retained: status.as_ref().map(|s| s.retained.len()).unwrap_or(0),
+        digest: source
+            .as_ref()
+            .and_then(|s| s.sha256.as_ref())
+            .map(|d| d.chars().take(12).collect())
+            .unwrap_or_else(|| NONE.into()),
+        loaded: age(source.as_ref().and_then(|s| s.loaded_at.as_ref()), now),
+        loaded_seconds: age_seconds(source.as_ref().and_then(|s| s.loaded_at.as_ref()), now),
+        uid: g.metadata.uid.clone().unwrap_or_default(),
+        restart_required,
+    }
+}
+
+/// Column headers.
+pub const HEADERS: &[&str] = &[
+    "NAME",
+    "PROJECT/ENV",
+    "APPLICATION/SERVICE",
+    "CLASS",
+    "HANDLER",
+    "CHECK",
+    "NODES",
+    "RUNTIMES",
+    "RETAINED",
+    "FILE",
+    "LOADED",
+];
+
+impl Row for GrantRow {
+    fn headers() -> &'static [&'static str] {
+        HEADERS
+    }
+
+    fn cells(&self) -> Vec<Cell> {
+        let file = if self.restart_required {
+            format!("{} restart required", self.digest)
+        } else {
+            self.digest.clone()
+        };
+        vec![
+            Cell::text(&self.name),
+            Cell::text(format!("{}/{}", self.project, self.environment)),
+            Cell::text(format!("{}/{}", self.application, self.service)),
+            Cell::text(&self.class),
+            Cell::text(&self.handler),
+            Cell::text(&self.check),
+            Cell::ratio_text(&self.nodes),
+            Cell::count(i64::try_from(self.runtimes).unwrap_or(i64::MAX)),
+            Cell::count(i64::try_from(self.retained).unwrap_or(i64::MAX)),
+            Cell::text(file),
+            Cell::age(self.loaded.clone(), self.loaded_seconds),
+        ]
+    }
+
+    fn tone(&self) -> RowTone {
+        if self.check != "ok" {
+            RowTone::Problem
+        } else if self.problem {
+            RowTone::Warn
+        } else {
+            RowTone::Normal
+        }
+    }
+
+    fn target(&self) -> RowRef {
+        RowRef::Grant(self.name.clone())
+    }
+
+    fn id(&self) -> String {
+        if self.uid.is_empty() {
+            self.target().identity()
+        } else {
+            self.uid.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn checks_and_restart_required_show_in_cells_and_tone() {
+        let app = fixtures::app();
+        let rows = grant_rows(&app.store, fixtures::now());
+        assert!(!rows.is_empty());
+        for r in &rows {
+            let cells = r.cells();
+            assert_eq!(cells.len(), HEADERS.len());
+            assert_eq!(r.tone() == RowTone::Problem, r.check != "ok", "{}", r.name);
+            assert_eq!(
+                cells[9].text.contains("restart required"),
+                r.restart_required
+            );
+        }
+    }
+}

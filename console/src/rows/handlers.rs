@@ -1,0 +1,275 @@
+//! Handlers: every RuntimeClass, granted or not (and referenced classes that
+//! no longer exist), its handler, flags, node coverage, the workloads that
+//! reference it and the shared analysis's "safe to remove" verdict.
+
+use std::collections::BTreeMap;
+
+use berth_shared::analysis::{self, NodeInfo, RemovalVerdict, Workload, WorkloadSources};
+use berth_shared::decide::{GrantBinding, ObservedClass};
+use serde::Serialize;
+
+use super::NONE;
+use super::table::{Cell, Row, RowRef, RowTone};
+use crate::store::Store;
+
+/// Every workload the store knows, as the shared analysis sees them.
+pub fn workloads(store: &Store) -> Vec<Workload> {
+    let deployments: Vec<_> = store.deployments.values().cloned().collect();
+    let replica_sets: Vec<_> = store.replicasets.values().cloned().collect();
+    let stateful_sets: Vec<_> = store.statefulsets.values().cloned().collect();
+    let daemon_sets: Vec<_> = store.daemonsets.values().cloned().collect();
+    let jobs: Vec<_> = store.jobs.values().cloned().collect();
+    let cron_jobs: Vec<_> = store.cronjobs.values().cloned().collect();
+    let pods: Vec<_> = store.pods.values().cloned().collect();
+    WorkloadSources {
+        deployments: &deployments,
+        replica_sets: &replica_sets,
+        stateful_sets: &stateful_sets,
+        daemon_sets: &daemon_sets,
+        jobs: &jobs,
+        cron_jobs: &cron_jobs,
+        pods: &pods,
+    }
+    .collect()
+}
+
+pub(crate) fn bindings(store: &Store) -> Vec<GrantBinding> {
+    store
+        .grants
+        .values()
+        .map(analysis::binding_from_grant)
+        .collect()
+}
+
+/// One workload referencing a class, for the handler detail and JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadEntry {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub ready: i32,
+    pub replicas: i32,
+    pub managed_by_berth: bool,
+    /// `rollback`, `suspended`, `bare pod`, `idle` or empty.
+    pub note: String,
+}
+
+impl WorkloadEntry {
+    pub(crate) fn from_workload(w: &Workload) -> Self {
+        let note = if w.is_rollback_revision {
+            "rollback revision"
+        } else if w.suspended {
+            "suspended"
+        } else if w.is_bare_pod() {
+            "bare pod"
+        } else if !w.is_active() {
+            "idle"
+        } else {
+            ""
+        };
+        Self {
+            kind: w.kind.as_str().to_string(),
+            namespace: w.namespace.clone(),
+            name: w.name.clone(),
+            ready: w.ready,
+            replicas: w.replicas,
+            managed_by_berth: w.managed_by_berth,
+            note: note.to_string(),
+        }
+    }
+}
+
+/// One RuntimeClass (or a class name workloads reference that does not
+/// exist).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandlerRow {
+    pub class: String,
+    pub handler: String,
+    /// The class object exists.
+    pub present: bool,
+    /// Grants naming the class.
+    pub granted_by: Vec<String>,
+    /// `overhead`, `scheduling`, `deleting`, `handler mismatch` flags.
+    pub flags: String,
+    /// Ready nodes reporting the handler, `n/m`.
+    pub nodes: String,
+    pub workloads: Vec<WorkloadEntry>,
+    pub safe_to_remove: bool,
+    /// The verdict in words.
+    pub verdict: String,
+}
+
+/// Rows of the Handlers view: every RuntimeClass, granted or not, plus
+/// referenced classes that are missing.
+pub fn handler_rows(store: &Store) -> Vec<HandlerRow> {
+    let classes: Vec<ObservedClass> = store
+        .classes
+        .values()
+        .map(ObservedClass::from_runtime_class)
+        .collect();
+    let nodes: Vec<NodeInfo> = store.nodes.values().map(NodeInfo::from_node).collect();
+    let grants = bindings(store);
+    let all = workloads(store);
+    let reports = analysis::handler_reports(&classes, &grants, &nodes, &all);
+    let mut rows: Vec<HandlerRow> = reports
+        .iter()
+        .map(|r| {
+            let mut flags = Vec::new();
+            if r.class.has_overhead {
+                flags.push("overhead".to_string());
+            }
+            if r.class.has_scheduling {
+                flags.push("scheduling".to_string());
+            }
+            if r.class.deleting {
+                flags.push("deleting".to_string());
+            }
+            if !r.handler_mismatch.is_empty() {
+                flags.push(format!("mismatch: {}", r.handler_mismatch.join(",")));
+            }
+            HandlerRow {
+                class: r.class.name.clone(),
+                handler: r.class.handler.clone(),
+                present: true,
+                granted_by: r.granted_by.clone(),
+                flags: flags.join(" "),
+                nodes: r.nodes.summary(),
+                workloads: r
+                    .workloads
+                    .iter()
+                    .map(WorkloadEntry::from_workload)
+                    .collect(),
+                safe_to_remove: r.verdict.is_safe(),
+                verdict: verdict_text(&r.verdict),
+            }
+        })
+        .collect();
+    // Classes referenced by workloads or grants that do not exist.
+    let usage = analysis::class_usage(&all);
+    let mut missing: BTreeMap<String, Vec<&Workload>> = BTreeMap::new();
+    for (class, ws) in usage {
+        if !store.classes.contains_key(&(String::new(), class.clone())) {
+            missing.insert(class, ws);
+        }
+    }
+    for g in &grants {
+        if !store
+            .classes
+            .contains_key(&(String::new(), g.runtime_class.clone()))
+        {
+            missing.entry(g.runtime_class.clone()).or_default();
+        }
+    }
+    for (class, ws) in missing {
+        let granted_by: Vec<String> = grants
+            .iter()
+            .filter(|g| g.runtime_class == class)
+            .map(|g| g.name.clone())
+            .collect();
+        let verdict = analysis::removal_verdict(&ws, granted_by.len());
+        let handler = grants
+            .iter()
+            .find(|g| g.runtime_class == class)
+            .map(|g| g.handler.clone())
+            .unwrap_or_else(|| NONE.into());
+        rows.push(HandlerRow {
+            nodes: analysis::coverage(&nodes, &handler).summary(),
+            class,
+            handler,
+            present: false,
+            granted_by,
+            flags: "class missing".into(),
+            workloads: ws.iter().map(|w| WorkloadEntry::from_workload(w)).collect(),
+            safe_to_remove: false,
+            verdict: format!("already removed; {}", verdict_text(&verdict)),
+        });
+    }
+    rows.sort_by(|a, b| a.class.cmp(&b.class));
+    rows
+}
+
+fn verdict_text(v: &RemovalVerdict) -> String {
+    match v {
+        RemovalVerdict::Safe => "safe to remove".into(),
+        RemovalVerdict::Unsafe { why, .. } => format!("in use: {why}"),
+    }
+}
+
+/// Column headers.
+pub const HEADERS: &[&str] = &[
+    "CLASS",
+    "HANDLER",
+    "GRANTED BY",
+    "FLAGS",
+    "NODES",
+    "WORKLOADS",
+    "REMOVE",
+    "VERDICT",
+];
+
+impl Row for HandlerRow {
+    fn headers() -> &'static [&'static str] {
+        HEADERS
+    }
+
+    fn cells(&self) -> Vec<Cell> {
+        let granted = if self.granted_by.is_empty() {
+            NONE.to_string()
+        } else {
+            self.granted_by.join(",")
+        };
+        vec![
+            Cell::text(&self.class),
+            Cell::text(&self.handler),
+            Cell::text(granted),
+            Cell::text(&self.flags),
+            Cell::ratio_text(&self.nodes),
+            Cell::count(i64::try_from(self.workloads.len()).unwrap_or(i64::MAX)),
+            Cell::text(if self.safe_to_remove {
+                "safe"
+            } else {
+                "unsafe"
+            }),
+            Cell::text(&self.verdict),
+        ]
+    }
+
+    fn tone(&self) -> RowTone {
+        if !self.present {
+            RowTone::Problem
+        } else if self.safe_to_remove {
+            RowTone::Good
+        } else if !self.flags.is_empty() {
+            RowTone::Warn
+        } else {
+            RowTone::Normal
+        }
+    }
+
+    fn target(&self) -> RowRef {
+        RowRef::Class(self.class.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn missing_classes_are_problems_and_unused_ones_safe() {
+        let app = fixtures::app();
+        let rows = handler_rows(&app.store);
+        let gvisor = rows.iter().find(|r| r.class == "gvisor").expect("gvisor");
+        assert_eq!(gvisor.tone(), RowTone::Good);
+        assert!(
+            rows.iter()
+                .any(|r| !r.present && r.tone() == RowTone::Problem)
+        );
+        for r in &rows {
+            assert_eq!(r.cells().len(), HEADERS.len());
+        }
+    }
+}

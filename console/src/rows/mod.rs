@@ -1,0 +1,71 @@
+//! The rows of every list and of `berth get`, derived from the [`crate::store::Store`] by
+//! pure functions, one module per family next to its tests. Each family's
+//! row implements [`Row`] (headers, typed cells, tone, identity), so one
+//! generic table holds any of them. Rows know nothing of drawing.
+
+pub mod grants;
+pub mod handlers;
+pub mod namespaces;
+pub mod retained;
+pub mod rollout;
+pub mod runtimes;
+pub mod table;
+
+use berth_shared::analysis::WorkloadKind;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+
+pub use grants::{GrantRow, grant_rows};
+pub use handlers::{HandlerRow, WorkloadEntry, handler_rows, workloads};
+pub use namespaces::{NamespaceRow, namespace_rows};
+pub use retained::{RetainedRow, retained_rows};
+pub use rollout::{
+    EventEntry, PodEntry, ReplicaSetEntry, RolloutRow, deployment_of, events_for, events_of,
+    rollout, rollout_rows,
+};
+pub use runtimes::{RuntimeRow, runtime_rows, state_blocks};
+pub use table::{Cell, Row, RowRef, RowTone, SortKey, TableData};
+
+use crate::store::Kind;
+
+/// Placeholder for an absent value.
+pub const NONE: &str = "-";
+
+/// Seconds since `ts` (`None` when there is no time).
+pub fn age_seconds(ts: Option<&Time>, now: Timestamp) -> Option<i64> {
+    ts.map(|t| (now.as_second() - t.0.as_second()).max(0))
+}
+
+/// A kubectl-style age: `42s`, `5m`, `3h`, `2d`.
+pub fn age(ts: Option<&Time>, now: Timestamp) -> String {
+    age_seconds(ts, now).map_or_else(|| NONE.to_string(), human_duration)
+}
+
+/// Seconds as `42s`, `5m`, `3h`, `2d` (negative clamps to 0s).
+pub fn human_duration(secs: i64) -> String {
+    let secs = secs.max(0);
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 2 * 3600 => format!("{}m", s / 60),
+        s if s < 2 * 86400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}
+
+fn condition<'a>(conds: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conds.iter().find(|c| c.type_ == type_)
+}
+
+/// Kinds of the analysis mapped to the console's store kinds.
+pub fn store_kind(kind: &str) -> Option<Kind> {
+    Some(match kind {
+        k if k == WorkloadKind::Deployment.as_str() => Kind::Deployment,
+        k if k == WorkloadKind::ReplicaSet.as_str() => Kind::ReplicaSet,
+        k if k == WorkloadKind::StatefulSet.as_str() => Kind::StatefulSet,
+        k if k == WorkloadKind::DaemonSet.as_str() => Kind::DaemonSet,
+        k if k == WorkloadKind::Job.as_str() => Kind::Job,
+        k if k == WorkloadKind::CronJob.as_str() => Kind::CronJob,
+        k if k == WorkloadKind::Pod.as_str() => Kind::Pod,
+        _ => return None,
+    })
+}

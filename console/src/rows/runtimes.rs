@@ -1,0 +1,184 @@
+//! Runtimes: identity, profile, grant state, handler, ready/desired,
+//! rollout phase, age. Blocked Runtimes are red.
+
+use berth_shared::api::{ProfileState, RolloutPhase, Runtime, condition_types};
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+
+use super::table::{Cell, Row, RowRef, RowTone};
+use super::{NONE, age, age_seconds, condition};
+use crate::store::Store;
+
+/// One Runtime.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeRow {
+    pub namespace: String,
+    pub name: String,
+    pub application: String,
+    pub service: String,
+    pub profile: String,
+    pub grant: String,
+    pub handler: String,
+    pub ready: i32,
+    pub desired: i32,
+    pub phase: String,
+    pub age: String,
+    /// Seconds since creation (sorts the AGE column).
+    #[serde(skip)]
+    pub age_seconds: Option<i64>,
+    /// The object's uid (the selection follows it).
+    #[serde(skip)]
+    pub uid: String,
+    /// The agent will not change anything for it (grant gone, class
+    /// missing, …): highlighted.
+    pub blocked: bool,
+    /// Why it is blocked or degraded (condition message), if it is.
+    pub message: String,
+}
+
+/// Whether a grant state blocks the Runtime.
+pub fn state_blocks(state: ProfileState) -> bool {
+    !matches!(state, ProfileState::NotRequested | ProfileState::Granted)
+}
+
+/// Rows of the Runtimes view.
+pub fn runtime_rows(store: &Store, now: Timestamp) -> Vec<RuntimeRow> {
+    store
+        .runtimes
+        .values()
+        .map(|r| runtime_row(r, now))
+        .collect()
+}
+
+fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
+    let status = r.status.clone().unwrap_or_default();
+    let profile = status.profile.clone();
+    let rollout = status.rollout.clone();
+    let blocked_cond = condition(&status.conditions, condition_types::BLOCKED);
+    let blocked = blocked_cond.is_some_and(|c| c.status == "True")
+        || profile.as_ref().is_some_and(|p| state_blocks(p.state))
+        || rollout
+            .as_ref()
+            .is_some_and(|ro| ro.phase == RolloutPhase::Blocked);
+    let message = [
+        condition_types::BLOCKED,
+        condition_types::PROFILE_GRANTED,
+        condition_types::DEGRADED,
+    ]
+    .iter()
+    .filter_map(|t| condition(&status.conditions, t))
+    .find(|c| {
+        (c.type_ == condition_types::PROFILE_GRANTED && c.status == "False")
+            || (c.type_ != condition_types::PROFILE_GRANTED && c.status == "True")
+    })
+    .map(|c| c.message.clone())
+    .unwrap_or_default();
+    RuntimeRow {
+        namespace: r.metadata.namespace.clone().unwrap_or_default(),
+        name: r.metadata.name.clone().unwrap_or_default(),
+        application: r.spec.application.clone(),
+        service: r.spec.service.clone(),
+        profile: r
+            .spec
+            .runtime_profile
+            .clone()
+            .unwrap_or_else(|| NONE.into()),
+        grant: profile
+            .as_ref()
+            .map(|p| p.state.as_str().to_string())
+            .unwrap_or_else(|| NONE.into()),
+        handler: profile
+            .and_then(|p| p.handler)
+            .unwrap_or_else(|| NONE.into()),
+        ready: rollout.as_ref().map(|r| r.ready).unwrap_or(0),
+        desired: rollout.as_ref().map(|r| r.desired).unwrap_or(0),
+        phase: rollout
+            .map(|r| r.phase.as_str().to_string())
+            .unwrap_or_else(|| NONE.into()),
+        age: age(r.metadata.creation_timestamp.as_ref(), now),
+        age_seconds: age_seconds(r.metadata.creation_timestamp.as_ref(), now),
+        uid: r.metadata.uid.clone().unwrap_or_default(),
+        blocked,
+        message,
+    }
+}
+
+/// Column headers.
+pub const HEADERS: &[&str] = &[
+    "NAMESPACE",
+    "NAME",
+    "APPLICATION/SERVICE",
+    "PROFILE",
+    "GRANT",
+    "HANDLER",
+    "READY",
+    "PHASE",
+    "AGE",
+    "MESSAGE",
+];
+
+impl Row for RuntimeRow {
+    fn headers() -> &'static [&'static str] {
+        HEADERS
+    }
+
+    fn cells(&self) -> Vec<Cell> {
+        vec![
+            Cell::text(&self.namespace),
+            Cell::text(&self.name),
+            Cell::text(format!("{}/{}", self.application, self.service)),
+            Cell::text(&self.profile),
+            Cell::text(&self.grant),
+            Cell::text(&self.handler),
+            Cell::ratio(self.ready.into(), self.desired.into()),
+            Cell::text(&self.phase),
+            Cell::age(self.age.clone(), self.age_seconds),
+            Cell::text(&self.message),
+        ]
+    }
+
+    fn tone(&self) -> RowTone {
+        if self.blocked {
+            RowTone::Problem
+        } else if self.phase == "Progressing" || self.phase == "Failed" || self.ready < self.desired
+        {
+            RowTone::Warn
+        } else {
+            RowTone::Normal
+        }
+    }
+
+    fn target(&self) -> RowRef {
+        RowRef::Runtime((self.namespace.clone(), self.name.clone()))
+    }
+
+    fn id(&self) -> String {
+        if self.uid.is_empty() {
+            self.target().identity()
+        } else {
+            self.uid.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use crate::rows::TableData;
+
+    #[test]
+    fn blocked_runtimes_are_problems_and_progressing_ones_warnings() {
+        let app = fixtures::app();
+        let rows = runtime_rows(&app.store, fixtures::now());
+        let tone = |n: &str| rows.iter().find(|r| r.name == n).map(Row::tone);
+        assert_eq!(tone("worker"), Some(RowTone::Problem));
+        assert_eq!(tone("api"), Some(RowTone::Warn));
+        assert_eq!(tone("web"), Some(RowTone::Normal));
+        let t = TableData::of(&rows);
+        assert_eq!(t.headers.len(), t.cells[0].len());
+        // The uid is the identity.
+        assert!(t.ids.iter().any(|id| id == "uid-web"), "{:?}", t.ids);
+    }
+}
