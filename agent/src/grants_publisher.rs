@@ -197,6 +197,7 @@ pub fn grant_status(
         nodes: Some(NodeCoverage::new(
             i32::try_from(cov.with_handler).unwrap_or(i32::MAX),
             i32::try_from(cov.total).unwrap_or(i32::MAX),
+            i32::try_from(cov.unknown).unwrap_or(i32::MAX),
         )),
         runtimes,
         retained,

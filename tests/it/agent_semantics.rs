@@ -347,3 +347,101 @@ async fn agent_semantics_grants_file_without_bindings_keeps_the_agent_up() {
     wait_condition(&ns, "plain", "Ready", "True", None).await;
     wait_condition(&ns, "wants", "Blocked", "True", Some("NotGranted")).await;
 }
+
+#[tokio::test]
+async fn agent_semantics_nodes_without_a_handler_list_are_unknown_not_absent() {
+    use k8s_openapi::api::core::v1::Node;
+    let (ns, class) = setup("agent-silent").await;
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let _agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
+    // A kwok node whose "kubelet" reports no handler list, tainted so that
+    // only this test's pods land there.
+    let nodes: Api<Node> = Api::all(ns.client.clone());
+    let name = format!("silent-{}", ns.name);
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name,
+            "labels": {"kubernetes.io/hostname": name, "type": "kwok", "berth.dev/silent": ns.name},
+            "annotations": {"kwok.x-k8s.io/node": "fake"}},
+        "spec": {"taints": [{"key": "berth.dev/silent", "value": ns.name, "effect": "NoSchedule"}]},
+    }))
+    .expect("node");
+    nodes
+        .create(&Default::default(), &node)
+        .await
+        .expect("create node");
+    wait_for("the silent node Ready", WAIT, || {
+        let nodes = nodes.clone();
+        let name = name.clone();
+        async move {
+            nodes.get(&name).await.is_ok_and(|n| {
+                n.status
+                    .and_then(|s| s.conditions)
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+        }
+    })
+    .await;
+    let placement = json!({
+        "nodeSelector": {"berth.dev/silent": ns.name},
+        "tolerations": [{"key": "berth.dev/silent", "operator": "Equal", "value": ns.name, "effect": "NoSchedule"}],
+    });
+    create_runtime(
+        &ns,
+        "web",
+        json!({"runtimeProfile": bw, "replicas": 1, "scheduling": placement}),
+    )
+    .await;
+    // Unknown, not absent; Ready follows the rollout alone.
+    wait_condition(
+        &ns,
+        "web",
+        "HandlerReady",
+        "Unknown",
+        Some("HandlerUnknown"),
+    )
+    .await;
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+
+    // Mixed: a node that does report handlers joins the placement; the
+    // silent one still counts as unknown, not missing.
+    let all = nodes.list(&ListParams::default()).await.expect("nodes");
+    let reporting = all
+        .items
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .filter(|n| n.starts_with("kwok-node"))
+        .min()
+        .expect("a kwok node that reports handlers");
+    let label =
+        |value: serde_json::Value| json!({"metadata": {"labels": {"berth.dev/silent": value}}});
+    nodes
+        .patch(
+            &reporting,
+            &PatchParams::default(),
+            &Patch::Merge(&label(json!(ns.name))),
+        )
+        .await
+        .expect("label node");
+    let rt = wait_condition(&ns, "web", "HandlerReady", "True", Some("HandlerPresent")).await;
+    let message = crate::agent_support::condition(&rt, "HandlerReady")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(
+        message.contains("1 report no handler list"),
+        "the silent node is named as unknown: {message}"
+    );
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+    nodes
+        .patch(
+            &reporting,
+            &PatchParams::default(),
+            &Patch::Merge(&label(serde_json::Value::Null)),
+        )
+        .await
+        .expect("unlabel node");
+    nodes
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete node");
+}

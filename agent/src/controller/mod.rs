@@ -105,6 +105,7 @@ fn node_fingerprint(node: &Node) -> Option<u64> {
     info.ready.hash(&mut h);
     info.unschedulable.hash(&mut h);
     info.handlers.hash(&mut h);
+    info.reports_handlers.hash(&mut h);
     info.labels.hash(&mut h);
     for t in &info.taints {
         t.key.hash(&mut h);
