@@ -86,6 +86,8 @@ pub struct AgentOpts<'a> {
     pub lease_name: String,
     pub identity: String,
     pub kubeconfig: Option<PathBuf>,
+    /// `--resync-seconds` (2 unless a test needs another).
+    pub resync_seconds: u64,
 }
 
 impl<'a> AgentOpts<'a> {
@@ -96,6 +98,7 @@ impl<'a> AgentOpts<'a> {
             lease_name: format!("agent-{namespace}"),
             identity: format!("{namespace}-a"),
             kubeconfig: None,
+            resync_seconds: 2,
         }
     }
 }
@@ -165,7 +168,7 @@ impl Agent {
             .args(["--identity", &opts.identity])
             .args(["--lease-duration-seconds", "4"])
             .args(["--lease-renew-seconds", "1"])
-            .args(["--resync-seconds", "2"])
+            .args(["--resync-seconds", &opts.resync_seconds.to_string()])
             .args(["--grants-interval-seconds", "1"])
             .args(["--cache-sync-timeout-seconds", "40"])
             .env("KUBECONFIG", &kubeconfig)
