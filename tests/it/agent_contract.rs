@@ -507,7 +507,9 @@ async fn agent_contract_idle_writes_at_scale() {
             "spec": spec,
         }))
         .expect("runtime");
-        api.create(&PostParams::default(), &rt).await.expect("create");
+        api.create(&PostParams::default(), &rt)
+            .await
+            .expect("create");
     }
     let ready_count = || {
         let api = api.clone();
@@ -561,7 +563,10 @@ async fn agent_contract_idle_writes_at_scale() {
         converged.as_secs_f64(),
         started.elapsed().as_secs_f64(),
     );
-    assert!(resyncs >= runtimes as f64, "every Runtime was reconciled in the window");
+    assert!(
+        resyncs >= runtimes as f64,
+        "every Runtime was reconciled in the window"
+    );
     assert_eq!(agent_writes, 0.0, "agent log:\n{}", agent.log_text());
     assert_eq!(server_writes, 0.0);
 }

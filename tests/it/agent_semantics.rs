@@ -445,3 +445,129 @@ async fn agent_semantics_nodes_without_a_handler_list_are_unknown_not_absent() {
         .await
         .expect("delete node");
 }
+
+#[tokio::test]
+async fn agent_semantics_retained_workloads_of_a_removed_grant_stay_published() {
+    use berth_shared::api::RuntimeGrant;
+    use k8s_openapi::api::apps::v1::StatefulSet;
+    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::api::core::v1::Pod;
+    let (ns, class) = setup("agent-retired").await;
+    let alias = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&alias, &class, "bounded-runc")]);
+    let mut agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": alias, "replicas": 1})).await;
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+    // Workloads berth does not manage that use the class: a bare pod, a
+    // StatefulSet (and so its ControllerRevision) and a CronJob.
+    let pod_spec = json!({"runtimeClassName": class, "containers": [{"name": "a", "image": "x"}]});
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "bare"}, "spec": pod_spec}))
+        .expect("pod");
+    Api::<Pod>::namespaced(ns.client.clone(), &ns.name)
+        .create(&Default::default(), &pod)
+        .await
+        .expect("bare pod");
+    let sts: StatefulSet = serde_json::from_value(json!({"metadata": {"name": "db"},
+        "spec": {"replicas": 0, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": pod_spec}}}))
+    .expect("sts");
+    Api::<StatefulSet>::namespaced(ns.client.clone(), &ns.name)
+        .create(&Default::default(), &sts)
+        .await
+        .expect("statefulset");
+    let cron: CronJob = serde_json::from_value(json!({"metadata": {"name": "report"},
+        "spec": {"schedule": "0 3 * * *", "suspend": true, "jobTemplate": {"spec": {"template": {
+            "spec": {"runtimeClassName": class, "restartPolicy": "Never",
+                "containers": [{"name": "a", "image": "x"}]}}}}}}))
+    .expect("cronjob");
+    Api::<CronJob>::namespaced(ns.client.clone(), &ns.name)
+        .create(&Default::default(), &cron)
+        .await
+        .expect("cronjob");
+
+    // The binding leaves the file (agent restarted with no grants).
+    agent.kill();
+    let empty = write_grants(&[]);
+    let mut opts = AgentOpts::new(&ns.name, Some(&empty));
+    opts.identity = format!("{}-b", ns.name);
+    let agent = Agent::start(opts).await;
+    wait_condition(&ns, "web", "Blocked", "True", Some("Revoked")).await;
+    let grants_api: Api<RuntimeGrant> = Api::all(ns.client.clone());
+    let kinds = wait_for_value(
+        "the retired RuntimeGrant lists every retained workload",
+        WAIT,
+        || {
+            let api = grants_api.clone();
+            let alias = alias.clone();
+            async move {
+                let g = api.get_opt(&alias).await.ok().flatten()?;
+                let s = g.status?;
+                let retired = s
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "Retired" && c.status == "True");
+                let kinds: std::collections::BTreeSet<String> =
+                    s.retained.iter().map(|w| w.kind.clone()).collect();
+                (retired
+                    && [
+                        "Pod",
+                        "ControllerRevision",
+                        "CronJob",
+                        "StatefulSet",
+                        "Deployment",
+                    ]
+                    .iter()
+                    .all(|k| kinds.contains(*k)))
+                .then_some(kinds)
+            }
+        },
+    )
+    .await;
+    assert!(kinds.contains("ControllerRevision"), "{kinds:?}");
+    let metric = wait_for_value("the retained-workloads metric", WAIT, || async {
+        let m = agent.metrics().await;
+        let n = crate::agent_support::metric_sum(&m, "berth_agent_retained_workloads", |l| {
+            l.contains(&format!("runtime_class=\"{class}\""))
+        });
+        (n >= 5.0).then_some(n)
+    })
+    .await;
+    assert!(metric >= 5.0);
+
+    // Everything retired: the grant goes.
+    let dp = DeleteParams::default();
+    Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
+        .delete("web", &dp)
+        .await
+        .expect("delete runtime");
+    Api::<Pod>::namespaced(ns.client.clone(), &ns.name)
+        .delete(
+            "bare",
+            &DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("delete pod");
+    Api::<StatefulSet>::namespaced(ns.client.clone(), &ns.name)
+        .delete(
+            "db",
+            &DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Foreground),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("delete sts");
+    Api::<CronJob>::namespaced(ns.client.clone(), &ns.name)
+        .delete("report", &dp)
+        .await
+        .expect("delete cronjob");
+    wait_for("the retired grant pruned", Duration::from_secs(180), || {
+        let api = grants_api.clone();
+        let alias = alias.clone();
+        async move { matches!(api.get_opt(&alias).await, Ok(None)) }
+    })
+    .await;
+}

@@ -666,3 +666,35 @@ fn binding_from_a_published_grant() {
         binding("bw", "bounded", "bounded-runc")
     );
 }
+
+#[test]
+fn controller_revisions_are_rollback_revisions_of_their_class() {
+    use k8s_openapi::api::apps::v1::ControllerRevision;
+    let r: ControllerRevision = from(json!({
+        "metadata": {"name": "db-7c9", "namespace": "ns",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db",
+                "uid": "u", "controller": true}]},
+        "revision": 1,
+        "data": {"spec": {"template": {"$patch": "replace",
+            "metadata": {"labels": {"app": "db"}},
+            "spec": {"runtimeClassName": "gvisor", "containers": [{"name": "db", "image": "x"}]}}}}
+    }));
+    let w = Workload::from_controller_revision(&r);
+    assert_eq!(w.kind, WorkloadKind::ControllerRevision);
+    assert_eq!(w.runtime_class.as_deref(), Some("gvisor"));
+    assert!(w.is_rollback_revision);
+    assert_eq!(w.replicas, 0);
+    let retained = crate::analysis::retained(&[w], &[], None);
+    assert_eq!(
+        retained.len(),
+        1,
+        "an ungranted class still needed for a rollback"
+    );
+    // A revision without a runtime class needs no handler.
+    let plain: ControllerRevision = from(json!({"metadata": {"name": "p", "namespace": "ns"},
+        "revision": 1, "data": {"spec": {"template": {"spec": {"containers": []}}}}}));
+    assert_eq!(
+        Workload::from_controller_revision(&plain).runtime_class,
+        None
+    );
+}
