@@ -265,6 +265,15 @@ async fn ensure<K>(
                 K::GOVERNED,
                 live.meta().uid.as_deref(),
             );
+            let memory_key = format!("{label}/{ns}");
+            let version = live.meta().resource_version.as_deref();
+            if ctx
+                .written
+                .already_sent(&memory_key, version, &hash(&patch))
+            {
+                // Sent from this very version already; the cache lags.
+                return;
+            }
             // A merge patch, not a replace: no resourceVersion to lose to
             // the controllers' status updates, and the uid in the patch
             // makes it fail rather than touch a recreated object.
@@ -282,6 +291,7 @@ async fn ensure<K>(
                 Ok(_) => {
                     out.writes += 1;
                     ctx.metrics.write(&kind, "correct");
+                    ctx.written.sent(&memory_key, version, &hash(&patch));
                 }
                 Err(e) => out.errors.push(format!("{label}: {e}")),
             }
@@ -289,6 +299,14 @@ async fn ensure<K>(
         }
         let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
         if contains(Some(&live_value), &desired_value) {
+            return;
+        }
+        if ctx.written.already_sent(
+            &format!("{label}/{ns}"),
+            live.meta().resource_version.as_deref(),
+            &hash(&desired_value),
+        ) {
+            // Applied from this very version already; the cache lags.
             return;
         }
         tracing::info!(object = %label, namespace = %ns, "applying drifted or changed object");
@@ -303,6 +321,12 @@ async fn ensure<K>(
         Ok(applied) => {
             out.writes += 1;
             ctx.metrics.write(&kind, "apply");
+            ctx.written.sent(
+                &format!("{label}/{ns}"),
+                live.as_ref()
+                    .and_then(|l| l.meta().resource_version.as_deref()),
+                &hash(&desired_value),
+            );
             // Server-side apply merges keyed lists: an entry someone else
             // changed in place (a Service port renumbered by another
             // manager) can survive next to ours. What the apply did not

@@ -100,6 +100,39 @@ pub struct Settings {
     pub publisher: String,
 }
 
+/// What the agent last wrote from, per object: the resourceVersion of the
+/// cached object it acted on and the hash of what it sent. Two reconciles
+/// can run back to back before the cache has seen the first one's write
+/// (a Deployment event and a status event of the same change); the second
+/// must not send the same write again. Keyed `Kind/namespace/name`.
+#[derive(Debug, Default)]
+pub struct WriteMemory(std::sync::Mutex<std::collections::HashMap<String, (String, String)>>);
+
+impl WriteMemory {
+    /// Whether a write from this cached version with this content was
+    /// already sent (the cache has not caught up yet).
+    pub fn already_sent(&self, key: &str, cached_version: Option<&str>, sent: &str) -> bool {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        cached_version.is_some_and(|v| {
+            map.get(key)
+                .is_some_and(|(rv, hash)| rv == v && hash == sent)
+        })
+    }
+
+    /// Remembers a write sent from `cached_version`.
+    pub fn sent(&self, key: &str, cached_version: Option<&str>, sent: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match cached_version {
+            Some(v) => {
+                map.insert(key.to_string(), (v.to_string(), sent.to_string()));
+            }
+            None => {
+                map.remove(key);
+            }
+        }
+    }
+}
+
 /// The reconcile context.
 pub struct Context {
     /// The API client (with the counting/gating layer).
@@ -114,4 +147,25 @@ pub struct Context {
     pub recorder: Recorder,
     /// Settings.
     pub settings: Settings,
+    /// Writes sent whose result the cache may not show yet.
+    pub written: WriteMemory,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WriteMemory;
+
+    #[test]
+    fn a_write_is_not_sent_twice_from_the_same_cached_version() {
+        let m = WriteMemory::default();
+        assert!(!m.already_sent("Deployment/web/ns", Some("7"), "h1"));
+        m.sent("Deployment/web/ns", Some("7"), "h1");
+        assert!(m.already_sent("Deployment/web/ns", Some("7"), "h1"));
+        // The cache caught up (new version), or the content changed: send.
+        assert!(!m.already_sent("Deployment/web/ns", Some("8"), "h1"));
+        assert!(!m.already_sent("Deployment/web/ns", Some("7"), "h2"));
+        // Created objects (no cached version) are never skipped.
+        m.sent("ConfigMap/c/ns", None, "h");
+        assert!(!m.already_sent("ConfigMap/c/ns", None, "h"));
+    }
 }

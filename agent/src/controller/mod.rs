@@ -308,6 +308,7 @@ pub fn start(
         metrics,
         recorder,
         settings,
+        written: context::WriteMemory::default(),
     });
     let all_runtimes = {
         let runtimes = runtimes.clone();

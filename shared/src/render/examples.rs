@@ -244,7 +244,7 @@ pub fn examples() -> Vec<Example> {
     spec.runtime_profile = Some("bounded-worker".to_string());
     spec.pod_metadata = Some(PodMetadataSpec {
         labels: map(&[
-            ("app.kubernetes.io/managed-by", "helm"),
+            // (app.kubernetes.io/managed-by is refused by the CRD itself.)
             ("app.kubernetes.io/component", "database"),
             ("app.kubernetes.io/name", "someone-else"),
             ("berth.dev/runtime", "other-runtime"),
