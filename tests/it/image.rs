@@ -40,20 +40,24 @@ fn on_path(tool: &str) -> bool {
 /// a skip with the reason written to stderr (past the test harness's
 /// output capture, so that it shows).
 fn tools_present(test: &str) -> bool {
-    let missing: Vec<&str> = ["buildah", "podman", "readelf", "strip"]
+    let mut missing: Vec<&str> = ["buildah", "podman", "readelf", "strip"]
         .into_iter()
         .filter(|t| !on_path(t))
         .collect();
+    if !rustix::process::geteuid().is_root() {
+        // `podman image mount` and the system image storage need root.
+        missing.push("root (run as root)");
+    }
     if missing.is_empty() {
         return true;
     }
     assert!(
         std::env::var_os("CI").is_none(),
-        "{test}: {missing:?} not installed; .ci/run installs buildah, podman and runc"
+        "{test}: {missing:?} missing; .ci/run installs buildah, podman, runc and binutils, as root"
     );
     let _ = writeln!(
         std::io::stderr(),
-        "SKIPPED image::{test}: {} not installed (apt-get install buildah podman runc binutils); CI runs it",
+        "SKIPPED image::{test}: {} missing (apt-get install buildah podman runc binutils, as root); CI runs it",
         missing.join(", ")
     );
     false
