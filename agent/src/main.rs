@@ -20,7 +20,11 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 /// berth's in-cluster agent.
 #[derive(Debug, Parser)]
-#[command(name = "berth-agent", version, about)]
+#[command(
+    name = "berth-agent",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BERTH_GIT_COMMIT"), ")"),
+    about
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

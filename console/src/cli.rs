@@ -16,7 +16,11 @@ use crate::watch::{ConnectOptions, connect, load};
 /// berth's console: live views of Runtimes, grants, handlers, retained
 /// workloads and rollouts.
 #[derive(Debug, Parser)]
-#[command(name = "berth", version, about)]
+#[command(
+    name = "berth",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BERTH_GIT_COMMIT"), ")"),
+    about
+)]
 pub struct Cli {
     /// Path to the kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
     #[arg(long, global = true)]

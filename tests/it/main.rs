@@ -15,4 +15,6 @@ mod chart;
 mod console;
 mod crds;
 mod foundation;
+mod image;
 mod retire;
+mod version;

@@ -7,9 +7,12 @@
 # A second run finds every binary in place and builds nothing. Prints the
 # directory that holds every binary (one per line: NAME=PATH) on stdout.
 #
+# Also builds helm (for the chart tests), from its Go module in the same way.
+#
 # BERTH_K8S_BIN_DIR=/some/dir skips building altogether: that directory must
 # hold etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
-# kubectl (the harness checks each and names the missing one).
+# kubectl (the harness checks each and names the missing one), and may hold
+# helm (without it the chart tests fail, naming it).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,6 +26,7 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   done
   [[ -f "$BERTH_K8S_BIN_DIR/kwok-stages.yaml" ]] || { echo "BERTH_K8S_BIN_DIR=$BERTH_K8S_BIN_DIR has no kwok-stages.yaml (kwok's default node and pod Stages)" >&2; exit 1; }
   echo "kwok-stages=$BERTH_K8S_BIN_DIR/kwok-stages.yaml"
+  [[ -x "$BERTH_K8S_BIN_DIR/helm" ]] && echo "helm=$BERTH_K8S_BIN_DIR/helm"
   exit 0
 fi
 
@@ -56,6 +60,7 @@ for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   build kubernetes "$KUBERNETES_VERSION" kubernetes "$c" "k8s.io/kubernetes/cmd/$c" "$k8s_ldflags"
 done
 build kwok "$KWOK_VERSION" kwok kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"
+build helm "$HELM_VERSION" helm helm helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
 
 # kwok itself ships no stages when run bare (kwokctl normally passes them):
 # collect the default node and pod Stages from the pinned kwok module. The
