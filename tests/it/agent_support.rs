@@ -41,9 +41,16 @@ fn private_dir(name: &str) -> PathBuf {
 
 /// One binding line set for the grants file.
 pub fn binding(name: &str, class: &str, handler: &str) -> String {
+    binding_for_service(name, class, handler, SERVICE)
+}
+
+/// [`binding`] for another service of the application: a second granted
+/// Runtime in one namespace needs its own identity (one Runtime per
+/// identity).
+pub fn binding_for_service(name: &str, class: &str, handler: &str, service: &str) -> String {
     format!(
         "[[bindings]]\nname = \"{name}\"\nproject = \"{PROJECT}\"\nenvironment = \"{ENVIRONMENT}\"\n\
-         application = \"{APPLICATION}\"\nservice = \"{SERVICE}\"\nruntime_class = \"{class}\"\nhandler = \"{handler}\"\n"
+         application = \"{APPLICATION}\"\nservice = \"{service}\"\nruntime_class = \"{class}\"\nhandler = \"{handler}\"\n"
     )
 }
 
@@ -86,6 +93,9 @@ pub struct AgentOpts<'a> {
     pub lease_name: String,
     pub identity: String,
     pub kubeconfig: Option<PathBuf>,
+    /// `--resync-seconds`: 2 by default, so tests see changes quickly; a
+    /// test that must see a change *without* the resync raises it.
+    pub resync_seconds: u32,
 }
 
 impl<'a> AgentOpts<'a> {
@@ -96,6 +106,7 @@ impl<'a> AgentOpts<'a> {
             lease_name: format!("agent-{namespace}"),
             identity: format!("{namespace}-a"),
             kubeconfig: None,
+            resync_seconds: 2,
         }
     }
 }
@@ -165,7 +176,7 @@ impl Agent {
             .args(["--identity", &opts.identity])
             .args(["--lease-duration-seconds", "4"])
             .args(["--lease-renew-seconds", "1"])
-            .args(["--resync-seconds", "2"])
+            .args(["--resync-seconds", &opts.resync_seconds.to_string()])
             .args(["--grants-interval-seconds", "1"])
             .args(["--cache-sync-timeout-seconds", "40"])
             .env("KUBECONFIG", &kubeconfig)

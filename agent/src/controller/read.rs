@@ -1,7 +1,10 @@
 //! Step 1 (read) and 2 (decide): everything a reconcile needs, from the
 //! caches only — no API request.
 
+use std::collections::HashMap;
+
 use berth_shared::api::Runtime;
+use berth_shared::claims::{self, Claim};
 use berth_shared::decide::{self, DecideInput, Decision, Identity, IdentityError, ObservedClass};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
@@ -16,6 +19,9 @@ pub struct Snapshot {
     pub identity: Result<Identity, IdentityError>,
     /// The decision.
     pub decision: Decision,
+    /// Another, older Runtime holds the same identity: the message naming
+    /// it (one Runtime per identity).
+    pub identity_taken: Option<String>,
 }
 
 /// Reads and decides.
@@ -54,5 +60,56 @@ pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
         class: class.as_ref(),
         previous,
     });
-    Snapshot { identity, decision }
+    let identity_taken = identity
+        .as_ref()
+        .ok()
+        .and_then(|id| identity_taken(ctx, runtime, id));
+    Snapshot {
+        identity,
+        decision,
+        identity_taken,
+    }
+}
+
+/// The claim a Runtime makes on its identity.
+pub fn claim_of(runtime: &Runtime) -> Claim {
+    Claim {
+        namespace: runtime.namespace().unwrap_or_default(),
+        name: runtime.name_any(),
+        created: runtime.metadata.creation_timestamp.clone(),
+        deleting: runtime.metadata.deletion_timestamp.is_some(),
+    }
+}
+
+/// Whether an older Runtime in the cache holds `identity`. Reads only the
+/// Runtime and Namespace caches; only Runtimes with the same application
+/// and service are looked at, so their namespaces' labels are the only ones
+/// read.
+fn identity_taken(ctx: &Context, runtime: &Runtime, identity: &Identity) -> Option<String> {
+    let mut scopes: HashMap<String, Option<(String, String)>> = HashMap::new();
+    let mut scope_of = |ns: &str| {
+        scopes
+            .entry(ns.to_string())
+            .or_insert_with(|| {
+                let meta = ctx.stores.namespaces.get(&ObjectRef::new(ns))?;
+                let labels = meta.metadata.labels.clone().unwrap_or_default();
+                decide::namespace_scope(ns, &labels).ok()
+            })
+            .clone()
+    };
+    let wanted = (identity.project.clone(), identity.environment.clone());
+    let rivals: Vec<Claim> = ctx
+        .stores
+        .runtimes
+        .state()
+        .iter()
+        .filter(|r| {
+            r.spec.application == identity.application && r.spec.service == identity.service
+        })
+        .filter(|r| scope_of(&r.namespace().unwrap_or_default()).as_ref() == Some(&wanted))
+        .map(|r| claim_of(r))
+        .collect();
+    let me = claim_of(runtime);
+    let holder = claims::taken_by(&me, &rivals)?;
+    Some(claims::taken_message(&me, identity, holder))
 }
