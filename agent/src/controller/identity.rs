@@ -110,3 +110,128 @@ pub fn withhold_grant(status: &mut RuntimeStatus, hold: &Hold) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_shared::api::RuntimeSpec;
+    use futures::executor::block_on;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+    use kube::runtime::reflector;
+
+    fn rt(ns: &str, name: &str, service: &str) -> Runtime {
+        let mut r = Runtime::new(
+            name,
+            RuntimeSpec {
+                application: "analytics".into(),
+                service: service.into(),
+                ..Default::default()
+            },
+        );
+        r.metadata.namespace = Some(ns.into());
+        r
+    }
+
+    fn store_of(objs: &[Runtime]) -> Store<Runtime> {
+        let (store, mut writer) = reflector::store();
+        for o in objs {
+            writer.apply_watcher_event(&watcher::Event::Apply(o.clone()));
+        }
+        store
+    }
+
+    fn names(out: Vec<Result<Runtime, watcher::Error>>) -> Vec<String> {
+        out.into_iter()
+            .map(|r| r.map(|r| r.name_any()).unwrap_or_else(|e| e.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_deleted_holder_wakes_the_other_claimants_only() {
+        // The reflector already removed "holder" when its Delete arrives.
+        let copy = rt("team-b", "copy", "worker");
+        let other = rt("team-a", "api", "api");
+        let store = store_of(&[copy.clone(), other]);
+        let holder = rt("team-a", "holder", "worker");
+        let events = futures::stream::iter(vec![
+            Ok(watcher::Event::Delete(holder.clone())),
+            Ok(watcher::Event::Apply(copy.clone())),
+        ]);
+        let out: Vec<_> = block_on(with_rivals(events, store.clone()).collect());
+        // The copy for the deletion, then the copy's own event; never the
+        // other service.
+        assert_eq!(names(out), vec!["copy", "copy"]);
+
+        // Deletion starting (a finalizer holds the object): the rivals and
+        // the Runtime itself.
+        let mut deleting = holder;
+        deleting.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        let events = futures::stream::iter(vec![Ok(watcher::Event::Apply(deleting))]);
+        let out: Vec<_> = block_on(with_rivals(events, store).collect());
+        assert_eq!(names(out), vec!["copy", "holder"]);
+    }
+
+    #[test]
+    fn a_namespace_change_wakes_its_runtimes_and_their_rivals() {
+        let store = store_of(&[
+            rt("team-a", "web", "worker"),
+            rt("team-b", "copy", "worker"),
+            rt("team-b", "api", "api"),
+            rt("team-c", "lone", "lone"),
+        ]);
+        let ns = PartialObjectMeta::<Namespace> {
+            metadata: kube::api::ObjectMeta {
+                name: Some("team-a".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut woken: Vec<String> = on_namespace(&store, &ns)
+            .into_iter()
+            .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
+            .collect();
+        woken.sort();
+        assert_eq!(woken, vec!["team-a/web", "team-b/copy"]);
+    }
+
+    fn cond(type_: &str, status: &str, reason: &str) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: String::new(),
+            last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+            observed_generation: None,
+        }
+    }
+
+    #[test]
+    fn only_an_identity_hold_withholds_the_grant() {
+        let status = RuntimeStatus {
+            conditions: vec![cond(condition_types::PROFILE_GRANTED, "True", "Granted")],
+            ..Default::default()
+        };
+        let taken = Hold::Blocked {
+            reason: reasons::IDENTITY_TAKEN.into(),
+            message: "held by team-a/web".into(),
+        };
+        let mut s = status.clone();
+        withhold_grant(&mut s, &taken);
+        let c = &s.conditions[0];
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+            ("False", "IdentityTaken", "held by team-a/web")
+        );
+        for other in [
+            Hold::None,
+            Hold::Blocked {
+                reason: reasons::REVOKED.into(),
+                message: String::new(),
+            },
+        ] {
+            let mut s = status.clone();
+            withhold_grant(&mut s, &other);
+            assert_eq!(s, status, "{other:?}");
+        }
+    }
+}
