@@ -41,7 +41,7 @@ use berth_shared::decide::{
 use berth_shared::grants::LoadedGrants;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::node::v1::RuntimeClass;
-use kube::api::ListParams;
+use kube::api::{ApiResource, ListParams, ObjectMeta};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::{Api, Client};
@@ -437,23 +437,65 @@ impl Lookup for KubeLookup {
             identity.application, identity.service
         );
         let runtimes: Api<Runtime> = Api::all(self.client.clone());
-        let listed = runtimes
+        let listed: Vec<ObjectMeta> = match runtimes
             .list_metadata(&ListParams::default().fields(&fields))
             .await
-            .map_err(|e| format!("listing Runtimes of {identity}: {e}"))?;
+        {
+            Ok(list) => list.items.into_iter().map(|m| m.metadata).collect(),
+            // A Runtime CRD from before `selectableFields` (Helm never
+            // upgrades CRDs) refuses the field selector: read the
+            // namespaces in scope instead, rather than refusing every
+            // Runtime change until the CRD is upgraded.
+            Err(kube::Error::Api(e)) if e.code == 400 => {
+                tracing::warn!(error = %e.message, "the Runtime CRD has no selectable spec.application/spec.service; listing per namespace (upgrade the CRDs)");
+                self.claims_without_field_selector(&in_scope, identity)
+                    .await?
+            }
+            Err(e) => return Err(format!("listing Runtimes of {identity}: {e}")),
+        };
         Ok(listed
-            .items
             .into_iter()
-            .filter_map(|rt| {
-                let namespace = rt.metadata.namespace?;
+            .filter_map(|meta| {
+                let namespace = meta.namespace?;
                 in_scope.contains(&namespace).then(|| Claim {
                     namespace,
-                    name: rt.metadata.name.unwrap_or_default(),
-                    created: rt.metadata.creation_timestamp,
-                    deleting: rt.metadata.deletion_timestamp.is_some(),
+                    name: meta.name.unwrap_or_default(),
+                    created: meta.creation_timestamp,
+                    deleting: meta.deletion_timestamp.is_some(),
                 })
             })
             .collect())
+    }
+}
+
+impl KubeLookup {
+    /// The metadata of the Runtimes with `identity`'s application and
+    /// service in `namespaces`, filtered here instead of by the API server.
+    async fn claims_without_field_selector(
+        &self,
+        namespaces: &std::collections::BTreeSet<String>,
+        identity: &Identity,
+    ) -> Result<Vec<ObjectMeta>, String> {
+        let resource = ApiResource::erase::<Runtime>(&());
+        let mut out = Vec::new();
+        for ns in namespaces {
+            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &resource);
+            let list = api
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| format!("listing Runtimes in {ns}: {e}"))?;
+            out.extend(
+                list.items
+                    .into_iter()
+                    .filter(|o| {
+                        spec_of(o).is_ok_and(|v| {
+                            v.application == identity.application && v.service == identity.service
+                        })
+                    })
+                    .map(|o| o.metadata),
+            );
+        }
+        Ok(out)
     }
 }
 
