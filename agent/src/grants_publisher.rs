@@ -197,6 +197,7 @@ pub fn grant_status(
         nodes: Some(NodeCoverage::new(
             i32::try_from(cov.with_handler).unwrap_or(i32::MAX),
             i32::try_from(cov.total).unwrap_or(i32::MAX),
+            i32::try_from(cov.unknown).unwrap_or(i32::MAX),
         )),
         runtimes,
         retained,
@@ -250,14 +251,28 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
     update_runtime_gauges(ctx);
 
     let s = &ctx.stores;
-    let (deps, rss, stss, dss, jobs, crons) = (
+    let (deps, rss, stss, dss, jobs, crons, revisions) = (
         snapshot(&s.deployments),
         snapshot(&s.replica_sets),
         snapshot(&s.stateful_sets),
         snapshot(&s.daemon_sets),
         snapshot(&s.jobs),
         snapshot(&s.cron_jobs),
+        snapshot(&s.controller_revisions),
     );
+    // Only bare pods: a controller's pods are counted through it.
+    let bare_pods: Vec<_> = s
+        .pods
+        .state()
+        .iter()
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .as_ref()
+                .is_none_or(|refs| refs.iter().all(|r| r.controller != Some(true)))
+        })
+        .map(|p| (**p).clone())
+        .collect();
     let workloads = WorkloadSources {
         deployments: &deps,
         replica_sets: &rss,
@@ -265,9 +280,20 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
         daemon_sets: &dss,
         jobs: &jobs,
         cron_jobs: &crons,
-        pods: &[],
+        pods: &bare_pods,
+        controller_revisions: &revisions,
     }
     .collect();
+    let retained_by_class = retained_by_class(ctx, &workloads);
+    ctx.metrics.retained_workloads.clear();
+    for (class, refs) in &retained_by_class {
+        ctx.metrics
+            .retained_workloads
+            .get_or_create(&crate::metrics::ClassLabels {
+                runtime_class: class.clone(),
+            })
+            .set(i64::try_from(refs.len()).unwrap_or(i64::MAX));
+    }
     let nodes: Vec<NodeInfo> = s
         .nodes
         .state()
@@ -358,7 +384,10 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
         }
     }
 
-    // Prune grants whose binding left the file.
+    // Grants whose binding left the file: kept, marked Retired, while
+    // workloads still need their class's handler ("keep a handler
+    // installed while any retained workload or rollback revision needs
+    // it"); pruned once none does.
     for g in grants.state() {
         let name = g.name_any();
         let ours = g.labels().get(PUBLISHED_BY_LABEL).map(String::as_str)
@@ -367,6 +396,19 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
             || ctx.grants.bindings.iter().any(|b| b.name == name)
             || g.metadata.deletion_timestamp.is_some()
         {
+            continue;
+        }
+        // A class another current binding grants is published there.
+        let class_granted = ctx
+            .grants
+            .bindings
+            .iter()
+            .any(|b| b.runtime_class == g.spec.runtime_class);
+        if let Some(still) = retained_by_class
+            .get(&g.spec.runtime_class)
+            .filter(|r| !r.is_empty() && !class_granted)
+        {
+            writes += publish_retired(ctx, &api, &g, still).await;
             continue;
         }
         let params = DeleteParams {
@@ -387,6 +429,89 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
         }
     }
     writes
+}
+
+/// Condition on a RuntimeGrant whose binding left the grants file but whose
+/// class is still needed by retained workloads.
+pub const RETIRED: &str = "Retired";
+
+/// Every workload no current grant covers, by the RuntimeClass it needs
+/// (every class, granted or not), sorted and bounded.
+fn retained_by_class(
+    ctx: &Context,
+    workloads: &[analysis::Workload],
+) -> BTreeMap<String, Vec<WorkloadRef>> {
+    let mut out: BTreeMap<String, Vec<WorkloadRef>> = BTreeMap::new();
+    for r in analysis::retained(workloads, &ctx.grants.bindings, None) {
+        out.entry(r.class).or_default().push(WorkloadRef {
+            kind: r.workload.kind.as_str().to_string(),
+            namespace: r.workload.namespace,
+            name: r.workload.name,
+        });
+    }
+    for refs in out.values_mut() {
+        refs.sort();
+        refs.dedup();
+    }
+    out
+}
+
+/// Keeps a retired grant's status current: which workloads still need
+/// its handler. Returns writes sent.
+async fn publish_retired(
+    ctx: &Context,
+    api: &Api<RuntimeGrant>,
+    grant: &RuntimeGrant,
+    retained: &[WorkloadRef],
+) -> usize {
+    let name = grant.name_any();
+    let mut status = grant.status.clone().unwrap_or_default();
+    status.observed_generation = grant.metadata.generation;
+    status.runtimes.clear();
+    let mut listed = retained.to_vec();
+    listed.truncate(MAX_RETAINED);
+    status.retained = listed;
+    let message = format!(
+        "the binding left the grants file; {} workload(s) still need handler {} of RuntimeClass {}: keep it installed until they are retired",
+        retained.len(),
+        grant.spec.handler,
+        grant.spec.runtime_class
+    );
+    status.conditions.retain(|c| c.type_ != RETIRED);
+    status.conditions.push(cond(
+        RETIRED,
+        true,
+        "BindingRemoved",
+        message,
+        grant.metadata.generation,
+    ));
+    merge_times(&mut status, grant.status.as_ref());
+    if grant.status.as_ref() == Some(&status) {
+        return 0;
+    }
+    tracing::info!(grant = %name, retained = retained.len(), "RuntimeGrant retired: its class is still needed");
+    let body = serde_json::json!({
+        "apiVersion": API_VERSION,
+        "kind": "RuntimeGrant",
+        "status": status,
+    });
+    match api
+        .patch_status(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
+        .await
+    {
+        Ok(_) => {
+            ctx.metrics.write("RuntimeGrant", "status");
+            1
+        }
+        Err(e) => {
+            tracing::warn!(grant = %name, error = %e, "RuntimeGrant status failed");
+            0
+        }
+    }
 }
 
 fn update_runtime_gauges(ctx: &Context) {

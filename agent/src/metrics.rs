@@ -45,6 +45,13 @@ pub struct StateLabels {
     pub state: String,
 }
 
+/// `runtime_class` label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClassLabels {
+    /// RuntimeClass name.
+    pub runtime_class: String,
+}
+
 /// Every metric the agent exports.
 pub struct Metrics {
     registry: Registry,
@@ -60,6 +67,9 @@ pub struct Metrics {
     pub runtimes: Family<StateLabels, Gauge>,
     /// Blocked runtimes.
     pub blocked_runtimes: Gauge,
+    /// Workloads that still need a RuntimeClass's handler though no
+    /// current grant covers them, by class.
+    pub retained_workloads: Family<ClassLabels, Gauge>,
     /// Bindings loaded from the grants file.
     pub grants_loaded: Gauge,
     /// 1 when the grants file on disk differs from what was loaded.
@@ -106,6 +116,12 @@ impl Metrics {
             "Runtimes whose managed objects are left unchanged",
             blocked_runtimes.clone(),
         );
+        let retained_workloads = Family::<ClassLabels, Gauge>::default();
+        registry.register(
+            "retained_workloads",
+            "Workloads (pods, revisions, jobs …) that still need a RuntimeClass's handler without a current grant, by class",
+            retained_workloads.clone(),
+        );
         let grants_loaded = Gauge::default();
         registry.register(
             "grants_loaded",
@@ -132,6 +148,7 @@ impl Metrics {
             requests,
             runtimes,
             blocked_runtimes,
+            retained_workloads,
             grants_loaded,
             grants_file_stale,
             leader,

@@ -419,3 +419,155 @@ async fn agent_contract_events_alarm_only_on_trouble() {
         "and raises it once, not as a repeating series"
     );
 }
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The idle-window write count of a realistic world, measured by the
+/// apiserver's own counters (issue 12). Not run by default (minutes of
+/// work): `cargo test -p berth-tests --release --test it -- --ignored
+/// --nocapture agent_contract_idle_writes_at_scale`, sized by
+/// `BERTH_SCALE_RUNTIMES` (500), `BERTH_SCALE_REPLICAS` (4),
+/// `BERTH_SCALE_GRANTED` (64), `BERTH_SCALE_CLASSES` (20),
+/// `BERTH_SCALE_NODES` (50), `BERTH_SCALE_RESYNC` (15 s) and
+/// `BERTH_SCALE_IDLE` (45 s).
+#[tokio::test]
+#[ignore = "a measurement at scale; run on demand"]
+async fn agent_contract_idle_writes_at_scale() {
+    let runtimes = env_usize("BERTH_SCALE_RUNTIMES", 500);
+    let replicas = env_usize("BERTH_SCALE_REPLICAS", 4);
+    let granted = env_usize("BERTH_SCALE_GRANTED", 64).min(64).min(runtimes);
+    let classes = env_usize("BERTH_SCALE_CLASSES", 20).max(1);
+    let nodes = env_usize("BERTH_SCALE_NODES", 50);
+    let resync = env_usize("BERTH_SCALE_RESYNC", 15);
+    let idle = env_usize("BERTH_SCALE_IDLE", 45);
+    let nodes_arg = nodes.to_string();
+    let started = std::time::Instant::now();
+    let cluster = tokio::task::spawn_blocking(move || {
+        harness::private_cluster_with("scale", &["--nodes", &nodes_arg])
+    })
+    .await
+    .expect("cluster thread");
+    let client = cluster.admin_client().await;
+    harness::install_crds(&client).await;
+    for c in 0..classes {
+        harness::create_runtime_class(&client, &format!("class-{c}"), "bounded-runc").await;
+    }
+    let ns_name = "scale";
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(ns_name.to_string()),
+            labels: Some(BTreeMap::from([
+                ("berth.dev/project".to_string(), PROJECT.to_string()),
+                ("berth.dev/environment".to_string(), ENVIRONMENT.to_string()),
+            ])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace");
+    let bindings: Vec<String> = (0..granted)
+        .map(|i| {
+            format!(
+                "[[bindings]]\nname = \"b{i}\"\nproject = \"{PROJECT}\"\nenvironment = \"{ENVIRONMENT}\"\n\
+                 application = \"app\"\nservice = \"svc-{i}\"\nruntime_class = \"class-{}\"\nhandler = \"bounded-runc\"\n",
+                i % classes
+            )
+        })
+        .collect();
+    let grants = write_grants(&bindings);
+    let mut opts = AgentOpts::new(ns_name, Some(&grants));
+    opts.kubeconfig = Some(cluster.kubeconfig.clone());
+    opts.resync_seconds = u64::try_from(resync).unwrap_or(15);
+    let agent = Agent::start(opts).await;
+    let api: Api<Runtime> = Api::namespaced(client.clone(), ns_name);
+    let created = std::time::Instant::now();
+    for i in 0..runtimes {
+        let mut spec = json!({
+            "application": "app", "service": format!("svc-{i}"),
+            "image": {"repository": "registry.invalid/berth/app", "tag": "1"},
+            "replicas": replicas,
+        });
+        if i < granted {
+            spec["runtimeProfile"] = json!(format!("b{i}"));
+        }
+        if i % 2 == 0 {
+            // Non-canonical quantities, as teams write them.
+            spec["resources"] = json!({"requests": {"cpu": "0.5", "memory": "1024Mi"}});
+        }
+        let rt: Runtime = serde_json::from_value(json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "Runtime",
+            "metadata": {"name": format!("rt-{i}"), "namespace": ns_name},
+            "spec": spec,
+        }))
+        .expect("runtime");
+        api.create(&PostParams::default(), &rt)
+            .await
+            .expect("create");
+    }
+    let ready_count = || {
+        let api = api.clone();
+        async move {
+            api.list(&ListParams::default())
+                .await
+                .map(|l| {
+                    l.items
+                        .iter()
+                        .filter(|r| {
+                            r.status.as_ref().is_some_and(|s| {
+                                s.conditions
+                                    .iter()
+                                    .any(|c| c.type_ == "Ready" && c.status == "True")
+                            })
+                        })
+                        .count()
+                })
+                .unwrap_or(0)
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(1800);
+    loop {
+        let n = ready_count().await;
+        if n == runtimes {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {n} of {runtimes} Runtimes Ready"
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    let converged = created.elapsed();
+    // Settle one resync, then the idle window.
+    tokio::time::sleep(Duration::from_secs(u64::try_from(resync).unwrap_or(15))).await;
+    let agent_before = agent.metrics().await;
+    let server_before = harness::apiserver_requests(&client, agent_kind_write).await;
+    tokio::time::sleep(Duration::from_secs(u64::try_from(idle).unwrap_or(45))).await;
+    let agent_after = agent.metrics().await;
+    let server_after = harness::apiserver_requests(&client, agent_kind_write).await;
+    let resyncs = reconciles(&agent_after) - reconciles(&agent_before);
+    let agent_writes = writes(&agent_after) - writes(&agent_before);
+    let server_writes = server_after - server_before;
+    println!(
+        "scale: {runtimes} Runtimes ({granted} granted over {classes} classes), {} pods, {nodes} nodes, \
+         resync {resync}s\n  all Ready {:.1}s after the first create ({:.1}s since cluster start)\n  \
+         idle window {idle}s: {resyncs} reconciles, {agent_writes} writes at the agent's transport, \
+         {server_writes} writes to the agent's kinds counted by apiserver_request_total",
+        runtimes * replicas,
+        converged.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+    );
+    assert!(
+        resyncs >= runtimes as f64,
+        "every Runtime was reconciled in the window"
+    );
+    assert_eq!(agent_writes, 0.0, "agent log:\n{}", agent.log_text());
+    assert_eq!(server_writes, 0.0);
+}

@@ -354,3 +354,227 @@ async fn agent_semantics_grants_file_without_bindings_keeps_the_agent_up() {
     wait_condition(&ns, "plain", "Ready", "True", None).await;
     wait_condition(&ns, "wants", "Blocked", "True", Some("NotGranted")).await;
 }
+
+#[tokio::test]
+async fn agent_semantics_nodes_without_a_handler_list_are_unknown_not_absent() {
+    use k8s_openapi::api::core::v1::Node;
+    let (ns, class) = setup("agent-silent").await;
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let _agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
+    // A kwok node whose "kubelet" reports no handler list, tainted so that
+    // only this test's pods land there.
+    let nodes: Api<Node> = Api::all(ns.client.clone());
+    let name = format!("silent-{}", ns.name);
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name,
+            "labels": {"kubernetes.io/hostname": name, "type": "kwok", "berth.dev/silent": ns.name},
+            "annotations": {"kwok.x-k8s.io/node": "fake"}},
+        "spec": {"taints": [{"key": "berth.dev/silent", "value": ns.name, "effect": "NoSchedule"}]},
+    }))
+    .expect("node");
+    nodes
+        .create(&Default::default(), &node)
+        .await
+        .expect("create node");
+    wait_for("the silent node Ready", WAIT, || {
+        let nodes = nodes.clone();
+        let name = name.clone();
+        async move {
+            nodes.get(&name).await.is_ok_and(|n| {
+                n.status
+                    .and_then(|s| s.conditions)
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+        }
+    })
+    .await;
+    let placement = json!({
+        "nodeSelector": {"berth.dev/silent": ns.name},
+        "tolerations": [{"key": "berth.dev/silent", "operator": "Equal", "value": ns.name, "effect": "NoSchedule"}],
+    });
+    create_runtime(
+        &ns,
+        "web",
+        json!({"runtimeProfile": bw, "replicas": 1, "scheduling": placement}),
+    )
+    .await;
+    // Unknown, not absent; Ready follows the rollout alone.
+    wait_condition(
+        &ns,
+        "web",
+        "HandlerReady",
+        "Unknown",
+        Some("HandlerUnknown"),
+    )
+    .await;
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+
+    // Mixed: a node that does report handlers joins the placement; the
+    // silent one still counts as unknown, not missing.
+    let all = nodes.list(&ListParams::default()).await.expect("nodes");
+    let reporting = all
+        .items
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .filter(|n| n.starts_with("kwok-node"))
+        .min()
+        .expect("a kwok node that reports handlers");
+    let label =
+        |value: serde_json::Value| json!({"metadata": {"labels": {"berth.dev/silent": value}}});
+    nodes
+        .patch(
+            &reporting,
+            &PatchParams::default(),
+            &Patch::Merge(&label(json!(ns.name))),
+        )
+        .await
+        .expect("label node");
+    let rt = wait_condition(&ns, "web", "HandlerReady", "True", Some("HandlerPresent")).await;
+    let message = crate::agent_support::condition(&rt, "HandlerReady")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(
+        message.contains("1 report no handler list"),
+        "the silent node is named as unknown: {message}"
+    );
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+    nodes
+        .patch(
+            &reporting,
+            &PatchParams::default(),
+            &Patch::Merge(&label(serde_json::Value::Null)),
+        )
+        .await
+        .expect("unlabel node");
+    nodes
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete node");
+}
+
+#[tokio::test]
+async fn agent_semantics_retained_workloads_of_a_removed_grant_stay_published() {
+    use berth_shared::api::RuntimeGrant;
+    use k8s_openapi::api::apps::v1::StatefulSet;
+    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::api::core::v1::Pod;
+    let (ns, class) = setup("agent-retired").await;
+    let alias = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&alias, &class, "bounded-runc")]);
+    let mut agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": alias, "replicas": 1})).await;
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+    // Workloads berth does not manage that use the class: a bare pod, a
+    // StatefulSet (and so its ControllerRevision) and a CronJob.
+    let pod_spec = json!({"runtimeClassName": class, "containers": [{"name": "a", "image": "x"}]});
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "bare"}, "spec": pod_spec}))
+        .expect("pod");
+    Api::<Pod>::namespaced(ns.client.clone(), &ns.name)
+        .create(&Default::default(), &pod)
+        .await
+        .expect("bare pod");
+    let sts: StatefulSet = serde_json::from_value(json!({"metadata": {"name": "db"},
+        "spec": {"replicas": 0, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": pod_spec}}}))
+    .expect("sts");
+    Api::<StatefulSet>::namespaced(ns.client.clone(), &ns.name)
+        .create(&Default::default(), &sts)
+        .await
+        .expect("statefulset");
+    let cron: CronJob = serde_json::from_value(json!({"metadata": {"name": "report"},
+        "spec": {"schedule": "0 3 * * *", "suspend": true, "jobTemplate": {"spec": {"template": {
+            "spec": {"runtimeClassName": class, "restartPolicy": "Never",
+                "containers": [{"name": "a", "image": "x"}]}}}}}}))
+    .expect("cronjob");
+    Api::<CronJob>::namespaced(ns.client.clone(), &ns.name)
+        .create(&Default::default(), &cron)
+        .await
+        .expect("cronjob");
+
+    // The binding leaves the file (agent restarted with no grants).
+    agent.kill();
+    let empty = write_grants(&[]);
+    let mut opts = AgentOpts::new(&ns.name, Some(&empty));
+    opts.identity = format!("{}-b", ns.name);
+    let agent = Agent::start(opts).await;
+    wait_condition(&ns, "web", "Blocked", "True", Some("Revoked")).await;
+    let grants_api: Api<RuntimeGrant> = Api::all(ns.client.clone());
+    let kinds = wait_for_value(
+        "the retired RuntimeGrant lists every retained workload",
+        WAIT,
+        || {
+            let api = grants_api.clone();
+            let alias = alias.clone();
+            async move {
+                let g = api.get_opt(&alias).await.ok().flatten()?;
+                let s = g.status?;
+                let retired = s
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "Retired" && c.status == "True");
+                let kinds: std::collections::BTreeSet<String> =
+                    s.retained.iter().map(|w| w.kind.clone()).collect();
+                (retired
+                    && [
+                        "Pod",
+                        "ControllerRevision",
+                        "CronJob",
+                        "StatefulSet",
+                        "Deployment",
+                    ]
+                    .iter()
+                    .all(|k| kinds.contains(*k)))
+                .then_some(kinds)
+            }
+        },
+    )
+    .await;
+    assert!(kinds.contains("ControllerRevision"), "{kinds:?}");
+    let metric = wait_for_value("the retained-workloads metric", WAIT, || async {
+        let m = agent.metrics().await;
+        let n = crate::agent_support::metric_sum(&m, "berth_agent_retained_workloads", |l| {
+            l.contains(&format!("runtime_class=\"{class}\""))
+        });
+        (n >= 5.0).then_some(n)
+    })
+    .await;
+    assert!(metric >= 5.0);
+
+    // Everything retired: the grant goes.
+    let dp = DeleteParams::default();
+    Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
+        .delete("web", &dp)
+        .await
+        .expect("delete runtime");
+    Api::<Pod>::namespaced(ns.client.clone(), &ns.name)
+        .delete(
+            "bare",
+            &DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("delete pod");
+    Api::<StatefulSet>::namespaced(ns.client.clone(), &ns.name)
+        .delete(
+            "db",
+            &DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Foreground),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("delete sts");
+    Api::<CronJob>::namespaced(ns.client.clone(), &ns.name)
+        .delete("report", &dp)
+        .await
+        .expect("delete cronjob");
+    wait_for("the retired grant pruned", Duration::from_secs(180), || {
+        let api = grants_api.clone();
+        let alias = alias.clone();
+        async move { matches!(api.get_opt(&alias).await, Ok(None)) }
+    })
+    .await;
+}

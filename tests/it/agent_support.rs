@@ -93,9 +93,8 @@ pub struct AgentOpts<'a> {
     pub lease_name: String,
     pub identity: String,
     pub kubeconfig: Option<PathBuf>,
-    /// `--resync-seconds`: 2 by default, so tests see changes quickly; a
-    /// test that must see a change *without* the resync raises it.
-    pub resync_seconds: u32,
+    /// `--resync-seconds` (2 unless a test needs another).
+    pub resync_seconds: u64,
 }
 
 impl<'a> AgentOpts<'a> {

@@ -60,7 +60,7 @@ fn localcluster_binary() -> Result<PathBuf, String> {
 }
 
 fn start() -> Result<SharedCluster, String> {
-    start_named(&format!("cluster-{}", std::process::id()))
+    start_named(&format!("cluster-{}", std::process::id()), &[])
 }
 
 /// A control plane of its own for one test, stopped when the value is
@@ -68,13 +68,19 @@ fn start() -> Result<SharedCluster, String> {
 /// apiserver's own counters (`apiserver_request_total` has no client
 /// label): in the shared cluster, other tests' writes would count too.
 pub fn private_cluster(name: &str) -> SharedCluster {
-    match start_named(&format!("cluster-{}-{name}", std::process::id())) {
+    private_cluster_with(name, &[])
+}
+
+/// [`private_cluster`] with extra `berth-localcluster up` arguments (for
+/// example `--nodes 50`).
+pub fn private_cluster_with(name: &str, args: &[&str]) -> SharedCluster {
+    match start_named(&format!("cluster-{}-{name}", std::process::id()), args) {
         Ok(c) => c,
         Err(e) => panic!("private local cluster {name} unavailable: {e}"),
     }
 }
 
-fn start_named(dir_name: &str) -> Result<SharedCluster, String> {
+fn start_named(dir_name: &str, extra_args: &[&str]) -> Result<SharedCluster, String> {
     let bin = localcluster_binary()?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let target = exe
@@ -93,6 +99,7 @@ fn start_named(dir_name: &str) -> Result<SharedCluster, String> {
     let mut child = Command::new(&bin)
         .args(["up", "--exit-on-stdin-eof", "--dir"])
         .arg(&dir)
+        .args(extra_args)
         .stdin(Stdio::piped())
         .stdout(log)
         .stderr(log2)

@@ -7,10 +7,12 @@ use std::time::Duration;
 use berth_shared::api::Runtime;
 use berth_shared::decide::GrantBinding;
 use berth_shared::grants::LoadedGrants;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -79,6 +81,10 @@ pub struct Stores {
     pub stateful_sets: Store<StatefulSet>,
     /// Every DaemonSet (analysis only).
     pub daemon_sets: Store<DaemonSet>,
+    /// Every Pod, reduced to what the retained analysis reads (bare pods).
+    pub pods: Store<Pod>,
+    /// Every ControllerRevision, reduced to its template's class.
+    pub controller_revisions: Store<ControllerRevision>,
 }
 
 /// Agent settings that reconciles need.

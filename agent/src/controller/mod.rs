@@ -23,10 +23,12 @@ use berth_shared::api::{API_VERSION, Runtime, reasons};
 use berth_shared::decide::Identity;
 use berth_shared::render::{self, labels::MANAGED_BY};
 use futures::{FutureExt, Stream, StreamExt};
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -61,6 +63,86 @@ pub enum Error {
 /// Strips what the agent never reads, to keep caches small.
 fn strip<K: Resource>(obj: &mut K) {
     obj.meta_mut().managed_fields = None;
+}
+
+/// Keeps of a Pod only what the retained-workload analysis reads (bare
+/// pods: owner, class, profile annotation, berth label, phase, Ready):
+/// pods are the most numerous objects of a cluster.
+fn strip_pod(pod: &mut Pod) {
+    use berth_shared::analysis::MANAGED_BY_LABEL;
+    use berth_shared::render::RUNTIME_PROFILE_ANNOTATION;
+    let meta = &mut pod.metadata;
+    meta.managed_fields = None;
+    meta.labels = meta.labels.take().map(|l| {
+        l.into_iter()
+            .filter(|(k, _)| k == MANAGED_BY_LABEL)
+            .collect()
+    });
+    meta.annotations = meta.annotations.take().map(|a| {
+        a.into_iter()
+            .filter(|(k, _)| k == RUNTIME_PROFILE_ANNOTATION)
+            .collect()
+    });
+    pod.spec = pod
+        .spec
+        .take()
+        .map(|s| k8s_openapi::api::core::v1::PodSpec {
+            runtime_class_name: s.runtime_class_name,
+            ..Default::default()
+        });
+    pod.status = pod
+        .status
+        .take()
+        .map(|s| k8s_openapi::api::core::v1::PodStatus {
+            phase: s.phase,
+            conditions: s
+                .conditions
+                .map(|cs| cs.into_iter().filter(|c| c.type_ == "Ready").collect()),
+            ..Default::default()
+        });
+}
+
+/// Keeps of a ControllerRevision only its template's class and profile.
+fn strip_revision(rev: &mut ControllerRevision) {
+    rev.metadata.managed_fields = None;
+    rev.metadata.annotations = None;
+    if let Some(data) = rev.data.as_mut() {
+        let template = data.0.pointer("/spec/template");
+        let class = template
+            .and_then(|t| t.pointer("/spec/runtimeClassName"))
+            .cloned();
+        let annotations = template
+            .and_then(|t| t.pointer("/metadata/annotations"))
+            .cloned();
+        let labels = template
+            .and_then(|t| t.pointer("/metadata/labels"))
+            .cloned();
+        data.0 = serde_json::json!({"spec": {"template": {
+            "metadata": {"annotations": annotations, "labels": labels},
+            "spec": {"runtimeClassName": class, "containers": []},
+        }}});
+    }
+}
+
+/// A reflector with a custom reduction of each object.
+fn reflect_with<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    reduce: fn(&mut K),
+) -> (
+    Store<K>,
+    impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(reduce)
+        .reflect(writer)
+        .applied_objects();
+    (reader, stream)
 }
 
 /// A reflector: its store and its (to be polled) stream of applied objects.
@@ -106,6 +188,7 @@ fn node_fingerprint(node: &Node) -> Option<u64> {
     info.ready.hash(&mut h);
     info.unschedulable.hash(&mut h);
     info.handlers.hash(&mut h);
+    info.reports_handlers.hash(&mut h);
     info.labels.hash(&mut h);
     for t in &info.taints {
         t.key.hash(&mut h);
@@ -184,9 +267,17 @@ pub fn start(
     let (nodes, node_s) = reflect(Api::<Node>::all(c.clone()), all());
     let node_s = node_s.predicate_filter(node_fingerprint, PredicateConfig::default());
     let (namespaces, ns_s) = reflect(Api::<PartialObjectMeta<Namespace>>::all(c.clone()), all());
+    let (pods, pod_s) = reflect_with(ns_api::<Pod>(c, &scope), all(), strip_pod);
+    let (controller_revisions, cr_s) = reflect_with(
+        ns_api::<ControllerRevision>(c, &scope),
+        all(),
+        strip_revision,
+    );
     drain(rs_s);
     drain(sts_s);
     drain(ds_s);
+    drain(pod_s);
+    drain(cr_s);
 
     // The Runtime watch feeds the controller's store and, through
     // `identity::with_rivals`, also wakes the next claimant of an identity
@@ -216,6 +307,8 @@ pub fn start(
         cron_jobs,
         stateful_sets,
         daemon_sets,
+        pods,
+        controller_revisions,
     };
     let context = Arc::new(Context {
         client: client.clone(),
@@ -332,6 +425,8 @@ pub async fn unsynced(s: &Stores) -> Vec<&'static str> {
         ("cronjobs", ready(&s.cron_jobs).await),
         ("statefulsets", ready(&s.stateful_sets).await),
         ("daemonsets", ready(&s.daemon_sets).await),
+        ("pods", ready(&s.pods).await),
+        ("controllerrevisions", ready(&s.controller_revisions).await),
     ];
     checks
         .into_iter()

@@ -213,7 +213,31 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
                 tolerations: sched.map_or(&[], |s| s.tolerations.as_slice()),
             };
             let cov = placement_coverage(input.nodes, &placement, handler);
-            if cov.with_handler == 0 {
+            let unknown_note = if cov.unknown > 0 {
+                format!(
+                    "; {} report no handler list (presence unknown)",
+                    cov.unknown
+                )
+            } else {
+                String::new()
+            };
+            if cov.eligible > 0 && cov.unknown == cov.eligible {
+                // No node in the placement says which handlers it has
+                // (older kubelets/runtimes): unknown, not absent. Ready
+                // then follows the rollout alone.
+                Condition {
+                    status: "Unknown".to_string(),
+                    ..cond(
+                        ct::HANDLER_READY,
+                        false,
+                        reasons::HANDLER_UNKNOWN,
+                        format!(
+                            "none of the {} Ready nodes the pods may be scheduled onto reports a handler list (status.runtimeHandlers); whether they have handler {handler} is unknown",
+                            cov.eligible
+                        ),
+                    )
+                }
+            } else if cov.with_handler == 0 && cov.unknown == 0 {
                 cond(
                     ct::HANDLER_READY,
                     false,
@@ -234,7 +258,7 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
                     false,
                     reasons::PLACEMENT_INCOMPLETE,
                     format!(
-                        "{} of {} Ready nodes the pods may be scheduled onto do not report handler {handler}; pods landing there would fail to start: {}",
+                        "{} of {} Ready nodes the pods may be scheduled onto do not report handler {handler}; pods landing there would fail to start: {}{unknown_note}",
                         cov.missing.len(),
                         cov.eligible,
                         names.join(", ")
@@ -245,16 +269,24 @@ pub fn compute(input: &StatusInput<'_>) -> RuntimeStatus {
                     ct::HANDLER_READY,
                     true,
                     reasons::HANDLER_PRESENT,
-                    format!(
-                        "all {} Ready nodes the pods may be scheduled onto report handler {handler}",
-                        cov.eligible
-                    ),
+                    if cov.unknown == 0 {
+                        format!(
+                            "all {} Ready nodes the pods may be scheduled onto report handler {handler}",
+                            cov.eligible
+                        )
+                    } else {
+                        format!(
+                            "{} of {} Ready nodes the pods may be scheduled onto report handler {handler}{unknown_note}",
+                            cov.with_handler, cov.eligible
+                        )
+                    },
                 )
             }
         }
         other => cond(ct::HANDLER_READY, false, other.reason(), other.message()),
     };
-    let handler_ok = handler_cond.status == "True";
+    // Unknown presence does not hold Ready back: the rollout decides.
+    let handler_ok = handler_cond.status != "False";
     let placement_incomplete = handler_cond.reason == reasons::PLACEMENT_INCOMPLETE;
     conditions.push(handler_cond);
 

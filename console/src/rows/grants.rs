@@ -114,7 +114,8 @@ fn grant_row(g: &RuntimeGrant, now: Timestamp) -> GrantRow {
     let nodes_incomplete = status
         .as_ref()
         .and_then(|s| s.nodes.as_ref())
-        .is_some_and(|n| n.with_handler < n.total || n.total == 0);
+        // Unknown nodes (no handler list) are not a problem by themselves.
+        .is_some_and(|n| n.with_handler + n.unknown < n.total || n.total == 0);
     let source = status.as_ref().and_then(|s| s.source.clone());
     GrantRow {
         name: g.metadata.name.clone().unwrap_or_default(),

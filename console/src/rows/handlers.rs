@@ -29,6 +29,9 @@ pub fn workloads(store: &Store) -> Vec<Workload> {
         jobs: &jobs,
         cron_jobs: &cron_jobs,
         pods: &pods,
+        // The console does not watch ControllerRevisions (the agent does
+        // and publishes them as retained workloads of their class).
+        ..Default::default()
     }
     .collect()
 }

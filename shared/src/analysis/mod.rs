@@ -33,7 +33,10 @@ mod workload;
 #[cfg(test)]
 mod tests;
 
-pub use nodes::{Coverage, NodeInfo, Placement, PlacementCoverage, coverage, placement_coverage};
+pub use nodes::{
+    Coverage, NodeInfo, Placement, PlacementCoverage, Presence, coverage, coverage_summary,
+    placement_coverage,
+};
 pub use report::{
     HandlerReport, RemovalVerdict, RetainReason, Retained, UsageCounts, binding_from_grant,
     class_usage, covered_by_grant, handler_reports, removal_verdict, retained,

@@ -17,6 +17,11 @@ pub struct NodeInfo {
     /// Handler names in `status.runtimeHandlers` (the empty-named default
     /// handler is left out).
     pub handlers: BTreeSet<String>,
+    /// Whether the node reports a handler list at all. Only recent kubelets
+    /// with a container runtime that reports handlers fill
+    /// `status.runtimeHandlers`; a node without the list is *unknown*, not
+    /// *absent* (DESIGN amendment "Handler presence").
+    pub reports_handlers: bool,
     /// Node labels.
     pub labels: BTreeMap<String, String>,
     /// Node taints.
@@ -37,6 +42,7 @@ impl NodeInfo {
                 .as_ref()
                 .and_then(|s| s.unschedulable)
                 .unwrap_or(false),
+            reports_handlers: status.is_some_and(|s| s.runtime_handlers.is_some()),
             handlers: status
                 .and_then(|s| s.runtime_handlers.as_ref())
                 .map(|hs| {
@@ -59,6 +65,28 @@ impl NodeInfo {
     pub fn reports(&self, handler: &str) -> bool {
         self.handlers.contains(handler)
     }
+
+    /// Whether `handler` is present, absent, or unknown (no handler list).
+    pub fn presence(&self, handler: &str) -> Presence {
+        if self.reports(handler) {
+            Presence::Present
+        } else if self.reports_handlers {
+            Presence::Absent
+        } else {
+            Presence::Unknown
+        }
+    }
+}
+
+/// Whether a node has a handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presence {
+    /// Listed in `status.runtimeHandlers`.
+    Present,
+    /// The node lists handlers, and not this one.
+    Absent,
+    /// The node lists no handlers at all: nobody knows.
+    Unknown,
 }
 
 /// How many nodes report a handler. Only Ready nodes count: a NotReady node
@@ -69,8 +97,10 @@ pub struct Coverage {
     pub with_handler: usize,
     /// Ready nodes.
     pub total: usize,
-    /// Ready nodes that do not report it, by name.
+    /// Ready nodes that report a handler list without it, by name.
     pub missing: Vec<String>,
+    /// Ready nodes that report no handler list (unknown, not missing).
+    pub unknown: usize,
     /// NotReady nodes that report it (not counted above).
     pub not_ready_with_handler: usize,
 }
@@ -78,12 +108,21 @@ pub struct Coverage {
 impl Coverage {
     /// `n/m`.
     pub fn summary(&self) -> String {
-        format!("{}/{}", self.with_handler, self.total)
+        coverage_summary(self.with_handler, self.total, self.unknown)
     }
 
     /// Every Ready node reports the handler (and there is at least one).
     pub fn complete(&self) -> bool {
         self.total > 0 && self.with_handler == self.total
+    }
+}
+
+/// `n/m`, saying how many of the m are unknown: `0/3 (3 unknown)`.
+pub fn coverage_summary(with_handler: usize, total: usize, unknown: usize) -> String {
+    if unknown == 0 {
+        format!("{with_handler}/{total}")
+    } else {
+        format!("{with_handler}/{total} ({unknown} unknown)")
     }
 }
 
@@ -93,10 +132,10 @@ pub fn coverage(nodes: &[NodeInfo], handler: &str) -> Coverage {
     for node in nodes {
         if node.ready {
             out.total += 1;
-            if node.reports(handler) {
-                out.with_handler += 1;
-            } else {
-                out.missing.push(node.name.clone());
+            match node.presence(handler) {
+                Presence::Present => out.with_handler += 1,
+                Presence::Absent => out.missing.push(node.name.clone()),
+                Presence::Unknown => out.unknown += 1,
             }
         } else if node.reports(handler) {
             out.not_ready_with_handler += 1;
@@ -220,8 +259,10 @@ pub struct PlacementCoverage {
     pub eligible: usize,
     /// Of those, nodes reporting the handler.
     pub with_handler: usize,
-    /// Eligible nodes not reporting it, by name.
+    /// Eligible nodes that report a handler list without it, by name.
     pub missing: Vec<String>,
+    /// Eligible nodes that report no handler list (unknown).
+    pub unknown: usize,
 }
 
 impl PlacementCoverage {
@@ -244,10 +285,10 @@ pub fn placement_coverage(
         .filter(|n| n.ready && !n.unschedulable && placement.allows(n))
     {
         out.eligible += 1;
-        if node.reports(handler) {
-            out.with_handler += 1;
-        } else {
-            out.missing.push(node.name.clone());
+        match node.presence(handler) {
+            Presence::Present => out.with_handler += 1,
+            Presence::Absent => out.missing.push(node.name.clone()),
+            Presence::Unknown => out.unknown += 1,
         }
     }
     out

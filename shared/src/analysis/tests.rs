@@ -103,9 +103,54 @@ fn node(name: &str, ready: bool, handlers: &[&str]) -> NodeInfo {
         name: name.into(),
         ready,
         handlers: handlers.iter().map(|h| h.to_string()).collect(),
+        reports_handlers: true,
         labels: BTreeMap::from([("kubernetes.io/hostname".to_string(), name.to_string())]),
         ..Default::default()
     }
+}
+
+/// A node whose kubelet reports no handler list at all.
+fn silent_node(name: &str) -> NodeInfo {
+    NodeInfo {
+        reports_handlers: false,
+        ..node(name, true, &[])
+    }
+}
+
+#[test]
+fn nodes_without_a_handler_list_are_unknown_not_absent() {
+    use crate::analysis::{Placement, Presence, placement_coverage};
+    let silent: Node = from(json!({"metadata": {"name": "old"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+    let info = NodeInfo::from_node(&silent);
+    assert!(!info.reports_handlers);
+    assert_eq!(info.presence("runsc"), Presence::Unknown);
+    let empty: Node = from(json!({"metadata": {"name": "new"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}], "runtimeHandlers": []}}));
+    assert_eq!(
+        NodeInfo::from_node(&empty).presence("runsc"),
+        Presence::Absent
+    );
+
+    // Every node silent: nothing is missing, everything unknown.
+    let nodes = vec![silent_node("a"), silent_node("b")];
+    let c = coverage(&nodes, "runsc");
+    assert_eq!((c.with_handler, c.total, c.unknown), (0, 2, 2));
+    assert!(c.missing.is_empty());
+    assert_eq!(c.summary(), "0/2 (2 unknown)");
+    let p = placement_coverage(&nodes, &Placement::default(), "runsc");
+    assert_eq!((p.eligible, p.with_handler, p.unknown), (2, 0, 2));
+    assert!(p.missing.is_empty());
+
+    // Mixed: the silent one is unknown, the one that lists others missing.
+    let nodes = vec![
+        node("a", true, &["runsc"]),
+        node("b", true, &["runc"]),
+        silent_node("c"),
+    ];
+    let p = placement_coverage(&nodes, &Placement::default(), "runsc");
+    assert_eq!((p.eligible, p.with_handler, p.unknown), (3, 1, 1));
+    assert_eq!(p.missing, ["b"]);
 }
 
 #[test]
@@ -619,5 +664,37 @@ fn binding_from_a_published_grant() {
     assert_eq!(
         binding_from_grant(&g),
         binding("bw", "bounded", "bounded-runc")
+    );
+}
+
+#[test]
+fn controller_revisions_are_rollback_revisions_of_their_class() {
+    use k8s_openapi::api::apps::v1::ControllerRevision;
+    let r: ControllerRevision = from(json!({
+        "metadata": {"name": "db-7c9", "namespace": "ns",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db",
+                "uid": "u", "controller": true}]},
+        "revision": 1,
+        "data": {"spec": {"template": {"$patch": "replace",
+            "metadata": {"labels": {"app": "db"}},
+            "spec": {"runtimeClassName": "gvisor", "containers": [{"name": "db", "image": "x"}]}}}}
+    }));
+    let w = Workload::from_controller_revision(&r);
+    assert_eq!(w.kind, WorkloadKind::ControllerRevision);
+    assert_eq!(w.runtime_class.as_deref(), Some("gvisor"));
+    assert!(w.is_rollback_revision);
+    assert_eq!(w.replicas, 0);
+    let retained = crate::analysis::retained(&[w], &[], None);
+    assert_eq!(
+        retained.len(),
+        1,
+        "an ungranted class still needed for a rollback"
+    );
+    // A revision without a runtime class needs no handler.
+    let plain: ControllerRevision = from(json!({"metadata": {"name": "p", "namespace": "ns"},
+        "revision": 1, "data": {"spec": {"template": {"spec": {"containers": []}}}}}));
+    assert_eq!(
+        Workload::from_controller_revision(&plain).runtime_class,
+        None
     );
 }

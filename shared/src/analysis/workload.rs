@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -33,8 +35,11 @@ pub enum WorkloadKind {
     Job,
     /// batch/v1 CronJob.
     CronJob,
-    /// core/v1 Pod (the console reads these; the agent never does).
+    /// core/v1 Pod.
     Pod,
+    /// apps/v1 ControllerRevision (a StatefulSet's or DaemonSet's
+    /// revision, kept for rollback).
+    ControllerRevision,
 }
 
 impl WorkloadKind {
@@ -48,6 +53,7 @@ impl WorkloadKind {
             WorkloadKind::Job => "Job",
             WorkloadKind::CronJob => "CronJob",
             WorkloadKind::Pod => "Pod",
+            WorkloadKind::ControllerRevision => "ControllerRevision",
         }
     }
 }
@@ -272,6 +278,29 @@ impl Workload {
     }
 }
 
+impl Workload {
+    /// From a ControllerRevision: the pod template it keeps for a rollback
+    /// of its StatefulSet or DaemonSet (`data.spec.template`). Runs
+    /// nothing itself (0 replicas) but needs the template's handler as
+    /// long as it may be rolled back to.
+    pub fn from_controller_revision(r: &ControllerRevision) -> Self {
+        let template: Option<PodTemplateSpec> = r
+            .data
+            .as_ref()
+            .and_then(|d| d.0.pointer("/spec/template"))
+            .and_then(|t| serde_json::from_value(t.clone()).ok());
+        let mut w = base(
+            WorkloadKind::ControllerRevision,
+            &r.metadata,
+            template.as_ref(),
+            0,
+            0,
+        );
+        w.is_rollback_revision = true;
+        w
+    }
+}
+
 fn is_managed(labels: Option<&BTreeMap<String, String>>) -> bool {
     labels
         .and_then(|l| l.get(MANAGED_BY_LABEL))
@@ -345,6 +374,8 @@ pub struct WorkloadSources<'a> {
     pub cron_jobs: &'a [CronJob],
     /// Pods.
     pub pods: &'a [Pod],
+    /// ControllerRevisions (StatefulSet/DaemonSet rollback revisions).
+    pub controller_revisions: &'a [ControllerRevision],
 }
 
 impl WorkloadSources<'_> {
@@ -388,6 +419,11 @@ impl WorkloadSources<'_> {
         out.extend(self.jobs.iter().map(Workload::from_job));
         out.extend(self.cron_jobs.iter().map(Workload::from_cron_job));
         out.extend(self.pods.iter().map(Workload::from_pod));
+        out.extend(
+            self.controller_revisions
+                .iter()
+                .map(Workload::from_controller_revision),
+        );
         out
     }
 }

@@ -62,6 +62,8 @@ pub mod reasons {
     pub const HANDLER_PRESENT: &str = "HandlerPresent";
     /// Some allowed Ready nodes do not report the handler.
     pub const PLACEMENT_INCOMPLETE: &str = "PlacementIncomplete";
+    /// No node in the placement reports a handler list: presence unknown.
+    pub const HANDLER_UNKNOWN: &str = "HandlerUnknown";
     /// No node reports the handler.
     pub const HANDLER_ABSENT: &str = "HandlerAbsent";
     /// No profile, so no handler is needed.

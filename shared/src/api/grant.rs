@@ -130,17 +130,32 @@ pub struct NodeCoverage {
     pub with_handler: i32,
     /// All nodes considered.
     pub total: i32,
-    /// `with_handler/total`, for the printer column.
+    /// Of `total`, nodes that report no handler list at all (presence
+    /// unknown; older kubelets or runtimes).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unknown: i32,
+    /// `with_handler/total` (and how many are unknown), for the printer
+    /// column.
     pub summary: String,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 impl NodeCoverage {
     /// Builds the coverage with its summary string.
-    pub fn new(with_handler: i32, total: i32) -> Self {
+    pub fn new(with_handler: i32, total: i32, unknown: i32) -> Self {
+        let count = |n: i32| usize::try_from(n).unwrap_or(0);
         Self {
             with_handler,
             total,
-            summary: format!("{with_handler}/{total}"),
+            unknown,
+            summary: crate::analysis::coverage_summary(
+                count(with_handler),
+                count(total),
+                count(unknown),
+            ),
         }
     }
 }
