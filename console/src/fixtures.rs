@@ -239,6 +239,23 @@ pub fn objects() -> Vec<Object> {
     out
 }
 
+/// Two namespaces carrying the fixtures' grants' project/environment pair
+/// (demo/production): copies there would claim one identity.
+pub fn namespaces_sharing_demo_production() -> Vec<Object> {
+    ["team-a", "team-b"]
+        .into_iter()
+        .map(|name| {
+            Object::from(obj::<k8s_openapi::api::core::v1::Namespace>(json!({
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name, "uid": format!("uid-ns-{name}"),
+                             "labels": {"berth.dev/project": "demo", "berth.dev/environment": "production"},
+                             "creationTimestamp": "2026-11-01T00:00:00Z"},
+                "status": {"phase": "Active"},
+            })))
+        })
+        .collect()
+}
+
 /// An app fed with [`objects`] through the watch path, every watch synced.
 pub fn app() -> App {
     app_with(objects())

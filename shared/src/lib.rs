@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod api;
+pub mod claims;
 pub mod contract;
 pub mod decide;
 pub mod grants;

@@ -37,7 +37,7 @@ const WEBHOOK_LABEL: &str = "berth.dev/it-webhook";
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
-fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     format!(
         "{prefix}-{}-{}",
         std::process::id(),
@@ -57,7 +57,16 @@ async fn agent_binary() -> PathBuf {
 
 /// A grants file under a 0700 directory in the target dir (the loader
 /// refuses /tmp and anything group/other-writable).
-fn grants_file(id: &str, bindings: &[(&str, &str, &str)]) -> PathBuf {
+pub(crate) fn grants_file(id: &str, bindings: &[(&str, &str, &str)]) -> PathBuf {
+    let with_service: Vec<_> = bindings
+        .iter()
+        .map(|&(name, class, handler)| (name, class, handler, "worker"))
+        .collect();
+    grants_file_with(id, &with_service)
+}
+
+/// [`grants_file`] with a service per binding (`name, class, handler, service`).
+pub(crate) fn grants_file_with(id: &str, bindings: &[(&str, &str, &str, &str)]) -> PathBuf {
     let base = berth_tests::harness::profile_dir()
         .parent()
         .expect("target")
@@ -80,10 +89,10 @@ fn grants_file(id: &str, bindings: &[(&str, &str, &str)]) -> PathBuf {
     if bindings.is_empty() {
         text.push_str("bindings = []\n");
     }
-    for (name, class, handler) in bindings {
+    for (name, class, handler, service) in bindings {
         text.push_str(&format!(
             "[[bindings]]\nname = \"{name}\"\nproject = \"demo\"\nenvironment = \"production\"\n\
-             application = \"analytics\"\nservice = \"worker\"\nruntime_class = \"{class}\"\nhandler = \"{handler}\"\n"
+             application = \"analytics\"\nservice = \"{service}\"\nruntime_class = \"{class}\"\nhandler = \"{handler}\"\n"
         ));
     }
     let path = dir.join(format!("{id}.toml"));
@@ -93,17 +102,17 @@ fn grants_file(id: &str, bindings: &[(&str, &str, &str)]) -> PathBuf {
 }
 
 /// One running `berth-agent webhook` process.
-struct Webhook {
+pub(crate) struct Webhook {
     child: tokio::process::Child,
     config_name: String,
     log: PathBuf,
 }
 
-struct WebhookOptions<'a> {
+pub(crate) struct WebhookOptions<'a> {
     /// The value of the namespace label it reviews.
-    selector: &'a str,
-    grants: &'a Path,
-    cert_validity: &'a str,
+    pub selector: &'a str,
+    pub grants: &'a Path,
+    pub cert_validity: &'a str,
 }
 
 fn free_port() -> u16 {
@@ -116,7 +125,7 @@ fn free_port() -> u16 {
 impl Webhook {
     /// Starts the webhook, waits until the API server really calls it (an
     /// ungranted dry-run create in `probe_ns` is refused).
-    async fn start(client: &Client, probe_ns: &str, opts: &WebhookOptions<'_>) -> Self {
+    pub(crate) async fn start(client: &Client, probe_ns: &str, opts: &WebhookOptions<'_>) -> Self {
         let bin = agent_binary().await;
         let port = free_port();
         let config_name = format!("berth-it-{}", opts.selector);
@@ -176,7 +185,7 @@ impl Webhook {
         hook
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -187,7 +196,7 @@ impl Webhook {
     }
 
     /// Stops it and removes its configuration.
-    async fn remove(mut self, client: &Client) {
+    pub(crate) async fn remove(mut self, client: &Client) {
         self.stop().await;
         let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
         let _ = api
@@ -198,22 +207,27 @@ impl Webhook {
 
 // ------------------------------------------------------------- fixtures ---
 
-fn dry_run() -> PostParams {
+pub(crate) fn dry_run() -> PostParams {
     PostParams {
         dry_run: true,
         ..Default::default()
     }
 }
 
-fn runtimes(client: &Client, ns: &str) -> Api<DynamicObject> {
+pub(crate) fn runtimes(client: &Client, ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), ns, &ApiResource::erase::<Runtime>(&()))
 }
 
-fn runtime(name: &str, profile: Option<&str>, suspend: bool) -> DynamicObject {
+pub(crate) fn runtime(name: &str, profile: Option<&str>, suspend: bool) -> DynamicObject {
     runtime_for(name, "worker", profile, suspend)
 }
 
-fn runtime_for(name: &str, service: &str, profile: Option<&str>, suspend: bool) -> DynamicObject {
+pub(crate) fn runtime_for(
+    name: &str,
+    service: &str,
+    profile: Option<&str>,
+    suspend: bool,
+) -> DynamicObject {
     let mut v = json!({
         "apiVersion": "berth.dev/v1alpha1",
         "kind": "Runtime",
@@ -232,7 +246,7 @@ fn runtime_for(name: &str, service: &str, profile: Option<&str>, suspend: bool) 
     serde_json::from_value(v).expect("runtime")
 }
 
-async fn delete_classes(client: &Client, names: &[&str]) {
+pub(crate) async fn delete_classes(client: &Client, names: &[&str]) {
     let api: Api<RuntimeClass> = Api::all(client.clone());
     for n in names {
         let _ = api.delete(n, &DeleteParams::default()).await;
@@ -240,7 +254,7 @@ async fn delete_classes(client: &Client, names: &[&str]) {
 }
 
 /// A namespace with identity labels, reviewed by the webhook `selector`.
-async fn namespace(prefix: &str, selector: &str, identity: bool) -> TestNamespace {
+pub(crate) async fn namespace(prefix: &str, selector: &str, identity: bool) -> TestNamespace {
     let mut labels = vec![(WEBHOOK_LABEL, selector)];
     if identity {
         labels.push(("berth.dev/project", "demo"));
@@ -252,7 +266,10 @@ async fn namespace(prefix: &str, selector: &str, identity: bool) -> TestNamespac
 }
 
 /// The refusal's message; panics when the request was admitted.
-fn refusal<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str) -> (u16, String) {
+pub(crate) fn refusal<T: std::fmt::Debug>(
+    result: Result<T, kube::Error>,
+    what: &str,
+) -> (u16, String) {
     match result {
         Err(kube::Error::Api(s)) => (s.code, s.message.clone()),
         Err(e) => panic!("{what}: unexpected error {e}"),
@@ -372,17 +389,6 @@ async fn refuses_ungranted_profiles_and_dry_run_plans_the_same() {
     assert!(msg.contains("IdentityIncomplete"), "{msg}");
     assert!(msg.contains("berth.dev/project"), "{msg}");
 
-    // Allowed create (granted) and a profile-less one.
-    api.create(
-        &PostParams::default(),
-        &runtime("granted", Some("bounded-worker"), false),
-    )
-    .await
-    .expect("granted profile is admitted");
-    api.create(&PostParams::default(), &runtime("plain", None, false))
-        .await
-        .expect("no profile is admitted");
-
     // Server-side dry-run: the same verdicts, and nothing changes.
     let (_, msg) = refusal(
         api.create(&dry_run(), &runtime("dry-denied", Some("gvisor"), false))
@@ -398,6 +404,21 @@ async fn refuses_ungranted_profiles_and_dry_run_plans_the_same() {
     .expect("dry-run granted create is admitted");
     assert!(api.get_opt("dry-granted").await.expect("get").is_none());
     assert!(api.get_opt("dry-denied").await.expect("get").is_none());
+
+    // Allowed create (granted), and a profile-less one once it is gone
+    // (one Runtime per identity: see agent_identity.rs).
+    api.create(
+        &PostParams::default(),
+        &runtime("granted", Some("bounded-worker"), false),
+    )
+    .await
+    .expect("granted profile is admitted");
+    api.delete("granted", &DeleteParams::default())
+        .await
+        .expect("delete granted");
+    api.create(&PostParams::default(), &runtime("plain", None, false))
+        .await
+        .expect("no profile is admitted");
 
     // …also for an apply (what `kubectl apply --dry-run=server` sends).
     let before = api.get("plain").await.expect("get plain");
@@ -436,7 +457,13 @@ async fn retiring_a_revoked_profile_is_always_accepted() {
     let client = ns.client.clone();
     let class = format!("{id}-bounded");
     create_runtime_class(&client, &class, "bounded-runc").await;
-    let with_grant = grants_file(&id, &[("bounded-worker", &class, "bounded-runc")]);
+    // One alias and service per Runtime: none of them is a copy of another.
+    let names = ["clear-me", "suspend-me", "change-me"];
+    let bindings: Vec<_> = names
+        .iter()
+        .map(|n| (*n, class.as_str(), "bounded-runc", *n))
+        .collect();
+    let with_grant = grants_file_with(&id, &bindings);
     let hook = Webhook::start(
         &client,
         &ns.name,
@@ -448,10 +475,10 @@ async fn retiring_a_revoked_profile_is_always_accepted() {
     )
     .await;
     let api = runtimes(&client, &ns.name);
-    for name in ["clear-me", "suspend-me", "change-me"] {
+    for name in names {
         api.create(
             &PostParams::default(),
-            &runtime(name, Some("bounded-worker"), false),
+            &runtime_for(name, name, Some(name), false),
         )
         .await
         .expect("granted create");
@@ -460,7 +487,7 @@ async fn retiring_a_revoked_profile_is_always_accepted() {
             name,
             &PatchParams::default(),
             &Patch::Merge(json!({"status": {"profile": {
-                "alias": "bounded-worker", "class": class, "handler": "bounded-runc", "state": "Granted"
+                "alias": name, "class": class, "handler": "bounded-runc", "state": "Granted"
             }}})),
         )
         .await

@@ -118,11 +118,12 @@ async fn agent_contract_zero_writes_at_rest_counted_by_the_apiserver() {
     let agent = Agent::start(opts).await;
 
     create_runtime(&tns, "web", busy_spec("bw")).await;
-    // A plain one too, on the default runtime.
+    // A plain one too, on the default runtime (another service: one Runtime
+    // per identity).
     create_runtime(
         &tns,
         "plain",
-        json!({"resources": {"requests": {"memory": "0.5Gi"}}}),
+        json!({"service": "plain", "resources": {"requests": {"memory": "0.5Gi"}}}),
     )
     .await;
     wait_condition(&tns, "web", "Ready", "True", None).await;

@@ -185,12 +185,13 @@ async fn agent_network_policy_jobs_and_schedules_off_delete_only_own() {
         }),
     )
     .await;
-    // A second Runtime (default runtime) with the same kinds of objects.
+    // A second Runtime (default runtime, another service: one Runtime per
+    // identity) with the same kinds of objects.
     create_runtime(
         &ns,
         "api",
         json!({
-            "replicas": 1, "networkPolicy": np_on,
+            "service": "api", "replicas": 1, "networkPolicy": np_on,
             "jobs": [{"name": "seed"}],
             "schedules": [{"name": "hourly", "schedule": "0 * * * *"}],
         }),

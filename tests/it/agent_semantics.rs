@@ -18,7 +18,8 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy}
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, create_runtime, setup, wait_condition, wait_reconciles, write_grants,
+    Agent, AgentOpts, binding, binding_for_service, create_runtime, setup, wait_condition,
+    wait_reconciles, write_grants,
 };
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -43,7 +44,12 @@ async fn deployment_replicas(ns: &TestNamespace, name: &str) -> Option<i32> {
 async fn agent_semantics_resume_with_autoscaling_comes_back_to_min_replicas() {
     let (ns, class) = setup("agent-resume").await;
     let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    // "zero" below is another service: one Runtime per identity.
+    let zero_alias = format!("{}-zero", ns.name);
+    let grants = write_grants(&[
+        binding(&bw, &class, "bounded-runc"),
+        binding_for_service(&zero_alias, &class, "bounded-runc", "zero"),
+    ]);
     let _agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     let autoscaled = json!({
         "runtimeProfile": bw,
@@ -89,7 +95,8 @@ async fn agent_semantics_resume_with_autoscaling_comes_back_to_min_replicas() {
     create_runtime(
         &ns,
         "zero",
-        json!({"runtimeProfile": bw, "replicas": 0, "resources": {"requests": {"cpu": "100m"}}}),
+        json!({"service": "zero", "runtimeProfile": zero_alias, "replicas": 0,
+               "resources": {"requests": {"cpu": "100m"}}}),
     )
     .await;
     wait_for("zero at 0 replicas", WAIT, || async {
@@ -258,7 +265,7 @@ async fn agent_semantics_network_policy_never_fails_open_and_targets_port_9000()
     create_runtime(
         &ns,
         "open",
-        json!({"replicas": 1, "networkPolicy": {"enabled": true,
+        json!({"service": "open", "replicas": 1, "networkPolicy": {"enabled": true,
             "ingress": [{"podLabels": {"role": "frontend"}}]}}),
     )
     .await;

@@ -41,9 +41,16 @@ fn private_dir(name: &str) -> PathBuf {
 
 /// One binding line set for the grants file.
 pub fn binding(name: &str, class: &str, handler: &str) -> String {
+    binding_for_service(name, class, handler, SERVICE)
+}
+
+/// [`binding`] for another service of the application: a second granted
+/// Runtime in one namespace needs its own identity (one Runtime per
+/// identity).
+pub fn binding_for_service(name: &str, class: &str, handler: &str, service: &str) -> String {
     format!(
         "[[bindings]]\nname = \"{name}\"\nproject = \"{PROJECT}\"\nenvironment = \"{ENVIRONMENT}\"\n\
-         application = \"{APPLICATION}\"\nservice = \"{SERVICE}\"\nruntime_class = \"{class}\"\nhandler = \"{handler}\"\n"
+         application = \"{APPLICATION}\"\nservice = \"{service}\"\nruntime_class = \"{class}\"\nhandler = \"{handler}\"\n"
     )
 }
 

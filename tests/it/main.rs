@@ -5,6 +5,7 @@ mod admission;
 mod agent_classes;
 mod agent_contract;
 mod agent_grants;
+mod agent_identity;
 mod agent_leader;
 mod agent_lifecycle;
 mod agent_reconcile;

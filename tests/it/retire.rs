@@ -299,7 +299,13 @@ async fn retire_prune_suspend_delete_through_the_berth_binary() {
         serde_json::json!({"runtimeProfile": "bounded-worker"}),
     )
     .await;
-    agent_support::create_runtime(&ns, "other", serde_json::json!({"replicas": 1})).await;
+    // Another service: one Runtime per identity.
+    agent_support::create_runtime(
+        &ns,
+        "other",
+        serde_json::json!({"service": "other", "replicas": 1}),
+    )
+    .await;
     let other = format!("{}/other", ns.name);
     agent_support::wait_condition(&ns, "worker", "ProfileGranted", "True", None).await;
     wait_for_value("2 pods with the class", WAIT, || async {

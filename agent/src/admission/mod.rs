@@ -164,7 +164,15 @@ pub async fn serve(
     }
     tracing::info!(address = %local, bindings = bindings.len(), "admission webhook serving");
 
-    let router = server::router(bindings, review::KubeLookup::new(client.clone()));
+    let scope = config
+        .webhook
+        .as_ref()
+        .map(|w| w.namespace_labels.clone())
+        .unwrap_or_default();
+    let router = server::router(
+        bindings,
+        review::KubeLookup::new(client.clone()).with_scope(scope),
+    );
     let background = maintain(config, ca, resolver, client);
     tokio::select! {
         () = server::serve_tls(listener, tls, router, shutdown) => {}

@@ -2,17 +2,27 @@
 //! "Acceptance").
 //!
 //! The verdict reuses the controller's pure [`decide`] function, so
-//! acceptance and reconciliation can never disagree about a grant. Only two
+//! acceptance and reconciliation can never disagree about a grant, and the
+//! pure [`claims::taken_by`] for one Runtime per identity. At most four
 //! reads happen per review — the Runtime's Namespace (for the identity
-//! labels) and the RuntimeClass of the matching binding — both through the
-//! [`Lookup`] trait so the whole path is unit-tested without a cluster.
+//! labels), the RuntimeClass of the matching binding, and the two lists of
+//! claimants — all through the [`Lookup`] trait so the whole path is
+//! unit-tested without a cluster.
 //!
 //! Rules, in order:
 //! 1. anything but CREATE/UPDATE is allowed (deletes are never even sent);
 //! 2. an UPDATE of a Runtime that is being deleted is allowed (finalizers
 //!    must always be removable);
 //! 3. a granted profile, or no profile, is allowed — so clearing
-//!    `runtimeProfile` always is;
+//!    `runtimeProfile` always is — unless another Runtime holds the
+//!    identity (one Runtime per identity, older wins): then a CREATE is
+//!    denied naming the holder, and so is an UPDATE unless it sets
+//!    `suspend: true` or leaves `spec` unchanged. The grant decision comes
+//!    first (as at reconcile), so a copy with an ungranted profile hears
+//!    about the grant. The claimants are listed with two requests
+//!    (Namespaces by their identity labels, Runtimes by the
+//!    `spec.application`/`spec.service` field selectors), only among the
+//!    namespaces this webhook reviews;
 //! 4. `suspend: true` is allowed (it retires the dependency), with a warning
 //!    when the profile is not granted;
 //! 5. an UPDATE that leaves `spec` unchanged (labels, annotations,
@@ -23,13 +33,15 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use berth_shared::api::ProfileStatus;
+use berth_shared::api::{ProfileStatus, Runtime, reasons};
+use berth_shared::claims::{self, Claim};
 use berth_shared::decide::{
     self, DecideInput, Decision, GrantBinding, Identity, IdentityError, ObservedClass,
 };
 use berth_shared::grants::LoadedGrants;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::api::{ApiResource, ListParams, ObjectMeta};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::{Api, Client};
@@ -105,6 +117,9 @@ pub struct Facts<'a> {
     /// UPDATE only: `status.profile` of the stored object (tells "revoked"
     /// from "never granted").
     pub previous: Option<&'a ProfileStatus>,
+    /// Another Runtime that holds this one's identity (see
+    /// [`claims::taken_by`]).
+    pub taken_by: Option<&'a Claim>,
 }
 
 /// The outcome of a review.
@@ -184,6 +199,9 @@ pub fn review(f: &Facts<'_>) -> Verdict {
         previous: if f.op == Op::Update { f.previous } else { None },
     });
     if decision.allows_changes() {
+        if let (Some(holder), Ok(id)) = (f.taken_by, &identity) {
+            return identity_taken(f, id, holder);
+        }
         return Verdict::Allowed {
             reason: decision.reason(),
             warning: None,
@@ -209,6 +227,40 @@ pub fn review(f: &Facts<'_>) -> Verdict {
     Verdict::Denied {
         reason: decision.reason(),
         message,
+    }
+}
+
+/// The verdict on a Runtime whose identity another one holds.
+fn identity_taken(f: &Facts<'_>, id: &Identity, holder: &Claim) -> Verdict {
+    let me = Claim {
+        namespace: f.namespace.to_string(),
+        name: f.name.to_string(),
+        created: None,
+        deleting: false,
+    };
+    let message = format!(
+        "{}: {}",
+        reasons::IDENTITY_TAKEN,
+        claims::taken_message(&me, id, holder)
+    );
+    // An existing copy may still retire (suspend) or have its metadata
+    // changed; a new copy is never admitted.
+    let exempt = match f.op {
+        Op::Update if f.new.suspend => Some("spec.suspend is true"),
+        Op::Update if f.spec_unchanged => Some("spec is unchanged"),
+        _ => None,
+    };
+    match exempt {
+        Some(why) => Verdict::Allowed {
+            reason: reasons::IDENTITY_TAKEN,
+            warning: Some(format!(
+                "accepted because {why}; the Runtime stays blocked: {message}"
+            )),
+        },
+        None => Verdict::Denied {
+            reason: reasons::IDENTITY_TAKEN,
+            message,
+        },
     }
 }
 
@@ -304,6 +356,12 @@ pub trait Lookup: Send + Sync {
         &self,
         name: &str,
     ) -> impl Future<Output = Result<Option<ObservedClass>, String>> + Send;
+    /// Every stored Runtime claiming `identity` (in the namespaces this
+    /// webhook reviews).
+    fn claims(
+        &self,
+        identity: &Identity,
+    ) -> impl Future<Output = Result<Vec<Claim>, String>> + Send;
 }
 
 /// [`Lookup`] against the API server (direct GETs: a cache could miss a
@@ -311,12 +369,25 @@ pub trait Lookup: Send + Sync {
 #[derive(Clone)]
 pub struct KubeLookup {
     client: Client,
+    scope: BTreeMap<String, String>,
 }
 
 impl KubeLookup {
-    /// Reads with `client` (needs get on namespaces and runtimeclasses).
+    /// Reads with `client` (needs get/list on namespaces, get on
+    /// runtimeclasses, list on runtimes).
     pub fn new(client: Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            scope: BTreeMap::new(),
+        }
+    }
+
+    /// Counts claimants only in namespaces carrying these labels: the
+    /// webhook's own namespace selector (`--webhook-namespace-label`). A
+    /// webhook scoped to some namespaces judges identities among them.
+    pub fn with_scope(mut self, labels: BTreeMap<String, String>) -> Self {
+        self.scope = labels;
+        self
     }
 }
 
@@ -338,6 +409,93 @@ impl Lookup for KubeLookup {
             .await
             .map(|rc| rc.as_ref().map(ObservedClass::from_runtime_class))
             .map_err(|e| format!("reading RuntimeClass {name}: {e}"))
+    }
+
+    async fn claims(&self, identity: &Identity) -> Result<Vec<Claim>, String> {
+        // Label values were validated (scope names), so they are safe in a
+        // selector as they are.
+        let mut selector = vec![
+            format!("{}={}", decide::PROJECT_LABEL, identity.project),
+            format!("{}={}", decide::ENVIRONMENT_LABEL, identity.environment),
+        ];
+        selector.extend(self.scope.iter().map(|(k, v)| format!("{k}={v}")));
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let in_scope: std::collections::BTreeSet<String> = namespaces
+            .list_metadata(&ListParams::default().labels(&selector.join(",")))
+            .await
+            .map_err(|e| format!("listing namespaces of {identity}: {e}"))?
+            .items
+            .into_iter()
+            .filter_map(|ns| ns.metadata.name)
+            .collect();
+        if in_scope.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The CRD declares spec.application and spec.service selectable.
+        let fields = format!(
+            "spec.application={},spec.service={}",
+            identity.application, identity.service
+        );
+        let runtimes: Api<Runtime> = Api::all(self.client.clone());
+        let listed: Vec<ObjectMeta> = match runtimes
+            .list_metadata(&ListParams::default().fields(&fields))
+            .await
+        {
+            Ok(list) => list.items.into_iter().map(|m| m.metadata).collect(),
+            // A Runtime CRD from before `selectableFields` (Helm never
+            // upgrades CRDs) refuses the field selector: read the
+            // namespaces in scope instead, rather than refusing every
+            // Runtime change until the CRD is upgraded.
+            Err(kube::Error::Api(e)) if e.code == 400 => {
+                tracing::warn!(error = %e.message, "the Runtime CRD has no selectable spec.application/spec.service; listing per namespace (upgrade the CRDs)");
+                self.claims_without_field_selector(&in_scope, identity)
+                    .await?
+            }
+            Err(e) => return Err(format!("listing Runtimes of {identity}: {e}")),
+        };
+        Ok(listed
+            .into_iter()
+            .filter_map(|meta| {
+                let namespace = meta.namespace?;
+                in_scope.contains(&namespace).then(|| Claim {
+                    namespace,
+                    name: meta.name.unwrap_or_default(),
+                    created: meta.creation_timestamp,
+                    deleting: meta.deletion_timestamp.is_some(),
+                })
+            })
+            .collect())
+    }
+}
+
+impl KubeLookup {
+    /// The metadata of the Runtimes with `identity`'s application and
+    /// service in `namespaces`, filtered here instead of by the API server.
+    async fn claims_without_field_selector(
+        &self,
+        namespaces: &std::collections::BTreeSet<String>,
+        identity: &Identity,
+    ) -> Result<Vec<ObjectMeta>, String> {
+        let resource = ApiResource::erase::<Runtime>(&());
+        let mut out = Vec::new();
+        for ns in namespaces {
+            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &resource);
+            let list = api
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| format!("listing Runtimes in {ns}: {e}"))?;
+            out.extend(
+                list.items
+                    .into_iter()
+                    .filter(|o| {
+                        spec_of(o).is_ok_and(|v| {
+                            v.application == identity.application && v.service == identity.service
+                        })
+                    })
+                    .map(|o| o.metadata),
+            );
+        }
+        Ok(out)
     }
 }
 
@@ -408,8 +566,9 @@ pub async fn review_request<L: Lookup>(
     let deleting = new.metadata.deletion_timestamp.is_some();
     let previous = old.and_then(previous_profile);
 
-    // Nothing to read when nothing could be refused.
-    let labels = if view.requested().is_none() || (op == Op::Update && deleting) {
+    // Nothing to read when nothing could be refused. Every Runtime with an
+    // identity claims it, so the labels are read even without a profile.
+    let labels = if op == Op::Update && deleting {
         BTreeMap::new()
     } else {
         match lookup.namespace_labels(namespace).await {
@@ -423,6 +582,27 @@ pub async fn review_request<L: Lookup>(
             }
         }
     };
+    let me = Claim {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        // A CREATE is younger than every stored Runtime.
+        created: old.and_then(|o| o.metadata.creation_timestamp.clone()),
+        deleting,
+    };
+    let claims = match identity_of(namespace, &labels, &view) {
+        Ok(id) if !deleting => match lookup.claims(&id).await {
+            Ok(claims) => claims,
+            Err(e) => {
+                return deny(
+                    req,
+                    "LookupFailed",
+                    format!("Runtime {namespace}/{name}: the identity could not be checked: {e}"),
+                );
+            }
+        },
+        _ => Vec::new(),
+    };
+    let taken_by = claims::taken_by(&me, &claims);
     let class = match class_to_look_up(namespace, &labels, &view, bindings) {
         None => None,
         Some(class_name) => match lookup.runtime_class(&class_name).await {
@@ -447,6 +627,7 @@ pub async fn review_request<L: Lookup>(
         bindings,
         class: class.as_ref(),
         previous: previous.as_ref(),
+        taken_by,
     });
     tracing::info!(
         namespace,

@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod context;
 pub mod events;
+pub mod identity;
 pub mod ownership;
 pub mod read;
 pub mod status;
@@ -278,9 +279,17 @@ pub fn start(
     drain(pod_s);
     drain(cr_s);
 
-    let controller = Controller::new(ns_api::<Runtime>(c, &scope), all())
-        .with_config(kube::runtime::controller::Config::default().concurrency(4));
-    let runtimes = controller.store();
+    // The Runtime watch feeds the controller's store and, through
+    // `identity::with_rivals`, also wakes the next claimant of an identity
+    // whose holder goes away.
+    let (runtimes, runtime_writer) = reflector::store();
+    let runtime_events =
+        reflector::reflector(runtime_writer, watcher(ns_api::<Runtime>(c, &scope), all()));
+    let controller = Controller::for_stream(
+        identity::with_rivals(runtime_events, runtimes.clone()),
+        runtimes.clone(),
+    )
+    .with_config(kube::runtime::controller::Config::default().concurrency(4));
     let stores = Stores {
         runtimes: runtimes.clone(),
         namespaces,
@@ -324,15 +333,7 @@ pub fn start(
     let on_node = all_runtimes;
     let in_namespace = {
         let runtimes = runtimes.clone();
-        move |ns: PartialObjectMeta<Namespace>| {
-            let name = ns.name_any();
-            runtimes
-                .state()
-                .iter()
-                .filter(|r| r.namespace().as_deref() == Some(name.as_str()))
-                .map(|r| ObjectRef::from_obj(&**r))
-                .collect::<Vec<_>>()
-        }
+        move |ns: PartialObjectMeta<Namespace>| identity::on_namespace(&runtimes, &ns)
     };
     let backoff = Arc::new(Backoff::default());
     let backoff_err = backoff.clone();
@@ -479,6 +480,16 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
             reason: decision.reason().to_string(),
             message: decision.message(),
         },
+        // One Runtime per identity: a copy would inherit the holder's grant.
+        // Checked after the grant decision, so a copy that would be refused
+        // anyway keeps saying why; suspend is still carried out.
+        _ if !runtime.spec.suspend => match &snapshot.identity_taken {
+            Some(message) => Hold::Blocked {
+                reason: reasons::IDENTITY_TAKEN.to_string(),
+                message: format!("{message}; managed objects are not created or changed"),
+            },
+            None => Hold::None,
+        },
         _ => Hold::None,
     };
 
@@ -539,6 +550,7 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         replica_sets: &replica_sets,
         nodes: &nodes,
     });
+    identity::withhold_grant(&mut new_status, &hold);
     status::merge_transition_times(&mut new_status, runtime.status.as_ref());
     if runtime.status.as_ref() != Some(&new_status) {
         let changed: Vec<&str> = new_status

@@ -1,8 +1,14 @@
 //! Grants: every RuntimeGrant with its class/handler check, node coverage,
 //! runtimes using it, retained workloads, file digest and load time, and
-//! "restart required" when the agent's file changed on disk.
+//! "restart required" when the agent's file changed on disk — and a warning
+//! when more than one namespace carries the grant's project/environment
+//! labels (copies there would claim the same identity: only the oldest
+//! Runtime holds it, see `berth_shared::claims`).
+
+use std::collections::BTreeMap;
 
 use berth_shared::api::RuntimeGrant;
+use berth_shared::{claims, decide};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
@@ -38,13 +44,48 @@ pub struct GrantRow {
     pub uid: String,
     /// The grants file changed on disk: the agent must be restarted.
     pub restart_required: bool,
+    /// The namespaces carrying this grant's project/environment labels,
+    /// when there is more than one (empty otherwise): each of them can
+    /// claim the grant's identity.
+    pub shared_by: Vec<String>,
     /// Something is wrong (highlighted).
     pub problem: bool,
 }
 
 /// Rows of the Grants view.
 pub fn grant_rows(store: &Store, now: Timestamp) -> Vec<GrantRow> {
-    store.grants.values().map(|g| grant_row(g, now)).collect()
+    let shared = shared_scopes(store);
+    store
+        .grants
+        .values()
+        .map(|g| {
+            let mut row = grant_row(g, now);
+            if let Some(names) = shared.get(&(row.project.clone(), row.environment.clone())) {
+                row.shared_by.clone_from(names);
+                row.problem = true;
+            }
+            row
+        })
+        .collect()
+}
+
+/// Project/environment pairs that several namespaces carry.
+fn shared_scopes(store: &Store) -> BTreeMap<(String, String), Vec<String>> {
+    let scopes: Vec<(String, (String, String))> = store
+        .namespaces
+        .values()
+        .filter_map(|ns| {
+            let name = ns.metadata.name.clone().unwrap_or_default();
+            let labels = ns.metadata.labels.clone().unwrap_or_default();
+            let scope = decide::namespace_scope(&name, &labels).ok()?;
+            Some((name, scope))
+        })
+        .collect();
+    claims::shared_scopes(
+        scopes
+            .iter()
+            .map(|(name, (p, e))| (name.as_str(), (p.as_str(), e.as_str()))),
+    )
 }
 
 fn grant_row(g: &RuntimeGrant, now: Timestamp) -> GrantRow {
@@ -102,6 +143,7 @@ fn grant_row(g: &RuntimeGrant, now: Timestamp) -> GrantRow {
         loaded_seconds: age_seconds(source.as_ref().and_then(|s| s.loaded_at.as_ref()), now),
         uid: g.metadata.uid.clone().unwrap_or_default(),
         restart_required,
+        shared_by: Vec::new(),
     }
 }
 
@@ -120,6 +162,19 @@ pub const HEADERS: &[&str] = &[
     "LOADED",
 ];
 
+impl GrantRow {
+    /// The PROJECT/ENV cell, with `×N` when N namespaces carry the pair
+    /// (short: the column is squeezed first on narrow terminals; the names
+    /// are in `sharedBy` of `berth get grants -o json`).
+    pub fn scope_text(&self) -> String {
+        let pair = format!("{}/{}", self.project, self.environment);
+        match self.shared_by.len() {
+            0 | 1 => pair,
+            n => format!("{pair} ×{n}"),
+        }
+    }
+}
+
 impl Row for GrantRow {
     fn headers() -> &'static [&'static str] {
         HEADERS
@@ -133,7 +188,7 @@ impl Row for GrantRow {
         };
         vec![
             Cell::text(&self.name),
-            Cell::text(format!("{}/{}", self.project, self.environment)),
+            Cell::text(self.scope_text()),
             Cell::text(format!("{}/{}", self.application, self.service)),
             Cell::text(&self.class),
             Cell::text(&self.handler),
@@ -149,7 +204,7 @@ impl Row for GrantRow {
     fn tone(&self) -> RowTone {
         if self.check != "ok" {
             RowTone::Problem
-        } else if self.problem {
+        } else if self.problem || !self.shared_by.is_empty() {
             RowTone::Warn
         } else {
             RowTone::Normal
@@ -187,6 +242,29 @@ mod tests {
                 cells[9].text.contains("restart required"),
                 r.restart_required
             );
+            assert!(r.shared_by.is_empty(), "{}", r.name);
         }
+    }
+
+    #[test]
+    fn two_namespaces_with_one_project_environment_pair_are_a_warning() {
+        let mut objs = fixtures::objects();
+        objs.extend(fixtures::namespaces_sharing_demo_production());
+        let app = fixtures::app_with(objs);
+        let rows = grant_rows(&app.store, fixtures::now());
+        let ok = rows
+            .iter()
+            .find(|r| r.check == "ok" && r.project == "demo")
+            .expect("an ok demo/production grant");
+        assert_eq!(ok.shared_by, vec!["team-a", "team-b"]);
+        assert_eq!(ok.cells()[1].text, "demo/production ×2");
+        assert!(ok.problem);
+        // The shared pair alone makes an otherwise healthy grant warn.
+        let mut healthy = ok.clone();
+        healthy.problem = false;
+        assert_eq!(healthy.tone(), RowTone::Warn);
+        healthy.shared_by.clear();
+        assert_eq!(healthy.tone(), RowTone::Normal);
+        assert_eq!(healthy.cells()[1].text, "demo/production");
     }
 }

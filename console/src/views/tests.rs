@@ -166,6 +166,15 @@ fn grants_view() {
 }
 
 #[test]
+fn grants_view_warns_about_a_shared_project_environment_pair() {
+    let mut objs = fixtures::objects();
+    objs.extend(fixtures::namespaces_sharing_demo_production());
+    let mut app = fixtures::app_with(objs);
+    key(&mut app, KeyCode::Char('2'));
+    snap("grants-shared-scope", &mut app);
+}
+
+#[test]
 fn handlers_view() {
     let mut app = fixtures::app();
     key(&mut app, KeyCode::Char('3'));

@@ -46,6 +46,9 @@ pub mod reasons {
     pub const REVOKED: &str = "Revoked";
     /// The Namespace lacks `berth.dev/project` or `berth.dev/environment`.
     pub const IDENTITY_INCOMPLETE: &str = "IdentityIncomplete";
+    /// An older Runtime holds the same (project, environment, application,
+    /// service): one Runtime per identity.
+    pub const IDENTITY_TAKEN: &str = "IdentityTaken";
     /// The granted RuntimeClass does not exist.
     pub const CLASS_MISSING: &str = "ClassMissing";
     /// The RuntimeClass names another handler than the binding.

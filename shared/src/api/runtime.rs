@@ -58,6 +58,10 @@ pub const DEFAULT_ACTIVE_DEADLINE_SECONDS: i64 = 3600;
     derive = "Default",
     shortname = "rt",
     category = "berth",
+    // Field selectors on the identity's spec half let the admission webhook
+    // list only the Runtimes that could claim the same identity.
+    selectable = ".spec.application",
+    selectable = ".spec.service",
     doc = "One service's workload, run under berth's production contract. Project and environment come from the Namespace labels berth.dev/project and berth.dev/environment.",
     printcolumn(
         name = "Application",

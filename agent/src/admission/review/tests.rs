@@ -53,6 +53,7 @@ struct Case<'a> {
     previous: Option<ProfileStatus>,
     spec_unchanged: bool,
     deleting: bool,
+    taken_by: Option<Claim>,
 }
 
 impl Case<'_> {
@@ -66,6 +67,7 @@ impl Case<'_> {
             previous: None,
             spec_unchanged: false,
             deleting: false,
+            taken_by: None,
         }
     }
 
@@ -81,6 +83,7 @@ impl Case<'_> {
             bindings: self.bindings,
             class: self.class.as_ref(),
             previous: self.previous.as_ref(),
+            taken_by: self.taken_by.as_ref(),
         })
     }
 }
@@ -329,6 +332,7 @@ struct FakeLookup {
     labels: Option<BTreeMap<String, String>>,
     class: Option<ObservedClass>,
     fail: bool,
+    claims: Vec<Claim>,
 }
 
 impl Lookup for FakeLookup {
@@ -344,6 +348,10 @@ impl Lookup for FakeLookup {
 
     async fn runtime_class(&self, _name: &str) -> Result<Option<ObservedClass>, String> {
         Ok(self.class.clone())
+    }
+
+    async fn claims(&self, _identity: &Identity) -> Result<Vec<Claim>, String> {
+        Ok(self.claims.clone())
     }
 }
 
@@ -400,6 +408,7 @@ async fn full_path_allows_and_denies() {
         labels: Some(labels()),
         class: Some(class()),
         fail: false,
+        claims: Vec::new(),
     };
     let out = handle(
         admission_review("CREATE", runtime(Some("bounded-worker"), false), None),
@@ -503,14 +512,15 @@ async fn full_path_fails_closed_on_lookup_errors_and_bad_input() {
             .contains("could not be checked: connection refused")
     );
 
-    // No profile: nothing is read, nothing can fail.
+    // No profile: the identity is still checked (every Runtime claims
+    // one), so a failed read refuses it too.
     let out = handle(
         admission_review("CREATE", runtime(None, false), None),
         &[],
         &lookup,
     )
     .await;
-    assert!(response(&out).allowed);
+    assert!(!response(&out).allowed);
 
     // A spec of the wrong shape is refused, not guessed at.
     let mut bad = runtime(Some("x"), false);
@@ -546,4 +556,114 @@ fn bindings_from_a_loaded_file() {
     )
     .expect("valid");
     assert_eq!(grant_bindings(Some(&loaded)), vec![binding()]);
+}
+
+// ---- one Runtime per identity ----
+
+fn holder() -> Claim {
+    Claim {
+        namespace: "team-b".into(),
+        name: "web".into(),
+        created: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::from_second(1_000).expect("time"),
+        )),
+        deleting: false,
+    }
+}
+
+#[test]
+fn a_copy_is_refused_naming_the_holder_whatever_it_requests() {
+    let b = [binding()];
+    for profile in [Some("bounded-worker"), None] {
+        let mut c = Case::create(profile);
+        c.bindings = &b;
+        c.taken_by = Some(holder());
+        let v = c.run();
+        let (reason, message) = denied(&v);
+        assert_eq!(reason, "IdentityTaken");
+        assert!(message.starts_with("IdentityTaken: Runtime team-a/worker claims project=demo environment=production application=analytics service=worker"), "{message}");
+        assert!(
+            message.contains("Runtime team-b/web already holds"),
+            "{message}"
+        );
+    }
+    // Even a suspended new copy: creating one retires nothing.
+    let mut c = Case::create(None);
+    c.view.suspend = true;
+    c.taken_by = Some(holder());
+    assert_eq!(denied(&c.run()).0, "IdentityTaken");
+}
+
+#[test]
+fn an_existing_copy_may_retire_or_change_metadata_but_nothing_else() {
+    let mut c = Case::create(None);
+    c.op = Op::Update;
+    c.taken_by = Some(holder());
+    assert_eq!(denied(&c.run()).0, "IdentityTaken");
+
+    c.view.suspend = true;
+    let v = c.run();
+    assert!(
+        matches!(&v, Verdict::Allowed { reason: "IdentityTaken", warning: Some(w) } if w.contains("team-b/web")),
+        "{v:?}"
+    );
+    c.view.suspend = false;
+    c.spec_unchanged = true;
+    assert!(c.run().is_allowed());
+
+    // Being deleted: finalizers must come off.
+    c.spec_unchanged = false;
+    c.deleting = true;
+    assert!(c.run().is_allowed());
+}
+
+#[test]
+fn no_identity_no_clash() {
+    let mut c = Case::create(None);
+    c.labels = BTreeMap::new();
+    c.taken_by = Some(holder());
+    assert!(c.run().is_allowed());
+}
+
+#[tokio::test]
+async fn full_path_compares_ages() {
+    let older = holder();
+    let lookup = FakeLookup {
+        labels: Some(labels()),
+        claims: vec![older.clone()],
+        ..Default::default()
+    };
+    // CREATE: younger than every stored Runtime.
+    let out = handle(
+        admission_review("CREATE", runtime(None, false), None),
+        &[],
+        &lookup,
+    )
+    .await;
+    let resp = response(&out);
+    assert!(!resp.allowed);
+    assert!(
+        resp.result.message.contains("team-b/web"),
+        "{}",
+        resp.result.message
+    );
+
+    // UPDATE of the holder itself (listed too): allowed.
+    let mut me = runtime(None, false);
+    me["metadata"]["creationTimestamp"] = json!("1970-01-01T00:00:10Z");
+    let mut changed = me.clone();
+    changed["spec"]["image"]["tag"] = json!("2");
+    let mut stored_me = older.clone();
+    stored_me.namespace = "team-a".into();
+    stored_me.name = "worker".into();
+    stored_me.created = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::from_second(10).expect("time"),
+    ));
+    let lookup = FakeLookup {
+        labels: Some(labels()),
+        claims: vec![older, stored_me],
+        ..Default::default()
+    };
+    let out = handle(admission_review("UPDATE", changed, Some(me)), &[], &lookup).await;
+    assert!(response(&out).allowed, "{:?}", response(&out));
 }
