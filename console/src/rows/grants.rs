@@ -92,6 +92,8 @@ fn grant_row(g: &RuntimeGrant, now: Timestamp) -> GrantRow {
     let status = g.status.clone();
     let check = match &status {
         None => "unknown".to_string(),
+        // The binding left the grants file; kept while workloads need it.
+        Some(_) if super::handlers::is_retired(g) => "retired (binding removed)".into(),
         Some(s) if !s.class_present => "class missing".into(),
         Some(s) if s.class_deleting => "class deleting".into(),
         Some(s) if !s.handler_matches => format!(

@@ -36,12 +36,26 @@ pub fn workloads(store: &Store) -> Vec<Workload> {
     .collect()
 }
 
+/// The bindings of the loaded grants file, from the RuntimeGrants the
+/// agent publishes. A RuntimeGrant kept `Retired` (its binding left the
+/// file; it only lists the workloads that still need its class) grants
+/// nothing.
 pub(crate) fn bindings(store: &Store) -> Vec<GrantBinding> {
     store
         .grants
         .values()
+        .filter(|g| !is_retired(g))
         .map(analysis::binding_from_grant)
         .collect()
+}
+
+/// Whether the agent marked this RuntimeGrant `Retired=True`.
+pub(crate) fn is_retired(g: &berth_shared::api::RuntimeGrant) -> bool {
+    g.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "Retired" && c.status == "True")
+    })
 }
 
 /// One workload referencing a class, for the handler detail and JSON.
