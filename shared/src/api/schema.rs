@@ -80,19 +80,20 @@ fn cel_list(items: &[&str]) -> String {
     format!("[{}]", quoted.join(", "))
 }
 
-/// podMetadata.labels: label keys and values, minus the keys controllers
-/// own (refused with a message naming the key).
-pub(crate) fn pod_label_map(generator: &mut SchemaGenerator) -> Schema {
-    let mut schema = label_map(generator);
-    let reserved = format!(
-        "(k in {} || {}.exists(p, k.startsWith(p)))",
-        cel_list(&RESERVED_POD_LABELS),
-        cel_list(&RESERVED_POD_LABEL_PREFIXES)
-    );
+/// `schema` with one more CEL rule refusing the map keys that match the
+/// CEL predicate `reserved` (over `k`), its message naming the first such
+/// key.
+fn refusing_keys(
+    mut schema: Schema,
+    reserved: &str,
+    field: &str,
+    message: &str,
+    why: &str,
+) -> Schema {
     let rule = json!({
         "rule": format!("!self.exists(k, {reserved})"),
-        "message": "podMetadata.labels may not set a label the controllers own (controller-uid, job-name, pod-template-hash, app.kubernetes.io/managed-by, batch.kubernetes.io/*)",
-        "messageExpression": format!("'podMetadata.labels: key ' + self.filter(k, {reserved})[0] + ' is owned by the Kubernetes controllers or berth and may not be set'"),
+        "message": message,
+        "messageExpression": format!("'podMetadata.{field}: key ' + self.filter(k, {reserved})[0] + ' {why}'"),
     });
     if let Some(rules) = schema
         .as_object_mut()
@@ -104,27 +105,37 @@ pub(crate) fn pod_label_map(generator: &mut SchemaGenerator) -> Schema {
     schema
 }
 
+/// podMetadata.labels: label keys and values, minus the keys controllers
+/// own (refused with a message naming the key).
+pub(crate) fn pod_label_map(generator: &mut SchemaGenerator) -> Schema {
+    let reserved = format!(
+        "(k in {} || {}.exists(p, k.startsWith(p)))",
+        cel_list(&RESERVED_POD_LABELS),
+        cel_list(&RESERVED_POD_LABEL_PREFIXES)
+    );
+    refusing_keys(
+        label_map(generator),
+        &reserved,
+        "labels",
+        "podMetadata.labels may not set a label the controllers own (controller-uid, job-name, pod-template-hash, app.kubernetes.io/managed-by, batch.kubernetes.io/*)",
+        "is owned by the Kubernetes controllers or berth and may not be set",
+    )
+}
+
 /// podMetadata.annotations: annotation keys, minus the ones that change
 /// the pod's security profile (refused with a message naming the key).
 pub(crate) fn pod_annotation_map(generator: &mut SchemaGenerator) -> Schema {
-    let mut schema = annotation_map(generator);
     let reserved = format!(
         "{}.exists(p, k.startsWith(p))",
         cel_list(&RESERVED_POD_ANNOTATION_PREFIXES)
     );
-    let rule = json!({
-        "rule": format!("!self.exists(k, {reserved})"),
-        "message": "podMetadata.annotations may not set AppArmor or seccomp annotations (container.apparmor.security.beta.kubernetes.io/*, seccomp.security.alpha.kubernetes.io/*): the production contract sets the security profile",
-        "messageExpression": format!("'podMetadata.annotations: key ' + self.filter(k, {reserved})[0] + ' would change the pod security profile, which the production contract sets'"),
-    });
-    if let Some(rules) = schema
-        .as_object_mut()
-        .and_then(|o| o.get_mut("x-kubernetes-validations"))
-        .and_then(|v| v.as_array_mut())
-    {
-        rules.push(rule);
-    }
-    schema
+    refusing_keys(
+        annotation_map(generator),
+        &reserved,
+        "annotations",
+        "podMetadata.annotations may not set AppArmor or seccomp annotations (container.apparmor.security.beta.kubernetes.io/*, seccomp.security.alpha.kubernetes.io/*): the production contract sets the security profile",
+        "would change the pod security profile, which the production contract sets",
+    )
 }
 
 /// A node selector: label keys to values, same rules as labels.
