@@ -5,16 +5,15 @@
 //! write; a reshaped PodDisruptionBudget is restored; Events alarm only on
 //! trouble.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
 use berth_tests::harness::{self, TestNamespace, wait_for, wait_for_value};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
@@ -22,6 +21,14 @@ use crate::agent_support::{
     Agent, AgentOpts, ENVIRONMENT, PROJECT, binding, create_runtime, metric_sum, reconciles, setup,
     wait_condition, wait_reconciles, write_grants, writes,
 };
+
+/// The namespace labels that give Runtimes the test identity.
+fn identity_labels() -> [(&'static str, &'static str); 2] {
+    [
+        ("berth.dev/project", PROJECT),
+        ("berth.dev/environment", ENVIRONMENT),
+    ]
+}
 
 /// A spec that uses every optional feature and non-canonical quantities.
 fn busy_spec(profile: &str) -> Value {
@@ -87,31 +94,7 @@ async fn agent_contract_zero_writes_at_rest_counted_by_the_apiserver() {
     harness::install_crds(&client).await;
     harness::create_runtime_class(&client, "bounded", "bounded-runc").await;
     let ns_name = "quiet";
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(ns_name.to_string()),
-            labels: Some(BTreeMap::from([
-                ("berth.dev/project".to_string(), PROJECT.to_string()),
-                ("berth.dev/environment".to_string(), ENVIRONMENT.to_string()),
-            ])),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .expect("namespace");
-    let tns = TestNamespace {
-        client: client.clone(),
-        name: ns_name.to_string(),
-    };
-    wait_for("default ServiceAccount", Duration::from_secs(60), || {
-        let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-            Api::namespaced(client.clone(), ns_name);
-        async move { matches!(sas.get_opt("default").await, Ok(Some(_))) }
-    })
-    .await;
+    let tns = TestNamespace::create(client.clone(), ns_name.to_string(), &identity_labels()).await;
     let grants = write_grants(&[binding("bw", "bounded", "bounded-runc")]);
     let mut opts = AgentOpts::new(ns_name, Some(&grants));
     opts.kubeconfig = Some(cluster.kubeconfig.clone());
@@ -458,21 +441,7 @@ async fn agent_contract_idle_writes_at_scale() {
         harness::create_runtime_class(&client, &format!("class-{c}"), "bounded-runc").await;
     }
     let ns_name = "scale";
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(ns_name.to_string()),
-            labels: Some(BTreeMap::from([
-                ("berth.dev/project".to_string(), PROJECT.to_string()),
-                ("berth.dev/environment".to_string(), ENVIRONMENT.to_string()),
-            ])),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .expect("namespace");
+    TestNamespace::create(client.clone(), ns_name.to_string(), &identity_labels()).await;
     let bindings: Vec<String> = (0..granted)
         .map(|i| {
             format!(

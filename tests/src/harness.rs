@@ -231,6 +231,13 @@ impl TestNamespace {
         let client = admin_client().await;
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let name = format!("{prefix}-{}-{n}", std::process::id());
+        Self::create(client, name, labels).await
+    }
+
+    /// Creates namespace `name` with these labels through `client` (for
+    /// example a private cluster's) and waits for its default
+    /// ServiceAccount.
+    pub async fn create(client: Client, name: String, labels: &[(&str, &str)]) -> Self {
         let mut all =
             std::collections::BTreeMap::from([("berth.dev/test".to_string(), "true".to_string())]);
         for (k, v) in labels {
