@@ -643,24 +643,8 @@ async fn prune<K>(
         {
             continue;
         }
-        let api: Api<K> = Api::namespaced(ctx.client.clone(), ns);
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: obj.meta().uid.clone(),
-                resource_version: None,
-            }),
-            propagation_policy: Some(PropagationPolicy::Background),
-            ..Default::default()
-        };
         tracing::info!(object = %format!("{kind}/{name}"), namespace = %ns, "deleting own object no longer desired");
-        match api.delete(&name, &params).await {
-            Ok(_) => {
-                out.writes += 1;
-                ctx.metrics.write(&kind, "delete");
-            }
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => out.errors.push(format!("{kind}/{name}: {e}")),
-        }
+        delete_owned(ctx, &*obj, out).await;
     }
 }
 
