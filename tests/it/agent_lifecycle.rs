@@ -655,21 +655,31 @@ async fn agent_losing_the_lease_stops_writes_and_exits_non_zero() {
     })
     .await;
 
-    // Another identity takes the Lease with a fresh renewTime.
+    // Another identity takes the Lease with a fresh renewTime. The agent
+    // renews concurrently, so a replace can meet a 409 Conflict: read the
+    // Lease again and retry, as any real contender would.
     let leases: Api<Lease> = Api::namespaced(ns.client.clone(), &ns.name);
-    let mut lease = leases.get(&lease_name).await.expect("lease");
-    let spec = lease.spec.as_mut().expect("lease spec");
-    assert_eq!(
-        spec.holder_identity.as_deref(),
-        Some(format!("{}-a", ns.name).as_str())
-    );
-    spec.holder_identity = Some("intruder".into());
-    spec.renew_time = Some(MicroTime(Timestamp::now()));
-    spec.lease_duration_seconds = Some(3600);
-    leases
-        .replace(&lease_name, &PostParams::default(), &lease)
-        .await
-        .expect("take the lease");
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut lease = leases.get(&lease_name).await.expect("lease");
+        let spec = lease.spec.as_mut().expect("lease spec");
+        assert_eq!(
+            spec.holder_identity.as_deref(),
+            Some(format!("{}-a", ns.name).as_str())
+        );
+        spec.holder_identity = Some("intruder".into());
+        spec.renew_time = Some(MicroTime(Timestamp::now()));
+        spec.lease_duration_seconds = Some(3600);
+        match leases
+            .replace(&lease_name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => break,
+            Err(kube::Error::Api(e)) if e.code == 409 && attempt < 10 => continue,
+            Err(e) => panic!("take the lease (attempt {attempt}): {e}"),
+        }
+    }
     let taken = Instant::now();
 
     // The agent notices at its next renewal and exits non-zero, well
