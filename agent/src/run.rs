@@ -63,6 +63,10 @@ pub struct RunArgs {
     /// Seconds between full reconciles of a settled Runtime.
     #[arg(long, default_value_t = 300)]
     pub resync_seconds: u64,
+    /// Runtimes reconciled at the same time (each applies its objects one
+    /// after another): bounds the agent's concurrent writes.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
     /// Seconds the leader may take to sync its caches before it gives up the
     /// lease and exits non-zero (to be restarted with fresh watches).
     #[arg(long, default_value_t = 60)]
@@ -259,6 +263,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             resync: Duration::from_secs(args.resync_seconds.max(1)),
             namespace: args.namespace.clone(),
             publisher: args.lease_name.clone(),
+            concurrency: usize::from(args.concurrency),
         },
         recorder,
         stopped(),

@@ -46,44 +46,6 @@ fn busy_spec(profile: &str) -> Value {
     })
 }
 
-/// Whether an `apiserver_request_total` label set is a write to something
-/// the agent writes: Runtimes and RuntimeGrants (any subresource), its
-/// managed kinds (not their status or scale, which controllers write) and
-/// events.k8s.io Events (the agent's recorder; kube-controller-manager's
-/// HPA warnings go to core Events).
-fn agent_kind_write(labels: &str) -> bool {
-    let has = |k: &str, v: &str| labels.contains(&format!("{k}=\"{v}\""));
-    let write = [
-        "POST",
-        "PUT",
-        "PATCH",
-        "APPLY",
-        "DELETE",
-        "DELETECOLLECTION",
-    ]
-    .iter()
-    .any(|v| has("verb", v));
-    let no_sub = has("subresource", "");
-    let kind = has("group", "berth.dev")
-        || (has("group", "events.k8s.io") && has("resource", "events"))
-        || (has("group", "")
-            && ["configmaps", "serviceaccounts", "services"]
-                .iter()
-                .any(|r| has("resource", r)))
-        || (no_sub
-            && [
-                ("apps", "deployments"),
-                ("policy", "poddisruptionbudgets"),
-                ("networking.k8s.io", "networkpolicies"),
-                ("autoscaling", "horizontalpodautoscalers"),
-                ("batch", "jobs"),
-                ("batch", "cronjobs"),
-            ]
-            .iter()
-            .any(|(g, r)| has("group", g) && has("resource", r)));
-    write && kind
-}
-
 #[tokio::test]
 async fn agent_contract_zero_writes_at_rest_counted_by_the_apiserver() {
     // A cluster of its own: the apiserver's counters carry no client label.
@@ -133,10 +95,10 @@ async fn agent_contract_zero_writes_at_rest_counted_by_the_apiserver() {
     // write nothing either), then count over several forced resyncs.
     wait_reconciles(&agent, 4.0).await;
     let agent_before = agent.metrics().await;
-    let server_before = harness::apiserver_requests(&client, agent_kind_write).await;
+    let server_before = harness::apiserver_requests(&client, harness::agent_kind_write).await;
     wait_reconciles(&agent, 8.0).await;
     let agent_after = agent.metrics().await;
-    let server_after = harness::apiserver_requests(&client, agent_kind_write).await;
+    let server_after = harness::apiserver_requests(&client, harness::agent_kind_write).await;
     let resyncs = reconciles(&agent_after) - reconciles(&agent_before);
     let agent_writes = writes(&agent_after) - writes(&agent_before);
     let server_writes = server_after - server_before;
@@ -176,7 +138,7 @@ async fn agent_contract_zero_writes_at_rest_counted_by_the_apiserver() {
     wait_for_value("the change to be applied", Duration::from_secs(60), || {
         let client = client.clone();
         async move {
-            let n = harness::apiserver_requests(&client, agent_kind_write).await;
+            let n = harness::apiserver_requests(&client, harness::agent_kind_write).await;
             (n > server_after).then_some(())
         }
     })
@@ -517,10 +479,10 @@ async fn agent_contract_idle_writes_at_scale() {
     // Settle one resync, then the idle window.
     tokio::time::sleep(Duration::from_secs(u64::try_from(resync).unwrap_or(15))).await;
     let agent_before = agent.metrics().await;
-    let server_before = harness::apiserver_requests(&client, agent_kind_write).await;
+    let server_before = harness::apiserver_requests(&client, harness::agent_kind_write).await;
     tokio::time::sleep(Duration::from_secs(u64::try_from(idle).unwrap_or(45))).await;
     let agent_after = agent.metrics().await;
-    let server_after = harness::apiserver_requests(&client, agent_kind_write).await;
+    let server_after = harness::apiserver_requests(&client, harness::agent_kind_write).await;
     let resyncs = reconciles(&agent_after) - reconciles(&agent_before);
     let agent_writes = writes(&agent_after) - writes(&agent_before);
     let server_writes = server_after - server_before;

@@ -41,13 +41,7 @@ fn localcluster_binary() -> Result<PathBuf, String> {
     if let Ok(p) = std::env::var("BERTH_LOCALCLUSTER_BIN") {
         return Ok(PathBuf::from(p));
     }
-    // Test executables live in target/<profile>/deps; cargo builds the
-    // package's binaries into target/<profile> before running them.
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or_else(|| format!("unexpected test executable path {}", exe.display()))?;
+    let profile_dir = profile_dir();
     let bin = profile_dir.join("berth-localcluster");
     if bin.is_file() {
         Ok(bin)
@@ -82,11 +76,8 @@ pub fn private_cluster_with(name: &str, args: &[&str]) -> SharedCluster {
 
 fn start_named(dir_name: &str, extra_args: &[&str]) -> Result<SharedCluster, String> {
     let bin = localcluster_binary()?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let target = exe
+    let target = profile_dir()
         .parent()
-        .and_then(Path::parent)
-        .and_then(Path::parent)
         .ok_or("no target directory")?
         .join("berth-it");
     let dir = target.join(dir_name);
@@ -186,6 +177,44 @@ pub async fn apiserver_requests(client: &Client, filter: impl Fn(&str) -> bool) 
             filter(labels).then(|| value.parse::<f64>().ok())?
         })
         .sum()
+}
+
+/// Whether an `apiserver_request_total` label set is a write to something
+/// the agent writes: Runtimes and RuntimeGrants (any subresource), its
+/// managed kinds (not their status or scale, which controllers write) and
+/// events.k8s.io Events (the agent's recorder; kube-controller-manager's
+/// HPA warnings go to core Events).
+pub fn agent_kind_write(labels: &str) -> bool {
+    let has = |k: &str, v: &str| labels.contains(&format!("{k}=\"{v}\""));
+    let write = [
+        "POST",
+        "PUT",
+        "PATCH",
+        "APPLY",
+        "DELETE",
+        "DELETECOLLECTION",
+    ]
+    .iter()
+    .any(|v| has("verb", v));
+    let no_sub = has("subresource", "");
+    let kind = has("group", "berth.dev")
+        || (has("group", "events.k8s.io") && has("resource", "events"))
+        || (has("group", "")
+            && ["configmaps", "serviceaccounts", "services"]
+                .iter()
+                .any(|r| has("resource", r)))
+        || (no_sub
+            && [
+                ("apps", "deployments"),
+                ("policy", "poddisruptionbudgets"),
+                ("networking.k8s.io", "networkpolicies"),
+                ("autoscaling", "horizontalpodautoscalers"),
+                ("batch", "jobs"),
+                ("batch", "cronjobs"),
+            ]
+            .iter()
+            .any(|(g, r)| has("group", g) && has("resource", r)));
+    write && kind
 }
 
 /// A client with cluster-admin rights.
@@ -347,13 +376,17 @@ pub async fn install_crds(client: &Client) {
     }
 }
 
-/// `<target>/<profile>`, where the test executable's `deps/` lives.
+/// `<target>/<profile>`: where cargo puts this package's binaries. Test
+/// executables live in its `deps/`; a binary of this package (the
+/// benchmark) lives in it directly.
 pub fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("<target>/<profile>/deps")
-        .to_path_buf()
+    let exe = std::env::current_exe().expect("own executable");
+    let dir = exe.parent().expect("<target>/<profile>");
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.parent().expect("<target>/<profile>/deps").to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 static BINARIES: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());

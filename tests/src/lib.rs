@@ -1,5 +1,6 @@
 //! berth-tests: the local Kubernetes control plane (`berth-localcluster`)
 //! and the harness the integration tests run on.
 
+pub mod bench;
 pub mod harness;
 pub mod localcluster;

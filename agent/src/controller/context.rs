@@ -98,6 +98,8 @@ pub struct Settings {
     /// Value of the `berth.dev/published-by` label on RuntimeGrants this
     /// agent publishes; only those are pruned.
     pub publisher: String,
+    /// Runtimes reconciled at the same time.
+    pub concurrency: usize,
 }
 
 /// What the agent last wrote from, per object: the resourceVersion of the

@@ -289,7 +289,10 @@ pub fn start(
         identity::with_rivals(runtime_events, runtimes.clone()),
         runtimes.clone(),
     )
-    .with_config(kube::runtime::controller::Config::default().concurrency(4));
+    .with_config(
+        kube::runtime::controller::Config::default()
+            .concurrency(u16::try_from(settings.concurrency).unwrap_or(u16::MAX)),
+    );
     let stores = Stores {
         runtimes: runtimes.clone(),
         namespaces,

@@ -1,0 +1,267 @@
+//! Console figures: the real `berth` binary in tmux (first complete frame
+//! of each view, memory, CPU idle and under churn), `berth get` against
+//! the LIST floor, and key press → frame on the model with a TestBackend.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use berth_console::model::{App, ListView, Msg, Scope, Screen, update};
+use berth_console::store::Kind;
+use berth_console::watch::{self, Connection};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use futures::future::join_all;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::api::ListParams;
+use kube::{Api, Client};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use berth_shared::api::{Runtime, RuntimeGrant};
+
+/// A raw LIST of one kind, cluster-wide (what a view needs, unprocessed).
+async fn raw_list(client: &Client, kind: Kind) -> usize {
+    async fn n<K>(api: Api<K>) -> usize
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        api.list(&ListParams::default())
+            .await
+            .map(|l| l.items.len())
+            .unwrap_or(0)
+    }
+    let c = client.clone();
+    match kind {
+        Kind::Runtime => n(Api::<Runtime>::all(c)).await,
+        Kind::RuntimeGrant => n(Api::<RuntimeGrant>::all(c)).await,
+        Kind::RuntimeClass => n(Api::<RuntimeClass>::all(c)).await,
+        Kind::Node => n(Api::<Node>::all(c)).await,
+        Kind::Pod => n(Api::<Pod>::all(c)).await,
+        Kind::Deployment => n(Api::<Deployment>::all(c)).await,
+        Kind::ReplicaSet => n(Api::<ReplicaSet>::all(c)).await,
+        Kind::StatefulSet => n(Api::<StatefulSet>::all(c)).await,
+        Kind::DaemonSet => n(Api::<DaemonSet>::all(c)).await,
+        Kind::Job => n(Api::<Job>::all(c)).await,
+        Kind::CronJob => n(Api::<CronJob>::all(c)).await,
+        Kind::Event => n(Api::<Event>::all(c)).await,
+        Kind::Namespace => n(Api::<Namespace>::all(c)).await,
+        Kind::Lease => 0,
+    }
+}
+
+/// The floor of a view's first frame: its kinds listed in parallel.
+pub async fn list_floor(client: &Client, view: ListView) -> Duration {
+    let kinds = Screen::List(view).kinds();
+    let started = Instant::now();
+    join_all(kinds.into_iter().map(|k| raw_list(client, k))).await;
+    started.elapsed()
+}
+
+fn tmux(socket: &Path, args: &[&str]) -> String {
+    let out = Command::new("tmux")
+        .arg("-S")
+        .arg(socket)
+        .args(args)
+        .output()
+        .expect("run tmux (apt-get install -y tmux)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The `berth` console running in its own tmux server.
+pub struct Console {
+    socket: PathBuf,
+    pub pid: u32,
+}
+
+impl Console {
+    /// Starts `berth -A` on a 160x50 terminal; returns once the process runs.
+    pub fn start(berth: &Path, kubeconfig: &Path, dir: &Path) -> Console {
+        let socket = dir.join("tmux.sock");
+        let _ = std::fs::remove_file(&socket);
+        let cmd = format!(
+            "KUBECONFIG={} exec {} -A",
+            kubeconfig.display(),
+            berth.display()
+        );
+        tmux(
+            &socket,
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                "berth",
+                "-x",
+                "160",
+                "-y",
+                "50",
+                &cmd,
+            ],
+        );
+        let pid = (0..100)
+            .find_map(|_| {
+                let p = tmux(
+                    &socket,
+                    &["display-message", "-p", "-t", "berth", "#{pane_pid}"],
+                );
+                let pid = p.trim().parse().ok();
+                if pid.is_none() {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                pid
+            })
+            .expect("the console's pid");
+        Console { socket, pid }
+    }
+
+    pub fn pane(&self) -> String {
+        tmux(&self.socket, &["capture-pane", "-p", "-t", "berth"])
+    }
+
+    pub fn send(&self, key: &str) {
+        tmux(&self.socket, &["send-keys", "-t", "berth", key]);
+    }
+
+    /// Waits until `view` is drawn complete (its title carries the row
+    /// count, which the console shows only once every kind the view needs
+    /// has listed, and no watch is syncing); the time since `since`,
+    /// polled every 10 ms.
+    pub fn until_complete(&self, view: ListView, since: Instant, timeout: Duration) -> Duration {
+        loop {
+            let pane = self.pane();
+            if pane_complete(&pane, view.title()) {
+                return since.elapsed();
+            }
+            assert!(
+                since.elapsed() < timeout,
+                "{} not complete within {timeout:?}:\n{pane}",
+                view.title()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn pane_complete(pane: &str, title: &str) -> bool {
+    let heading = format!("┌ {title} [");
+    let counted = pane.lines().any(|l| {
+        l.split_once(heading.as_str())
+            .and_then(|(_, rest)| rest.split_once("] "))
+            .is_some_and(|(_, count)| count.starts_with(|c: char| c.is_ascii_digit()))
+    });
+    counted && !pane.contains("syncing") && !pane.contains("loading…")
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        tmux(&self.socket, &["kill-server"]);
+    }
+}
+
+/// `berth get WHAT -A -o json`: its wall time.
+pub fn berth_get(berth: &Path, kubeconfig: &Path, what: &str) -> Duration {
+    let started = Instant::now();
+    let out = Command::new(berth)
+        .args(["get", what, "-A", "-o", "json"])
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .expect("run berth get");
+    let took = started.elapsed();
+    assert!(
+        out.status.success(),
+        "berth get {what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
+}
+
+/// Key press → redrawn frame on the model at this cluster's size, and a
+/// watch event → redrawn frame (both median of `n`), against the floor of
+/// drawing the same frame again with nothing changed.
+pub struct ModelTimes {
+    pub key_to_frame: Duration,
+    pub event_to_frame: Duration,
+    pub redraw_floor: Duration,
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+pub async fn model_times(conn: &Connection, n: usize) -> ModelTimes {
+    let mut app = App::new("bench", Scope::All, k8s_openapi::jiff::Timestamp::now());
+    let kinds: Vec<Kind> = [
+        ListView::Runtimes,
+        ListView::Grants,
+        ListView::Handlers,
+        ListView::Retained,
+    ]
+    .into_iter()
+    .flat_map(|v| Screen::List(v).kinds())
+    .collect();
+    let lease = app.agent_lease.clone();
+    app.store = watch::load(conn, &Scope::All, &lease, &kinds)
+        .await
+        .expect("load the console's store");
+    app.synced.extend(kinds.iter().copied());
+    let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
+    let mut draw = |app: &mut App| {
+        app.refresh();
+        term.draw(|f| berth_console::views::draw(f, app))
+            .expect("draw");
+    };
+    draw(&mut app);
+    let (mut keys, mut events, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    let views = [KeyCode::Char('1'), KeyCode::Char('3'), KeyCode::Char('4')];
+    for i in 0..n {
+        let t = Instant::now();
+        update(
+            &mut app,
+            Msg::Key(KeyEvent::new(views[i % views.len()], KeyModifiers::NONE)),
+        );
+        draw(&mut app);
+        keys.push(t.elapsed());
+        let t = Instant::now();
+        update(
+            &mut app,
+            Msg::Key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE)),
+        );
+        draw(&mut app);
+        keys.push(t.elapsed());
+        // A watch event: the store changes, rows are rebuilt.
+        let t = Instant::now();
+        app.store.version += 1;
+        draw(&mut app);
+        events.push(t.elapsed());
+        let t = Instant::now();
+        draw(&mut app);
+        floor.push(t.elapsed());
+    }
+    ModelTimes {
+        key_to_frame: median(keys),
+        event_to_frame: median(events),
+        redraw_floor: median(floor),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_is_complete_only_without_loading_or_syncing() {
+        let t = "Runtimes";
+        assert!(pane_complete("┌ Runtimes [all] 3/3 ──┐\n connected", t));
+        assert!(!pane_complete("┌ Runtimes [all] … ──┐\n connected", t));
+        assert!(!pane_complete(
+            "┌ Runtimes [all] 3/3 ─┐\n syncing nodes…",
+            t
+        ));
+        assert!(!pane_complete("┌ Runtimes [all] 0/0 ─┐\n loading…", t));
+        assert!(!pane_complete("┌ Grants [all] 2/2 ─┐", t));
+    }
+}

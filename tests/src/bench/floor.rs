@@ -1,0 +1,113 @@
+//! The floor of agent convergence: a bare server-side-apply client that
+//! applies the same rendered objects the agent would, Runtime after
+//! Runtime, with the agent's concurrency. Deployments go in paused (one
+//! field more) so the floor does not make the controllers create a second
+//! set of pods; everything is deleted again before the agent starts.
+
+use std::time::{Duration, Instant};
+
+use berth_shared::api::Runtime;
+use berth_shared::render;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::world::Planned;
+
+const FIELD_MANAGER: &str = "berth-bench-floor";
+/// Selects what the floor applied (the rendered objects carry berth's
+/// labels, which the agent's objects carry too; the floor runs first and
+/// removes its objects before the agent starts).
+const MANAGED: &str = "app.kubernetes.io/managed-by=berth";
+
+async fn apply<K>(client: &Client, obj: &K) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let ns = obj.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(client.clone(), &ns);
+    let mut value = serde_json::to_value(obj).map_err(kube::Error::SerdeError)?;
+    value["apiVersion"] = K::api_version(&()).into();
+    value["kind"] = K::kind(&()).into();
+    api.patch(
+        &obj.name_any(),
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(value),
+    )
+    .await
+    .map(|_| ())
+}
+
+async fn apply_runtime(client: Client, runtime: Runtime, planned: Planned) -> Result<(), String> {
+    let mut r = render::render(&runtime, &planned.identity(), &planned.decision())
+        .map_err(|e| e.to_string())?;
+    if let Some(spec) = r.deployment.spec.as_mut() {
+        spec.paused = Some(true);
+    }
+    let e = |e: kube::Error| e.to_string();
+    apply(&client, &r.config_map).await.map_err(e)?;
+    apply(&client, &r.service_account).await.map_err(e)?;
+    apply(&client, &r.service).await.map_err(e)?;
+    apply(&client, &r.deployment).await.map_err(e)?;
+    apply(&client, &r.pod_disruption_budget).await.map_err(e)
+}
+
+/// Applies every Runtime's rendered objects, `concurrency` Runtimes at a
+/// time; returns the wall time and the number of objects applied.
+pub async fn measure(
+    client: &Client,
+    stored: &[Runtime],
+    plan: &[Planned],
+    concurrency: usize,
+) -> (Duration, usize) {
+    let started = Instant::now();
+    futures::stream::iter(stored.iter().cloned().zip(plan.iter().cloned()))
+        .map(|(rt, p)| apply_runtime(client.clone(), rt, p))
+        .buffer_unordered(concurrency.max(1))
+        .try_collect::<Vec<()>>()
+        .await
+        .unwrap_or_else(|e| panic!("the floor's apply failed: {e}"));
+    (started.elapsed(), stored.len() * 5)
+}
+
+async fn clear_kind<K>(client: &Client, namespace: &str)
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let lp = ListParams::default().labels(MANAGED);
+    let _ = api.delete_collection(&DeleteParams::default(), &lp).await;
+    for _ in 0..600 {
+        match api.list_metadata(&lp).await {
+            Ok(l) if l.items.is_empty() => return,
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    panic!(
+        "the floor's {} in {namespace} were not deleted",
+        K::kind(&())
+    );
+}
+
+/// Deletes what the floor applied and waits until it is gone.
+pub async fn clear(client: &Client, namespaces: &[String]) {
+    for ns in namespaces {
+        clear_kind::<Deployment>(client, ns).await;
+        clear_kind::<ConfigMap>(client, ns).await;
+        clear_kind::<ServiceAccount>(client, ns).await;
+        clear_kind::<Service>(client, ns).await;
+        clear_kind::<PodDisruptionBudget>(client, ns).await;
+    }
+}

@@ -1,0 +1,516 @@
+//! `berth-bench`: builds a world of Runtimes and pods on a private local
+//! control plane and measures the agent and the console against floors
+//! measured in the same run (never against fixed times: these machines
+//! are noisy). See the README's "Benchmark" section.
+
+pub mod console;
+pub mod floor;
+pub mod process;
+pub mod table;
+pub mod world;
+
+use std::time::{Duration, Instant};
+
+use berth_console::model::ListView;
+use berth_shared::api::Runtime;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+
+use crate::harness;
+use table::{Figure, Target, Unit};
+
+/// What to build and how long to watch.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Options {
+    /// Runtimes (100 per namespace).
+    #[arg(long, default_value_t = 2000)]
+    pub runtimes: usize,
+    /// Replicas of each Runtime.
+    #[arg(long, default_value_t = 10)]
+    pub replicas: usize,
+    /// Simulated nodes.
+    #[arg(long, default_value_t = 200)]
+    pub nodes: usize,
+    /// Granted Runtimes (the first ones), spread over the classes.
+    #[arg(long, default_value_t = 64)]
+    pub granted: usize,
+    /// RuntimeClasses.
+    #[arg(long, default_value_t = 20)]
+    pub classes: usize,
+    /// The agent's `--concurrency`, and the floor's.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// The agent's resync (forced short so the idle window sees resyncs).
+    #[arg(long, default_value_t = 15)]
+    pub resync_seconds: u64,
+    /// Length of the idle-writes window.
+    #[arg(long, default_value_t = 45)]
+    pub idle_seconds: u64,
+    /// Length of the console's idle-CPU window.
+    #[arg(long, default_value_t = 20)]
+    pub console_idle_seconds: u64,
+    /// Pods created by another Deployment while the console's CPU is
+    /// measured.
+    #[arg(long, default_value_t = 2000)]
+    pub churn_pods: usize,
+    /// Key presses (and watch events) timed on the model.
+    #[arg(long, default_value_t = 30)]
+    pub presses: usize,
+    /// Skip the console figures.
+    #[arg(long)]
+    pub no_console: bool,
+}
+
+fn progress(started: Instant, what: &str) {
+    eprintln!("[{:>7.1}s] {what}", started.elapsed().as_secs_f64());
+}
+
+fn observed(r: &Runtime) -> bool {
+    let generation = r.metadata.generation.unwrap_or(0);
+    r.status
+        .as_ref()
+        .and_then(|s| s.observed_generation)
+        .is_some_and(|g| g >= generation)
+}
+
+fn has_condition(r: &Runtime, type_: &str, status: &str) -> bool {
+    r.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == type_ && c.status == status)
+    })
+}
+
+/// Polls the Runtimes until `pred` holds for all of `names` (or all when
+/// empty); the time since `since`.
+async fn until_runtimes(
+    client: &Client,
+    what: &str,
+    since: Instant,
+    timeout: Duration,
+    names: &[(String, String)],
+    pred: impl Fn(&Runtime) -> bool,
+) -> Duration {
+    let api: Api<Runtime> = Api::all(client.clone());
+    loop {
+        if let Ok(list) = api.list(&ListParams::default()).await {
+            let relevant: Vec<&Runtime> = list
+                .items
+                .iter()
+                .filter(|r| {
+                    names.is_empty()
+                        || names.iter().any(|(ns, n)| {
+                            r.namespace().as_deref() == Some(ns.as_str()) && &r.name_any() == n
+                        })
+                })
+                .collect();
+            let done = relevant.iter().filter(|r| pred(r)).count();
+            if !relevant.is_empty() && done == relevant.len() {
+                return since.elapsed();
+            }
+            if since.elapsed() > timeout {
+                panic!(
+                    "{what}: only {done} of {} within {timeout:?}",
+                    relevant.len()
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Runs the benchmark; returns the report (a Markdown table).
+pub async fn run(opts: &Options) -> String {
+    let started = Instant::now();
+    let size = world::Size {
+        runtimes: opts.runtimes,
+        replicas: opts.replicas,
+        granted: opts.granted.min(opts.runtimes),
+        classes: opts.classes.max(1),
+    };
+    let agent_bin = tokio::task::spawn_blocking(|| {
+        harness::workspace_binary("berth-agent", "berth-agent", "BERTH_AGENT_BIN")
+    })
+    .await
+    .expect("build berth-agent");
+    let berth_bin = tokio::task::spawn_blocking(|| {
+        harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
+    })
+    .await
+    .expect("build berth");
+    progress(
+        started,
+        &format!("starting a control plane with {} nodes", opts.nodes),
+    );
+    let nodes = opts.nodes.to_string();
+    let cluster = tokio::task::spawn_blocking(move || {
+        harness::private_cluster_with("bench", &["--nodes", &nodes])
+    })
+    .await
+    .expect("cluster thread");
+    let client = cluster.admin_client().await;
+    let work = cluster.dir.join("bench");
+    std::fs::create_dir_all(&work).expect("bench directory");
+
+    let plan = size.plan();
+    progress(started, &format!("creating {} Runtimes", plan.len()));
+    world::create(&client, &size, &plan).await;
+    let stored = world::stored(&client, &plan).await;
+
+    progress(started, "floor: server-side apply of the rendered objects");
+    let (floor_time, floor_objects) =
+        floor::measure(&client, &stored, &plan, opts.concurrency).await;
+    progress(
+        started,
+        &format!("floor: {floor_objects} objects in {floor_time:.2?}; clearing them"),
+    );
+    floor::clear(&client, &size.namespaces()).await;
+
+    // The agent, cluster-wide as in production.
+    harness::TestNamespace::create(client.clone(), "berth-system".into(), &[]).await;
+    let grants = world::write_grants(&work.join("grants"), &plan).expect("grants file");
+    let mut agent = process::AgentProcess::start(process::AgentRun {
+        binary: &agent_bin,
+        kubeconfig: &cluster.kubeconfig,
+        grants: &grants,
+        log: work.join("agent.log"),
+        resync_seconds: opts.resync_seconds,
+        concurrency: opts.concurrency,
+    });
+    let agent_started = Instant::now();
+    progress(
+        started,
+        "agent started; waiting until every Runtime is observed",
+    );
+    let converge = until_runtimes(
+        &client,
+        "Runtimes observed",
+        agent_started,
+        Duration::from_secs(3600),
+        &[],
+        observed,
+    )
+    .await;
+    assert!(
+        !agent.exited(),
+        "the agent exited; see {}",
+        agent.log.display()
+    );
+    progress(
+        started,
+        &format!("all observed after {converge:.2?}; waiting for Ready"),
+    );
+    let ready = until_runtimes(
+        &client,
+        "Runtimes Ready",
+        agent_started,
+        Duration::from_secs(3600),
+        &[],
+        |r| has_condition(r, "Ready", "True"),
+    )
+    .await;
+    let agent_rss = process::rss_bytes(agent.pid()).unwrap_or(0) as f64;
+
+    progress(started, "idle window");
+    tokio::time::sleep(Duration::from_secs(opts.resync_seconds)).await;
+    let agent_writes = |m: &str| {
+        process::metric_sum(m, "berth_agent_api_requests_total", |l| {
+            !l.contains("method=\"GET\"") && !l.contains("resource=\"leases\"")
+        })
+    };
+    let reconciles = |m: &str| process::metric_sum(m, "berth_agent_reconciles_total", |_| true);
+    let m0 = agent.metrics().await;
+    let s0 = harness::apiserver_requests(&client, harness::agent_kind_write).await;
+    tokio::time::sleep(Duration::from_secs(opts.idle_seconds)).await;
+    let m1 = agent.metrics().await;
+    let s1 = harness::apiserver_requests(&client, harness::agent_kind_write).await;
+    let idle_reconciles = reconciles(&m1) - reconciles(&m0);
+    let idle_agent_writes = agent_writes(&m1) - agent_writes(&m0);
+    let idle_server_writes = s1 - s0;
+    let agent_rss_idle = process::rss_bytes(agent.pid()).unwrap_or(0) as f64;
+
+    progress(started, "deleting a RuntimeClass");
+    let class = world::class_name(0);
+    let affected: Vec<(String, String)> = plan
+        .iter()
+        .filter(|p| p.grant.as_ref().is_some_and(|g| g.1 == class))
+        .map(|p| (p.namespace.clone(), p.name.clone()))
+        .collect();
+    let class_deletion = if affected.is_empty() {
+        None
+    } else {
+        Api::<RuntimeClass>::all(client.clone())
+            .delete(&class, &DeleteParams::default())
+            .await
+            .expect("delete a RuntimeClass");
+        let t = Instant::now();
+        Some(
+            until_runtimes(
+                &client,
+                "class deletion reaches status",
+                t,
+                Duration::from_secs(600),
+                &affected,
+                |r| {
+                    r.status
+                        .as_ref()
+                        .is_some_and(|s| s.conditions.iter().any(|c| c.reason == "ClassMissing"))
+                },
+            )
+            .await,
+        )
+    };
+
+    let mut figures = vec![
+        Figure::time(
+            "agent: every Runtime observed, from agent start",
+            converge,
+            Some(floor_time),
+            Target::RatioAtMost(1.3),
+        ),
+        Figure::time(
+            "agent: every Runtime Ready (pods running), from agent start",
+            ready,
+            None,
+            Target::None,
+        ),
+        Figure::of(
+            &format!(
+                "agent: writes in {} s idle ({} reconciles), apiserver_request_total",
+                opts.idle_seconds, idle_reconciles
+            ),
+            Unit::Count,
+            idle_server_writes,
+            Target::AtMost(0.0),
+        ),
+        Figure::of(
+            "agent: writes in the idle window, agent's own metric",
+            Unit::Count,
+            idle_agent_writes,
+            Target::AtMost(0.0),
+        ),
+        Figure::of(
+            "agent: RSS after convergence",
+            Unit::Bytes,
+            agent_rss,
+            Target::AtMost(80e6),
+        ),
+        Figure::of(
+            "agent: RSS after the idle window",
+            Unit::Bytes,
+            agent_rss_idle,
+            Target::AtMost(80e6),
+        ),
+    ];
+    if let Some(d) = class_deletion {
+        figures.push(Figure::time(
+            &format!(
+                "agent: class deletion reaches all {} affected Runtimes' status",
+                affected.len()
+            ),
+            d,
+            None,
+            Target::None,
+        ));
+    }
+
+    if !opts.no_console {
+        progress(started, "console figures");
+        figures
+            .extend(console_figures(opts, &client, &cluster.kubeconfig, &berth_bin, &work).await);
+    }
+    drop(agent);
+    let title = format!(
+        "berth-bench: {} Runtimes ({} granted over {} classes) × {} replicas = {} pods, {} nodes, \
+         concurrency {}, resync {} s; total {:.0} s",
+        size.runtimes,
+        size.granted,
+        size.classes,
+        size.replicas,
+        size.runtimes * size.replicas,
+        opts.nodes,
+        opts.concurrency,
+        opts.resync_seconds,
+        started.elapsed().as_secs_f64()
+    );
+    table::render(&title, &figures)
+}
+
+async fn console_figures(
+    opts: &Options,
+    client: &Client,
+    kubeconfig: &std::path::Path,
+    berth_bin: &std::path::Path,
+    work: &std::path::Path,
+) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    // `berth get` against the parallel LIST of what it shows.
+    for (what, view) in [
+        ("runtimes", Some(ListView::Runtimes)),
+        ("handlers", Some(ListView::Handlers)),
+        ("retained", Some(ListView::Retained)),
+        ("rollouts", None),
+    ] {
+        let floor = match view {
+            Some(v) => console::list_floor(client, v).await,
+            None => console::list_floor(client, ListView::Runtimes)
+                .await
+                .max(console::list_floor(client, ListView::Handlers).await),
+        };
+        let (b, k) = (berth_bin.to_path_buf(), kubeconfig.to_path_buf());
+        let w = what.to_string();
+        let took = tokio::task::spawn_blocking(move || console::berth_get(&b, &k, &w))
+            .await
+            .expect("berth get");
+        figures.push(Figure::time(
+            &format!("console: `berth get {what} -A`"),
+            took,
+            Some(floor),
+            Target::RatioAtMost(1.5),
+        ));
+    }
+
+    // The TUI: first complete frame of each view, against its LIST floor.
+    let floors = [
+        (
+            ListView::Runtimes,
+            console::list_floor(client, ListView::Runtimes).await,
+        ),
+        (
+            ListView::Grants,
+            console::list_floor(client, ListView::Grants).await,
+        ),
+        (
+            ListView::Handlers,
+            console::list_floor(client, ListView::Handlers).await,
+        ),
+        (
+            ListView::Retained,
+            console::list_floor(client, ListView::Retained).await,
+        ),
+    ];
+    let (b, k, w) = (
+        berth_bin.to_path_buf(),
+        kubeconfig.to_path_buf(),
+        work.to_path_buf(),
+    );
+    let (frames, tui) = tokio::task::spawn_blocking(move || {
+        let tui = console::Console::start(&b, &k, &w);
+        let t = Instant::now();
+        let mut frames = vec![tui.until_complete(ListView::Runtimes, t, Duration::from_secs(600))];
+        for (key, view) in [
+            ("2", ListView::Grants),
+            ("3", ListView::Handlers),
+            ("4", ListView::Retained),
+        ] {
+            let t = Instant::now();
+            tui.send(key);
+            frames.push(tui.until_complete(view, t, Duration::from_secs(600)));
+        }
+        (frames, tui)
+    })
+    .await
+    .expect("console thread");
+    for ((view, floor), took) in floors.iter().zip(frames) {
+        figures.push(Figure::time(
+            &format!("console: first complete {} frame", view.title()),
+            took,
+            Some(*floor),
+            Target::RatioAtMost(1.2),
+        ));
+    }
+    let rss = process::rss_bytes(tui.pid).unwrap_or(0) as f64;
+    figures.push(Figure::of(
+        "console: RSS with every view visited",
+        Unit::Bytes,
+        rss,
+        Target::AtMost(150e6),
+    ));
+    let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
+    tokio::time::sleep(Duration::from_secs(opts.console_idle_seconds)).await;
+    let cpu1 = process::cpu_time(tui.pid).unwrap_or_default();
+    figures.push(Figure::of(
+        "console: CPU while idle (share of a core)",
+        Unit::Cpu,
+        (cpu1 - cpu0).as_secs_f64() / opts.console_idle_seconds as f64,
+        Target::AtMost(0.01),
+    ));
+
+    if opts.churn_pods > 0 {
+        harness::TestNamespace::create(client.clone(), "churn".into(), &[]).await;
+        let deps: Api<Deployment> = Api::namespaced(client.clone(), "churn");
+        let dep: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "churn"},
+            "spec": {
+                "replicas": opts.churn_pods,
+                "selector": {"matchLabels": {"app": "churn"}},
+                "template": {
+                    "metadata": {"labels": {"app": "churn"}},
+                    "spec": {"containers": [{"name": "c", "image": "registry.invalid/churn:1"}]},
+                },
+            },
+        }))
+        .expect("churn Deployment");
+        let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
+        let t = Instant::now();
+        deps.create(&PostParams::default(), &dep)
+            .await
+            .expect("create churn");
+        loop {
+            let d = deps.get("churn").await.ok();
+            let ready = d
+                .and_then(|d| d.status)
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or(0);
+            if usize::try_from(ready).unwrap_or(0) >= opts.churn_pods
+                || t.elapsed() > Duration::from_secs(900)
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let took = t.elapsed();
+        let cpu1 = process::cpu_time(tui.pid).unwrap_or_default();
+        figures.push(Figure::of(
+            &format!(
+                "console: CPU while {} other pods are created ({:.0} s)",
+                opts.churn_pods,
+                took.as_secs_f64()
+            ),
+            Unit::Cpu,
+            (cpu1 - cpu0).as_secs_f64() / took.as_secs_f64().max(0.001),
+            Target::AtMost(0.10),
+        ));
+        figures.push(Figure::of(
+            "console: RSS after the churn",
+            Unit::Bytes,
+            process::rss_bytes(tui.pid).unwrap_or(0) as f64,
+            Target::AtMost(150e6),
+        ));
+    }
+    drop(tui);
+
+    let conn = berth_console::watch::connect(&berth_console::watch::ConnectOptions {
+        kubeconfig: Some(kubeconfig.to_path_buf()),
+        context: None,
+    })
+    .await
+    .expect("connect the model");
+    let times = console::model_times(&conn, opts.presses).await;
+    figures.push(Figure::millis(
+        "console model: key press → redrawn frame (median)",
+        times.key_to_frame,
+        Some(times.redraw_floor),
+        Target::AtMost(50.0),
+    ));
+    figures.push(Figure::millis(
+        "console model: watch event → rebuilt, redrawn frame (median)",
+        times.event_to_frame,
+        Some(times.redraw_floor),
+        Target::AtMost(50.0),
+    ));
+    figures
+}

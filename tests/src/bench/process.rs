@@ -1,0 +1,199 @@
+//! The processes the benchmark measures: the agent (its `/metrics`) and
+//! what `/proc` says about any child (resident memory, CPU time).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Resident set size of a process, in bytes (`VmRSS` of /proc/PID/status).
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_vm_rss(&text)
+}
+
+fn parse_vm_rss(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// CPU time (user + system) a process has used so far.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ticks = parse_stat_ticks(&text)?;
+    Some(Duration::from_secs_f64(ticks as f64 / clock_ticks() as f64))
+}
+
+/// utime + stime from /proc/PID/stat (fields 14 and 15; the command name
+/// in field 2 may hold spaces and parentheses, so count after the last `)`).
+fn parse_stat_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After ")": field 3 (state) is index 0, so field N is index N - 3.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn clock_ticks() -> u64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The agent as it runs in production (cluster-wide), a child process.
+pub struct AgentProcess {
+    child: Child,
+    port: u16,
+    pub log: PathBuf,
+}
+
+/// How to run the agent.
+pub struct AgentRun<'a> {
+    pub binary: &'a Path,
+    pub kubeconfig: &'a Path,
+    pub grants: &'a Path,
+    pub log: PathBuf,
+    pub resync_seconds: u64,
+    pub concurrency: usize,
+}
+
+impl AgentProcess {
+    /// Starts `berth-agent run` with the Lease in `berth-system`.
+    pub fn start(run: AgentRun<'_>) -> AgentProcess {
+        let port = free_port();
+        let file = std::fs::File::create(&run.log).expect("agent log file");
+        let child = Command::new(run.binary)
+            .arg("run")
+            .args(["--http-addr", &format!("127.0.0.1:{port}")])
+            .args(["--lease-namespace", "berth-system"])
+            .args(["--identity", "berth-bench-agent"])
+            .args(["--resync-seconds", &run.resync_seconds.to_string()])
+            .args(["--concurrency", &run.concurrency.to_string()])
+            .arg("--grants-file")
+            .arg(run.grants)
+            .env("KUBECONFIG", run.kubeconfig)
+            .env_remove("BERTH_GRANTS_FILE")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("agent log file"))
+            .stderr(file)
+            .spawn()
+            .expect("spawn berth-agent");
+        AgentProcess {
+            child,
+            port,
+            log: run.log,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// GET a path on the agent's HTTP port: (status code, body).
+    pub async fn get(&self, path: &str) -> Option<(u16, String)> {
+        let port = self.port;
+        let path = path.to_string();
+        tokio::task::spawn_blocking(move || {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+            write!(
+                s,
+                "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+            )
+            .ok()?;
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+            let out = String::from_utf8_lossy(&buf).into_owned();
+            let code = out.split_whitespace().nth(1)?.parse().ok()?;
+            let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+            Some((code, body))
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// Leads with synced caches.
+    pub async fn is_leading(&self) -> bool {
+        matches!(self.get("/health/leader").await, Some((200, _)))
+    }
+
+    pub async fn metrics(&self) -> String {
+        self.get("/metrics")
+            .await
+            .map(|(_, b)| b)
+            .unwrap_or_default()
+    }
+
+    pub fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sum of the samples of `metric` whose label set satisfies `filter`.
+pub fn metric_sum(text: &str, metric: &str, filter: impl Fn(&str) -> bool) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (name_labels, value) = l.rsplit_once(' ')?;
+            let (name, labels) = match name_labels.split_once('{') {
+                Some((n, rest)) => (n, rest.trim_end_matches('}')),
+                None => (name_labels, ""),
+            };
+            (name == metric && filter(labels)).then(|| value.parse::<f64>().ok())?
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_rss_and_cpu_from_proc_text() {
+        let status = "Name:\tx\nVmPeak:\t  9000 kB\nVmRSS:\t   1234 kB\nThreads:\t3\n";
+        assert_eq!(parse_vm_rss(status), Some(1234 * 1024));
+        assert_eq!(parse_vm_rss("Name:\tx\n"), None);
+        // A command name with spaces and a parenthesis.
+        let stat = "42 (berth (x) y) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0";
+        assert_eq!(parse_stat_ticks(stat), Some(325));
+        assert_eq!(parse_stat_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn reads_this_process_from_proc() {
+        let pid = std::process::id();
+        assert!(rss_bytes(pid).is_some_and(|b| b > 0));
+        assert!(cpu_time(pid).is_some());
+    }
+
+    #[test]
+    fn sums_metric_samples_by_label() {
+        let text = "# HELP x\nberth_agent_writes_total{kind=\"a\"} 2\nberth_agent_writes_total{kind=\"b\"} 3\nother 9\n";
+        assert_eq!(metric_sum(text, "berth_agent_writes_total", |_| true), 5.0);
+        assert_eq!(
+            metric_sum(text, "berth_agent_writes_total", |l| l.contains("\"b\"")),
+            3.0
+        );
+    }
+}
