@@ -12,6 +12,7 @@ mod agent_reconcile;
 mod agent_semantics;
 mod agent_support;
 mod assets;
+mod bench_smoke;
 mod chart;
 mod console;
 mod crds;

@@ -122,8 +122,28 @@ async fn until_runtimes(
     }
 }
 
-/// Runs the benchmark; returns the report (a Markdown table).
-pub async fn run(opts: &Options) -> String {
+/// What a run measured.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The world and settings, in words.
+    pub title: String,
+    pub figures: Vec<Figure>,
+}
+
+impl Report {
+    /// The figure whose name starts with `prefix`.
+    pub fn figure(&self, prefix: &str) -> Option<&Figure> {
+        self.figures.iter().find(|f| f.name.starts_with(prefix))
+    }
+
+    /// A Markdown table.
+    pub fn render(&self) -> String {
+        table::render(&self.title, &self.figures)
+    }
+}
+
+/// Runs the benchmark.
+pub async fn run(opts: &Options) -> Report {
     let started = Instant::now();
     let size = world::Size {
         runtimes: opts.runtimes,
@@ -336,7 +356,7 @@ pub async fn run(opts: &Options) -> String {
         opts.resync_seconds,
         started.elapsed().as_secs_f64()
     );
-    table::render(&title, &figures)
+    Report { title, figures }
 }
 
 async fn console_figures(

@@ -19,6 +19,6 @@ fn main() -> color_eyre::Result<()> {
         .enable_all()
         .build()?;
     let report = runtime.block_on(bench::run(&cli.options));
-    println!("{report}");
+    println!("{}", report.render());
     Ok(())
 }
