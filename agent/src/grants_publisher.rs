@@ -251,19 +251,20 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
     update_runtime_gauges(ctx);
 
     let s = &ctx.stores;
-    let (deps, rss, stss, dss, jobs, crons, revisions) = (
-        snapshot(&s.deployments),
-        snapshot(&s.replica_sets),
-        snapshot(&s.stateful_sets),
-        snapshot(&s.daemon_sets),
-        snapshot(&s.jobs),
-        snapshot(&s.cron_jobs),
-        snapshot(&s.controller_revisions),
+    // The caches' own objects, shared (Arc), not copied: at scale a deep
+    // copy of every workload each pass doubled the agent's memory.
+    let (deps, rss, stss, dss, jobs, crons, revisions, pods) = (
+        s.deployments.state(),
+        s.replica_sets.state(),
+        s.stateful_sets.state(),
+        s.daemon_sets.state(),
+        s.jobs.state(),
+        s.cron_jobs.state(),
+        s.controller_revisions.state(),
+        s.pods.state(),
     );
     // Only bare pods: a controller's pods are counted through it.
-    let bare_pods: Vec<_> = s
-        .pods
-        .state()
+    let bare_pods: Vec<&k8s_openapi::api::core::v1::Pod> = pods
         .iter()
         .filter(|p| {
             p.metadata
@@ -271,17 +272,17 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
                 .as_ref()
                 .is_none_or(|refs| refs.iter().all(|r| r.controller != Some(true)))
         })
-        .map(|p| (**p).clone())
+        .map(|p| &**p)
         .collect();
     let workloads = WorkloadSources {
-        deployments: &deps,
-        replica_sets: &rss,
-        stateful_sets: &stss,
-        daemon_sets: &dss,
-        jobs: &jobs,
-        cron_jobs: &crons,
+        deployments: &refs(&deps),
+        replica_sets: &refs(&rss),
+        stateful_sets: &refs(&stss),
+        daemon_sets: &refs(&dss),
+        jobs: &refs(&jobs),
+        cron_jobs: &refs(&crons),
         pods: &bare_pods,
-        controller_revisions: &revisions,
+        controller_revisions: &refs(&revisions),
     }
     .collect();
     let retained_by_class = retained_by_class(ctx, &workloads);
@@ -555,9 +556,7 @@ pub async fn run(ctx: Arc<Context>, grants: Store<RuntimeGrant>, interval: Durat
 }
 
 /// The cached objects of one kind, owned (the analysis takes slices).
-fn snapshot<K: Clone + kube::Resource + 'static>(store: &Store<K>) -> Vec<K>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store.state().iter().map(|o| (**o).clone()).collect()
+/// References into a cache's snapshot.
+fn refs<K>(objs: &[std::sync::Arc<K>]) -> Vec<&K> {
+    objs.iter().map(|o| &**o).collect()
 }

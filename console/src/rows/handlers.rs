@@ -14,13 +14,14 @@ use crate::store::Store;
 
 /// Every workload the store knows, as the shared analysis sees them.
 pub fn workloads(store: &Store) -> Vec<Workload> {
-    let deployments: Vec<_> = store.deployments.values().cloned().collect();
-    let replica_sets: Vec<_> = store.replicasets.values().cloned().collect();
-    let stateful_sets: Vec<_> = store.statefulsets.values().cloned().collect();
-    let daemon_sets: Vec<_> = store.daemonsets.values().cloned().collect();
-    let jobs: Vec<_> = store.jobs.values().cloned().collect();
-    let cron_jobs: Vec<_> = store.cronjobs.values().cloned().collect();
-    let pods: Vec<_> = store.pods.values().cloned().collect();
+    // References into the store: no copy of every workload per rebuild.
+    let deployments: Vec<_> = store.deployments.values().collect();
+    let replica_sets: Vec<_> = store.replicasets.values().collect();
+    let stateful_sets: Vec<_> = store.statefulsets.values().collect();
+    let daemon_sets: Vec<_> = store.daemonsets.values().collect();
+    let jobs: Vec<_> = store.jobs.values().collect();
+    let cron_jobs: Vec<_> = store.cronjobs.values().collect();
+    let pods: Vec<_> = store.pods.values().collect();
     WorkloadSources {
         deployments: &deployments,
         replica_sets: &replica_sets,

@@ -197,12 +197,14 @@ fn replica_set_rollback_revisions() {
 
 #[test]
 fn sources_judge_replica_sets_against_their_deployment() {
-    let deployments = vec![deployment("web", Some("gvisor"), 3, 3, "4")];
+    let deployments = [deployment("web", Some("gvisor"), 3, 3, "4")];
     // Not scaled to zero yet, but an older revision (mid-rollout).
-    let rs = vec![
+    let rs = [
         replica_set("web-a", "web", Some("gvisor"), 3, "4"),
         replica_set("web-b", "web", Some("runc-old"), 1, "3"),
     ];
+    let deployments: Vec<&Deployment> = deployments.iter().collect();
+    let rs: Vec<&ReplicaSet> = rs.iter().collect();
     let all = WorkloadSources {
         deployments: &deployments,
         replica_sets: &rs,

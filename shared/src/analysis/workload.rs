@@ -356,26 +356,27 @@ fn base(
 
 /// Every workload of the given lists as [`Workload`]s, ReplicaSets judged
 /// against their owning Deployment's current revision when it is among
-/// `deployments`. Pass empty slices for kinds you do not read (the agent
-/// passes no Pods).
+/// `deployments`. Pass empty slices for kinds you do not read. The lists
+/// hold references: callers pass their caches as they are, without a
+/// deep copy of every workload (thousands of them at scale).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WorkloadSources<'a> {
     /// Deployments.
-    pub deployments: &'a [Deployment],
+    pub deployments: &'a [&'a Deployment],
     /// ReplicaSets.
-    pub replica_sets: &'a [ReplicaSet],
+    pub replica_sets: &'a [&'a ReplicaSet],
     /// StatefulSets.
-    pub stateful_sets: &'a [StatefulSet],
+    pub stateful_sets: &'a [&'a StatefulSet],
     /// DaemonSets.
-    pub daemon_sets: &'a [DaemonSet],
+    pub daemon_sets: &'a [&'a DaemonSet],
     /// Jobs.
-    pub jobs: &'a [Job],
+    pub jobs: &'a [&'a Job],
     /// CronJobs.
-    pub cron_jobs: &'a [CronJob],
+    pub cron_jobs: &'a [&'a CronJob],
     /// Pods.
-    pub pods: &'a [Pod],
+    pub pods: &'a [&'a Pod],
     /// ControllerRevisions (StatefulSet/DaemonSet rollback revisions).
-    pub controller_revisions: &'a [ControllerRevision],
+    pub controller_revisions: &'a [&'a ControllerRevision],
 }
 
 impl WorkloadSources<'_> {
@@ -396,7 +397,11 @@ impl WorkloadSources<'_> {
             })
             .collect();
         let mut out = Vec::new();
-        out.extend(self.deployments.iter().map(Workload::from_deployment));
+        out.extend(
+            self.deployments
+                .iter()
+                .map(|w| Workload::from_deployment(w)),
+        );
         out.extend(self.replica_sets.iter().map(|rs| {
             let owner_rev = rs
                 .metadata
@@ -414,15 +419,23 @@ impl WorkloadSources<'_> {
                 });
             Workload::from_replica_set(rs, owner_rev.map(String::as_str))
         }));
-        out.extend(self.stateful_sets.iter().map(Workload::from_stateful_set));
-        out.extend(self.daemon_sets.iter().map(Workload::from_daemon_set));
-        out.extend(self.jobs.iter().map(Workload::from_job));
-        out.extend(self.cron_jobs.iter().map(Workload::from_cron_job));
-        out.extend(self.pods.iter().map(Workload::from_pod));
+        out.extend(
+            self.stateful_sets
+                .iter()
+                .map(|w| Workload::from_stateful_set(w)),
+        );
+        out.extend(
+            self.daemon_sets
+                .iter()
+                .map(|w| Workload::from_daemon_set(w)),
+        );
+        out.extend(self.jobs.iter().map(|w| Workload::from_job(w)));
+        out.extend(self.cron_jobs.iter().map(|w| Workload::from_cron_job(w)));
+        out.extend(self.pods.iter().map(|w| Workload::from_pod(w)));
         out.extend(
             self.controller_revisions
                 .iter()
-                .map(Workload::from_controller_revision),
+                .map(|w| Workload::from_controller_revision(w)),
         );
         out
     }
