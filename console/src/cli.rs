@@ -99,7 +99,12 @@ pub enum Command {
     /// stall, 1 invalid file.
     PlanGrants {
         /// The candidate grants file.
-        file: PathBuf,
+        #[arg(required_unless_present = "pending", conflicts_with = "pending")]
+        file: Option<PathBuf>,
+        /// Plan the agent's pending file (its PendingGrantsFile: the file on
+        /// its disk that differs from the one it loaded) instead.
+        #[arg(long)]
+        pending: bool,
         /// Output format.
         #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
         output: Format,
@@ -239,10 +244,18 @@ async fn async_main(cli: Cli) -> Result<()> {
             };
             retire_main(&cli, opts).await
         }
-        Some(Command::PlanGrants { file, output }) => {
-            let plan =
-                crate::plan_grants::plan_file(&cli.connect_options(), cli.scope(), &lease, file)
-                    .await?;
+        Some(Command::PlanGrants {
+            file,
+            pending: _,
+            output,
+        }) => {
+            let plan = crate::plan_grants::plan_file(
+                &cli.connect_options(),
+                cli.scope(),
+                &lease,
+                file.as_deref(),
+            )
+            .await?;
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(crate::plan_grants::render(&plan, *output).as_bytes())?;

@@ -10,14 +10,15 @@
 use std::io::Read as _;
 use std::path::Path;
 
+use berth_shared::api::PendingGrantsFile;
 use berth_shared::decide::GrantBinding;
 use berth_shared::grants::{self, GrantsError, LoadedGrants, MAX_FILE_BYTES};
-use berth_shared::plan::{Candidate, Plan, loader_problems};
+use berth_shared::plan::{Candidate, Plan, candidate_from_pending, loader_problems};
 use berth_shared::sanitize;
 
 use crate::get::Format;
 use crate::model::Scope;
-use crate::rows::plan::{plan_from_store, plan_lines};
+use crate::rows::plan::{loaded_bindings, plan_from_store, plan_lines};
 use crate::store::Kind;
 use crate::watch::{ConnectOptions, connect, load};
 
@@ -114,21 +115,53 @@ pub fn render(plan: &Plan, fmt: Format) -> String {
     }
 }
 
-/// Loads FILE, reads the cluster once and plans. Runtimes and workloads
-/// are read in `scope` (every namespace unless `-n` is given: grants are
-/// cluster-wide); `publisher` is the agent's Lease name.
+/// The agent's published pending file as a candidate; without one, the
+/// loaded bindings themselves (a restart would change nothing).
+async fn pending_candidate(
+    client: &kube::Client,
+    store: &crate::store::Store,
+    publisher: &str,
+) -> color_eyre::Result<(Candidate, Vec<String>)> {
+    use color_eyre::eyre::WrapErr as _;
+    let api: kube::Api<PendingGrantsFile> = kube::Api::all(client.clone());
+    let found = api
+        .get_opt(publisher)
+        .await
+        .wrap_err("reading the agent's PendingGrantsFile")?;
+    Ok(match found {
+        Some(p) => (
+            candidate_from_pending(format!("PendingGrantsFile/{publisher}"), &p.spec),
+            Vec::new(),
+        ),
+        None => (
+            Candidate {
+                source: format!("PendingGrantsFile/{publisher}"),
+                sha256: None,
+                bindings: Ok(loaded_bindings(store, publisher)),
+            },
+            vec![format!(
+                "no PendingGrantsFile {publisher}: the agent's grants file on disk is the one it loaded"
+            )],
+        ),
+    })
+}
+
+/// Loads FILE (or, with `None`, the agent's pending file), reads the
+/// cluster once and plans. Runtimes and workloads are read in `scope`
+/// (every namespace unless `-n` is given: grants are cluster-wide); the
+/// agent is the one whose Lease is `lease`.
 pub async fn plan_file(
     opts: &ConnectOptions,
     scope: Option<Scope>,
     lease: &(String, String),
-    path: &Path,
+    path: Option<&Path>,
 ) -> color_eyre::Result<Plan> {
     use color_eyre::eyre::WrapErr as _;
-    let (candidate, warnings) = load_candidate(path)?;
+    let local = path.map(load_candidate).transpose()?;
     // An invalid file is refused before the cluster matters.
-    if candidate.bindings.is_err() {
-        let mut plan = plan_from_store(&crate::store::Store::default(), &lease.1, &candidate);
-        plan.warnings.extend(warnings);
+    if let Some((candidate, warnings)) = local.as_ref().filter(|(c, _)| c.bindings.is_err()) {
+        let mut plan = plan_from_store(&crate::store::Store::default(), &lease.1, candidate);
+        plan.warnings.extend(warnings.iter().cloned());
         return Ok(plan);
     }
     let conn = connect(opts).await.wrap_err("connecting to the cluster")?;
@@ -136,6 +169,10 @@ pub async fn plan_file(
     let store = load(&conn, &scope, lease, KINDS)
         .await
         .wrap_err("reading from the cluster")?;
+    let (candidate, warnings) = match local {
+        Some(l) => l,
+        None => pending_candidate(&conn.client, &store, &lease.1).await?,
+    };
     let mut plan = plan_from_store(&store, &lease.1, &candidate);
     plan.warnings.extend(warnings);
     Ok(plan)

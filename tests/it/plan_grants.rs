@@ -383,3 +383,178 @@ async fn plan_grants_predicts_every_change_kind_and_the_restarted_agent_agrees()
         .collect();
     let _ = set_handlers(&ns.client, &first, &hs).await;
 }
+
+/// The agent's PendingGrantsFile, once it has the wanted verdict.
+async fn wait_pending(ns: &TestNamespace, verdict: &str) -> berth_shared::api::PendingGrantsFile {
+    let api: Api<berth_shared::api::PendingGrantsFile> = Api::all(ns.client.clone());
+    let name = format!("agent-{}", ns.name);
+    wait_for_value(&format!("PendingGrantsFile {verdict}"), WAIT, || {
+        let (api, name) = (api.clone(), name.clone());
+        async move {
+            api.get_opt(&name)
+                .await
+                .ok()
+                .flatten()
+                .filter(|p| format!("{:?}", p.spec.verdict) == verdict)
+        }
+    })
+    .await
+}
+
+/// Overwrites the grants file in place (mode and owner kept), the way an
+/// operator edits the agent's copy.
+fn rewrite(path: &Path, bindings: &[String]) {
+    let mut text = String::from("schema_version = 1\n");
+    for b in bindings {
+        text.push_str(b);
+    }
+    std::fs::write(path, text).expect("rewrite grants");
+}
+
+#[tokio::test]
+async fn pending_file_is_published_planned_and_then_applied_by_the_restart() {
+    let (ns, bounded) = setup("plan-pend").await;
+    let n = &ns.name;
+    let alias = |s: &str| format!("{n}-{s}");
+    let bind = |s: &str| binding_for_service(&alias(s), &bounded, "bounded-runc", s);
+    let file = write_grants(&[bind("keep"), bind("gone")]);
+    let mut agent = Agent::start(AgentOpts::new(n, Some(&file))).await;
+    for s in ["keep", "gone", "newbie"] {
+        create_runtime(
+            &ns,
+            s,
+            json!({"service": s, "replicas": 1, "runtimeProfile": alias(s)}),
+        )
+        .await;
+    }
+    wait_condition(&ns, "keep", "Ready", "True", None).await;
+    wait_condition(&ns, "gone", "Ready", "True", None).await;
+    wait_condition(&ns, "newbie", "Blocked", "True", Some("NotGranted")).await;
+    let published = |count: usize| {
+        let grants: Api<berth_shared::api::RuntimeGrant> = Api::all(ns.client.clone());
+        let label = format!("berth.dev/published-by=agent-{n}");
+        async move {
+            wait_for("RuntimeGrants published", WAIT, || {
+                let (grants, label) = (grants.clone(), label.clone());
+                async move {
+                    grants
+                        .list(&ListParams::default().labels(&label))
+                        .await
+                        .is_ok_and(|l| l.items.len() == count)
+                }
+            })
+            .await;
+        }
+    };
+    published(2).await;
+
+    // Nothing pending: the plan of the pending file is empty.
+    let (code, out, err) = plan_grants_pending(n, &["-o", "json"]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let pending_api: Api<berth_shared::api::PendingGrantsFile> = Api::all(ns.client.clone());
+    assert!(
+        pending_api
+            .get_opt(&format!("agent-{n}"))
+            .await
+            .expect("get")
+            .is_none(),
+        "no PendingGrantsFile while the file is the loaded one"
+    );
+
+    // An invalid edit: published as Invalid, planned as exit 1.
+    rewrite(&file, &["[[bindings]]\nname = \"x\"\n".to_string()]);
+    let invalid = wait_pending(&ns, "Invalid").await;
+    assert!(
+        invalid
+            .spec
+            .problems
+            .iter()
+            .any(|p| p.rule == "key-missing"),
+        "{:?}",
+        invalid.spec.problems
+    );
+    let (code, out, _) = plan_grants_pending(n, &[]).await;
+    assert_eq!(code, 1, "{out}");
+
+    // A valid edit: drop "gone", add "newbie". Published with its bindings,
+    // planned in the cluster without the file.
+    rewrite(&file, &[bind("keep"), bind("newbie")]);
+    let valid = wait_pending(&ns, "Valid").await;
+    let names: Vec<&str> = valid
+        .spec
+        .bindings
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect();
+    assert_eq!(names, [alias("keep"), alias("newbie")]);
+    let (code, out, err) = plan_grants_pending(n, &["-o", "json"]).await;
+    assert_eq!(code, 3, "{out}\n{err}");
+    let plan: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(plan["source"], format!("PendingGrantsFile/agent-{n}"));
+    assert_eq!(runtime_plan(&plan, "gone")["effect"], "Revoke");
+    assert_eq!(runtime_plan(&plan, "newbie")["effect"], "Grant");
+    // The same content planned from the file gives the same plan.
+    let from_file = plan_json(n, &file, 3).await;
+    assert_eq!(from_file["runtimes"], plan["runtimes"]);
+    assert_eq!(from_file["bindings"], plan["bindings"]);
+    // At rest the agent does not rewrite it.
+    let rv = valid.metadata.resource_version.clone();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let again = pending_api
+        .get(&format!("agent-{n}"))
+        .await
+        .expect("still pending");
+    assert_eq!(again.metadata.resource_version, rv, "rewritten at rest");
+
+    // Restart: the cluster ends as planned, and the pending file is gone.
+    agent.kill();
+    let mut opts = AgentOpts::new(n, Some(&file));
+    opts.identity = format!("{n}-b");
+    let _agent = Agent::start(opts).await;
+    for r in plan["runtimes"].as_array().expect("runtimes") {
+        let name = r["name"].as_str().expect("name").to_string();
+        let want = (
+            r["after"]["state"].as_str().unwrap_or_default().to_string(),
+            r["after"]["runtimeClass"].as_str().map(str::to_string),
+        );
+        wait_for_value(&format!("{name} as planned {want:?}"), WAIT, || {
+            let (ns, name, want) = (&ns, name.clone(), want.clone());
+            async move { profile(ns, &name).await.filter(|p| *p == want) }
+        })
+        .await;
+    }
+    wait_for("PendingGrantsFile deleted after the restart", WAIT, || {
+        let (api, name) = (pending_api.clone(), format!("agent-{n}"));
+        async move { matches!(api.get_opt(&name).await, Ok(None)) }
+    })
+    .await;
+    published(2).await;
+    let (code, out, err) = plan_grants_pending(n, &[]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+}
+
+/// `berth plan-grants --pending` for the agent of namespace `ns`.
+async fn plan_grants_pending(ns: &str, args: &[&str]) -> (i32, String, String) {
+    let bin = tokio::task::spawn_blocking(|| {
+        harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
+    })
+    .await
+    .expect("build");
+    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
+        .await
+        .expect("cluster");
+    let out = tokio::process::Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["-n", ns, "--agent-lease", &format!("{ns}/agent-{ns}")])
+        .args(["plan-grants", "--pending"])
+        .args(args)
+        .output()
+        .await
+        .expect("run berth");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

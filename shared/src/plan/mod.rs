@@ -13,6 +13,7 @@
 
 mod bindings;
 mod classes;
+mod pending;
 mod runtimes;
 mod types;
 
@@ -20,6 +21,7 @@ mod types;
 mod tests;
 
 pub use bindings::diff_bindings;
+pub use pending::{candidate_from_pending, pending_spec};
 pub use types::*;
 
 use k8s_openapi::api::core::v1::Namespace;
