@@ -205,3 +205,7 @@ pub fn plan_lines(p: &Plan) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+pub(crate) mod tests;
