@@ -41,6 +41,21 @@ fn runtime(name: &str, alias: &str, state: &str, class: Option<&str>, replicas: 
     })))
 }
 
+/// The Runtime's Deployment, its pods on `class`.
+fn deployment(name: &str, class: &str, replicas: i32) -> Object {
+    Object::from(obj::<k8s_openapi::api::apps::v1::Deployment>(
+        serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "analytics",
+                         "labels": {"app.kubernetes.io/managed-by": "berth"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"runtimeClassName": class, "containers": [{"name": "app"}]}}},
+            "status": {"replicas": replicas, "readyReplicas": replicas}
+        }),
+    ))
+}
+
 fn class(name: &str, handler: &str) -> Object {
     Object::from(obj::<RuntimeClass>(serde_json::json!({
         "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
@@ -105,6 +120,8 @@ pub(crate) fn objects() -> Vec<Object> {
         runtime("worker", "legacy-worker", "Granted", Some("gvisor"), 3),
         runtime("api", "bounded-api", "Granted", Some("gvisor"), 2),
         runtime("batch", "bounded-batch", "NotGranted", None, 1),
+        deployment("worker", "gvisor", 3),
+        deployment("api", "gvisor", 2),
         class("gvisor", "runsc"),
         class("kata", "kata-qemu"),
         class("bounded-worker", "bounded-runc"),
@@ -152,7 +169,7 @@ fn the_plan_text_names_every_change() {
         "analytics/api [bounded-api]: Granted gvisor -> Granted kata",
         "      stalls on 1 of 3 eligible node(s) lacking handler kata-qemu: node-3",
         "analytics/batch [bounded-batch]: NotGranted - -> Granted bounded-worker",
-        "  gvisor REMOVABLE",
+        "  gvisor STILL NEEDED",
         "  kata REQUIRED",
     ] {
         assert!(text.contains(needle), "{needle:?} missing in:\n{text}");
@@ -161,6 +178,28 @@ fn the_plan_text_names_every_change() {
     let revoke = text.find("REVOKE").expect("revoke");
     let roll = text.find("ROLL").expect("roll");
     assert!(revoke < roll);
+    readme_example_is(&text);
+}
+
+/// The README's grants section shows this plan verbatim
+/// (`BERTH_UPDATE_GOLDEN=1` rewrites it).
+fn readme_example_is(text: &str) {
+    const START: &str = "<!-- plan-example:start -->\n";
+    const END: &str = "<!-- plan-example:end -->";
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md");
+    let (Some(a), Some(b)) = (readme.find(START), readme.find(END)) else {
+        panic!("README.md lacks the plan example markers");
+    };
+    let want = format!("```\n$ berth plan-grants grants.toml\n{text}\n```\n");
+    if readme[a + START.len()..b] != want {
+        if std::env::var_os("BERTH_UPDATE_GOLDEN").is_some() {
+            let updated = format!("{}{START}{want}{}", &readme[..a], &readme[b..]);
+            std::fs::write(&path, updated).expect("write README.md");
+        } else {
+            panic!("README.md's plan example differs; run with BERTH_UPDATE_GOLDEN=1");
+        }
+    }
 }
 
 #[test]
