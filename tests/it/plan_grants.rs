@@ -493,6 +493,16 @@ async fn pending_file_is_published_planned_and_then_applied_by_the_restart() {
     assert_eq!(plan["source"], format!("PendingGrantsFile/agent-{n}"));
     assert_eq!(runtime_plan(&plan, "gone")["effect"], "Revoke");
     assert_eq!(runtime_plan(&plan, "newbie")["effect"], "Grant");
+    // The console's Plan view shows it, live from its own watches.
+    let shown = console_plan_text(&ns, |t| t.contains("REVOKE") && t.contains("GRANT")).await;
+    assert!(
+        shown.contains(&format!("{n}/gone [{}]", alias("gone"))),
+        "{shown}"
+    );
+    assert!(
+        shown.find("REVOKE") < shown.find("GRANT"),
+        "revocations first:\n{shown}"
+    );
     // The same content planned from the file gives the same plan.
     let from_file = plan_json(n, &file, 3).await;
     assert_eq!(from_file["runtimes"], plan["runtimes"]);
@@ -557,4 +567,43 @@ async fn plan_grants_pending(ns: &str, args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// The text of the console's Plan view, its model fed by its own watchers
+/// on the real cluster, once `done` holds (panics after the wait).
+async fn console_plan_text(ns: &TestNamespace, done: impl Fn(&str) -> bool) -> String {
+    use berth_console::model::{App, Scope, Screen, update};
+    use berth_console::watch::Watchers;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let scope = Scope::Namespace(ns.name.clone());
+    let lease = (ns.name.clone(), format!("agent-{}", ns.name));
+    let mut app = App::new("test", scope.clone(), k8s_openapi::jiff::Timestamp::now());
+    app.agent_lease = lease.clone();
+    let effects = app.open(Screen::Plan);
+    assert!(!effects.is_empty(), "the Plan view asks for its watches");
+    let mut watchers = Watchers::new(ns.client.clone(), scope, lease, app.generation, tx);
+    watchers.ensure(&Screen::Plan.kinds());
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        app.now = k8s_openapi::jiff::Timestamp::now();
+        app.refresh();
+        let text: String = berth_console::views::plan::lines(&app)
+            .iter()
+            .map(|l| l.to_string() + "\n")
+            .collect();
+        if done(&text) {
+            watchers.stop();
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Plan view never showed the plan; last:\n{text}"
+        );
+        if let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(250), rx.recv()).await {
+            update(&mut app, m);
+            while let Ok(m) = rx.try_recv() {
+                update(&mut app, m);
+            }
+        }
+    }
 }
