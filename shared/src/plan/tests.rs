@@ -412,3 +412,77 @@ fn revocations_sort_first_and_the_json_field_names_are_stable() {
     assert!(Effect::Revoke.rank() < Effect::Refuse.rank());
     assert!(Effect::Refuse.rank() < Effect::Grant.rank());
 }
+
+/// Every key of the JSON document, recursively.
+fn keys(v: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                out.insert(k.clone());
+                keys(v, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| keys(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_json_field_is_documented() {
+    // A plan using every part: a rolled Runtime that stalls, a revoked one,
+    // added/removed/changed bindings, required and removable classes, a
+    // reconcile problem, and a loader problem with a position.
+    let namespaces = vec![ns()];
+    let mut api = runtime("bw", "Granted", Some("gvisor"), 2);
+    api.metadata.name = Some("api".into());
+    let mut gone = runtime("old", "Granted", Some("gvisor"), 2);
+    gone.spec.service = "other".into();
+    let runtimes = vec![api, gone];
+    let nodes = vec![node("n1", &["kata"]), node("n2", &["runsc"])];
+    let classes = vec![class("gvisor", "runsc"), class("kata", "kata")];
+    let mut old = b("old", "gvisor", "runsc");
+    old.service = "other".into();
+    let cluster = Cluster {
+        runtimes: &runtimes,
+        namespaces: &namespaces,
+        classes: &classes,
+        nodes: &nodes,
+        workloads: &[],
+    };
+    let mut p = plan(
+        &[b("bw", "gvisor", "runsc"), old],
+        &Candidate {
+            source: "g.toml".into(),
+            sha256: Some("ab".repeat(32)),
+            bindings: Ok(vec![b("bw", "kata", "kata"), b("new", "nope", "x")]),
+        },
+        &cluster,
+    );
+    p.warnings.push("w".into());
+    let err =
+        crate::grants::LoadedGrants::from_unchecked_bytes("g.toml", b"schema_version = 1\nx = 1\n")
+            .expect_err("invalid");
+    p.problems.extend(loader_problems(&err));
+    let mut found = BTreeSet::new();
+    keys(&serde_json::to_value(&p).expect("json"), &mut found);
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/plan-grants.md"),
+    )
+    .expect("docs/plan-grants.md");
+    let missing: Vec<&String> = found
+        .iter()
+        .filter(|k| !doc.contains(&format!("`{k}")) && !doc.contains(&format!(" {k}`")))
+        .collect();
+    assert!(missing.is_empty(), "undocumented plan fields: {missing:?}");
+    // The document used every part.
+    for k in [
+        "stallNodes",
+        "missingNodes",
+        "fields",
+        "line",
+        "runtimeClass",
+        "sha256",
+    ] {
+        assert!(found.contains(k), "{k} not exercised: {found:?}");
+    }
+}
