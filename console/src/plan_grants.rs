@@ -177,3 +177,70 @@ pub async fn plan_file(
     plan.warnings.extend(warnings);
     Ok(plan)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    const VALID: &str = "schema_version = 1\n[[bindings]]\nname = \"a\"\nproject = \"p\"\nenvironment = \"e\"\napplication = \"x\"\nservice = \"s\"\nruntime_class = \"gvisor\"\nhandler = \"runsc\"\n";
+
+    fn scratch(name: &str, text: &str, mode: u32) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("berth-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        path
+    }
+
+    #[test]
+    fn a_draft_breaking_ownership_rules_is_planned_with_a_warning() {
+        // Group- and world-writable: the agent would refuse its own copy.
+        let path = scratch("draft.toml", VALID, 0o666);
+        let (c, warnings) = load_candidate(&path).expect("readable");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(c.bindings.expect("valid content").len(), 1);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("planned anyway"), "{warnings:?}");
+        assert!(c.sha256.is_some());
+    }
+
+    #[test]
+    fn invalid_content_is_the_loaders_problems_and_a_missing_file_an_error() {
+        let path = scratch("bad.toml", "schema_version = 2\n", 0o600);
+        let (c, _) = load_candidate(&path).expect("readable");
+        let _ = std::fs::remove_file(&path);
+        let problems = c.bindings.expect_err("invalid");
+        assert!(
+            problems.iter().any(|p| p.rule == "schema-version"),
+            "{problems:?}"
+        );
+        assert!(load_candidate(Path::new("/nonexistent/berth/grants.toml")).is_err());
+    }
+
+    #[test]
+    fn json_and_yaml_are_the_same_sanitized_document() {
+        let plan = crate::rows::plan::plan_from_store(
+            &crate::store::Store::default(),
+            "berth-agent",
+            &Candidate {
+                source: "x\u{1b}]52;c;ZXZpbA==\u{7}.toml".into(),
+                sha256: None,
+                bindings: Ok(Vec::new()),
+            },
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&render(&plan, Format::Json)).expect("json");
+        let y: serde_json::Value =
+            serde_yaml::from_str(&render(&plan, Format::Yaml)).expect("yaml");
+        assert_eq!(j, y);
+        assert_eq!(j["outcome"], "NoChange");
+        let table = render(&plan, Format::Table);
+        assert!(
+            !table.contains('\u{1b}') && !table.contains('\u{7}'),
+            "{table}"
+        );
+        assert!(!j.to_string().contains('\u{1b}'));
+    }
+}

@@ -476,6 +476,16 @@ async fn pending_file_is_published_planned_and_then_applied_by_the_restart() {
     let (code, out, _) = plan_grants_pending(n, &[]).await;
     assert_eq!(code, 1, "{out}");
 
+    // A file that breaks a file-safety rule (world-writable): Unreadable,
+    // the rule named, planned as exit 1.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let unreadable = wait_pending(&ns, "Unreadable").await;
+    assert!(!unreadable.spec.problems.is_empty());
+    let (code, out, _) = plan_grants_pending(n, &[]).await;
+    assert_eq!(code, 1, "{out}");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+
     // A valid edit: drop "gone", add "newbie". Published with its bindings,
     // planned in the cluster without the file.
     rewrite(&file, &[bind("keep"), bind("newbie")]);
