@@ -3,7 +3,7 @@
 //! the cluster is what the store holds. Also the plan as text lines, every
 //! value from the cluster or the file sanitized.
 
-use berth_shared::analysis::{NodeInfo, binding_from_grant};
+use berth_shared::analysis::{NodeInfo, Workload, WorkloadKind, binding_from_grant};
 use berth_shared::decide::{GrantBinding, ObservedClass};
 use berth_shared::plan::{self, Candidate, ClassEffect, Cluster, Effect, Plan, Stage};
 use berth_shared::sanitize;
@@ -33,6 +33,50 @@ pub fn loaded_bindings(store: &Store, publisher: &str) -> Vec<GrantBinding> {
         .collect()
 }
 
+/// The ControllerRevisions (StatefulSet/DaemonSet rollback revisions) the
+/// agent lists on its RuntimeGrants, Retired ones included: the console
+/// does not watch ControllerRevisions, and each one keeps its grant's class
+/// needed for a rollback.
+fn published_revisions(store: &Store, publisher: &str) -> Vec<Workload> {
+    let mut out: Vec<Workload> = Vec::new();
+    for g in store.grants.values().filter(|g| {
+        g.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(PUBLISHED_BY_LABEL))
+            .is_some_and(|p| p == publisher)
+    }) {
+        let listed = g
+            .status
+            .as_ref()
+            .map(|s| s.retained.as_slice())
+            .unwrap_or_default();
+        for r in listed.iter().filter(|r| r.kind == "ControllerRevision") {
+            if out
+                .iter()
+                .any(|w| w.namespace == r.namespace && w.name == r.name)
+            {
+                continue;
+            }
+            out.push(Workload {
+                kind: WorkloadKind::ControllerRevision,
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+                runtime_class: Some(g.spec.runtime_class.clone()),
+                replicas: 0,
+                ready: 0,
+                managed_by_berth: false,
+                owner: None,
+                is_rollback_revision: true,
+                suspended: false,
+                runtime_profile: None,
+                labels: Default::default(),
+            });
+        }
+    }
+    out
+}
+
 /// The plan of replacing `publisher`'s loaded bindings with `candidate`.
 pub fn plan_from_store(store: &Store, publisher: &str, candidate: &Candidate) -> Plan {
     let runtimes: Vec<_> = store.runtimes.values().cloned().collect();
@@ -43,7 +87,8 @@ pub fn plan_from_store(store: &Store, publisher: &str, candidate: &Candidate) ->
         .map(ObservedClass::from_runtime_class)
         .collect();
     let nodes: Vec<NodeInfo> = store.nodes.values().map(NodeInfo::from_node).collect();
-    let workloads = workloads(store);
+    let mut workloads = workloads(store);
+    workloads.extend(published_revisions(store, publisher));
     plan::plan(
         &loaded_bindings(store, publisher),
         candidate,

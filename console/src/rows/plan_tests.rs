@@ -213,3 +213,36 @@ fn cluster_text_is_sanitized() {
     let text = plan_lines(&plan).join("\n");
     assert!(!text.contains('\u{1b}'), "{text}");
 }
+
+#[test]
+fn rollback_revisions_the_agent_lists_keep_a_class_needed() {
+    let mut s = Store::default();
+    for o in objects() {
+        s.apply(o);
+    }
+    // kata is granted now; a StatefulSet's old revision still names it.
+    s.apply(Object::from(obj::<berth_shared::api::RuntimeGrant>(serde_json::json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "RuntimeGrant",
+        "metadata": {"name": "kata-db", "labels": {PUBLISHED_BY_LABEL: "berth-agent"}},
+        "spec": {"project": "demo", "environment": "production", "application": "analytics",
+                 "service": "db", "runtimeClass": "kata", "handler": "kata-qemu"},
+        "status": {"retained": [{"kind": "ControllerRevision", "namespace": "analytics", "name": "db-7d9"}]}
+    }))));
+    let candidate = Candidate {
+        source: "grants.toml".into(),
+        sha256: None,
+        bindings: Ok(vec![binding("bounded-api", "api", "gvisor", "runsc")]),
+    };
+    let plan = plan_from_store(&s, "berth-agent", &candidate);
+    let kata = plan
+        .classes
+        .iter()
+        .find(|c| c.name == "kata")
+        .expect("kata no longer granted");
+    assert_eq!(
+        kata.effect,
+        berth_shared::plan::ClassEffect::StillNeeded,
+        "{kata:?}"
+    );
+    assert_eq!(kata.rollback_revisions, 1);
+}
