@@ -549,9 +549,11 @@ pub async fn run(ctx: Arc<Context>, grants: Store<RuntimeGrant>, interval: Durat
     }
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut pending = crate::pending_grants::Published::default();
     loop {
         tick.tick().await;
         sync_once(&ctx, &grants).await;
+        crate::pending_grants::sync_once(&ctx, &mut pending).await;
     }
 }
 

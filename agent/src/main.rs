@@ -14,6 +14,7 @@ mod http;
 mod kube_client;
 mod leader;
 mod metrics;
+mod pending_grants;
 mod run;
 
 use clap::{CommandFactory, Parser, Subcommand};

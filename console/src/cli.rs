@@ -93,6 +93,22 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
+    /// Plan a grants file: what the agent would grant, revoke, roll and
+    /// retain if restarted with it (read-only). Exit 0 no change, 2 safe
+    /// changes, 3 a running workload loses its grant or a rollout would
+    /// stall, 1 invalid file.
+    PlanGrants {
+        /// The candidate grants file.
+        #[arg(required_unless_present = "pending", conflicts_with = "pending")]
+        file: Option<PathBuf>,
+        /// Plan the agent's pending file (its PendingGrantsFile: the file on
+        /// its disk that differs from the one it loaded) instead.
+        #[arg(long)]
+        pending: bool,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+        output: Format,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -227,6 +243,27 @@ async fn async_main(cli: Cli) -> Result<()> {
                 read_only: cli.read_only,
             };
             retire_main(&cli, opts).await
+        }
+        Some(Command::PlanGrants {
+            file,
+            pending: _,
+            output,
+        }) => {
+            let plan = crate::plan_grants::plan_file(
+                &cli.connect_options(),
+                cli.scope(),
+                &lease,
+                file.as_deref(),
+            )
+            .await?;
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(crate::plan_grants::render(&plan, *output).as_bytes())?;
+            stdout.flush()?;
+            if plan.exit_code != 0 {
+                std::process::exit(plan.exit_code);
+            }
+            Ok(())
         }
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;

@@ -21,6 +21,7 @@
 pub mod cli;
 pub mod get;
 pub mod model;
+pub mod plan_grants;
 pub mod retire;
 pub mod rows;
 pub mod run;

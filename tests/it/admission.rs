@@ -814,7 +814,11 @@ async fn only_the_agent_writes_runtime_grants() {
         },
         rules: Some(vec![PolicyRule {
             api_groups: Some(vec!["berth.dev".into()]),
-            resources: Some(vec!["runtimegrants".into(), "runtimegrants/status".into()]),
+            resources: Some(vec![
+                "runtimegrants".into(),
+                "runtimegrants/status".into(),
+                "pendinggrantsfiles".into(),
+            ]),
             verbs: [
                 "get", "list", "watch", "create", "update", "patch", "delete",
             ]
@@ -954,6 +958,53 @@ async fn only_the_agent_writes_runtime_grants() {
         .delete(&name, &DeleteParams::default())
         .await
         .expect("agent deletes");
+
+    // The agent's pending grants file is protected the same way.
+    let pending = |name: &str| -> berth_shared::api::PendingGrantsFile {
+        serde_json::from_value(json!({
+            "apiVersion": "berth.dev/v1alpha1",
+            "kind": "PendingGrantsFile",
+            "metadata": {"name": name, "labels": {"berth.dev/it-vap": id}},
+            "spec": {"verdict": "Valid"}
+        }))
+        .expect("pending")
+    };
+    let agent_p: Api<berth_shared::api::PendingGrantsFile> = Api::all(agent_client().await);
+    let pname = format!("{id}-p");
+    agent_p
+        .create(&pp, &pending(&pname))
+        .await
+        .expect("agent creates a PendingGrantsFile");
+    for (who, client) in [
+        ("berth-restricted", restricted_client().await),
+        ("admin", admin.clone()),
+    ] {
+        let api: Api<berth_shared::api::PendingGrantsFile> = Api::all(client);
+        let (code, msg) = refusal(
+            api.create(&pp, &pending(&format!("{id}-p{who}"))).await,
+            &format!("{who} create pending"),
+        );
+        assert_eq!(code, 403, "{who}: {msg}");
+        let (_, msg) = refusal(
+            api.patch(
+                &pname,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"verdict": "Invalid"}})),
+            )
+            .await,
+            &format!("{who} update pending"),
+        );
+        assert!(msg.contains("may not UPDATE"), "{who}: {msg}");
+        let (_, msg) = refusal(
+            api.delete(&pname, &DeleteParams::default()).await,
+            &format!("{who} delete pending"),
+        );
+        assert!(msg.contains("may not DELETE"), "{who}: {msg}");
+    }
+    agent_p
+        .delete(&pname, &DeleteParams::default())
+        .await
+        .expect("agent deletes its PendingGrantsFile");
 
     // Clean up (the binding first: it is what protects the objects).
     let _ = bindings.delete(&id, &DeleteParams::default()).await;

@@ -193,7 +193,11 @@ fn args_of(container: &Value) -> Vec<String> {
 fn chart_crd_copies_match_assets() {
     let update = std::env::var_os("BERTH_UPDATE_GOLDEN").is_some();
     let mut drifted = Vec::new();
-    for crd in ["runtimes.berth.dev.yaml", "runtimegrants.berth.dev.yaml"] {
+    for crd in [
+        "runtimes.berth.dev.yaml",
+        "runtimegrants.berth.dev.yaml",
+        "pendinggrantsfiles.berth.dev.yaml",
+    ] {
         let want = read(&assets().join("crds").join(crd));
         let path = chart().join("files/crds").join(crd);
         if std::fs::read_to_string(&path).unwrap_or_default() != want {

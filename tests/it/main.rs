@@ -18,5 +18,6 @@ mod console;
 mod crds;
 mod foundation;
 mod image;
+mod plan_grants;
 mod retire;
 mod version;

@@ -31,6 +31,7 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
         ":ns picks from a list, :ns NAME, :ns all",
     ),
     ("ctx", &["context"], "switch kubeconfig context: :ctx NAME"),
+    ("plan", &["pending"], "plan of the pending grants file"),
     ("help", &[], "show the keys"),
     ("q", &["quit", "q!"], "quit"),
 ];
@@ -207,6 +208,9 @@ fn drill_down(app: &mut App) -> Vec<Effect> {
         Screen::List(v) => match app.selected_ref(v) {
             Some(RowRef::Runtime(key)) => app.open(Screen::Rollout(key)),
             Some(RowRef::Namespace(n)) => switch_scope(app, Scope::Namespace(n)),
+            // The RestartRequired indication leads to what the restart
+            // would do.
+            Some(RowRef::Grant(name)) if restart_required(app, &name) => app.open(Screen::Plan),
             Some(r) => {
                 let (kind, key) = r.object();
                 app.open(Screen::Details(kind, key))
@@ -214,8 +218,16 @@ fn drill_down(app: &mut App) -> Vec<Effect> {
             None => Vec::new(),
         },
         Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
-        Screen::Details(..) => Vec::new(),
+        Screen::Details(..) | Screen::Plan => Vec::new(),
     }
+}
+
+/// Whether the grant row `name` says the agent's file changed on disk.
+fn restart_required(app: &App, name: &str) -> bool {
+    app.derived
+        .grants
+        .iter()
+        .any(|g| g.name == name && g.restart_required)
 }
 
 fn details(app: &mut App) -> Vec<Effect> {
@@ -228,7 +240,7 @@ fn details(app: &mut App) -> Vec<Effect> {
             None => Vec::new(),
         },
         Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
-        Screen::Details(..) => Vec::new(),
+        Screen::Details(..) | Screen::Plan => Vec::new(),
     }
 }
 
@@ -445,6 +457,7 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
         Some("grants") => app.open(Screen::List(ListView::Grants)),
         Some("handlers") => app.open(Screen::List(ListView::Handlers)),
         Some("retained") => app.open(Screen::List(ListView::Retained)),
+        Some("plan") => app.open(Screen::Plan),
         Some("help") => {
             app.show_help = true;
             app.help_scroll = 0;

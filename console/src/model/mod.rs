@@ -128,6 +128,8 @@ pub enum Screen {
     Rollout(ObjKey),
     /// YAML and events of one object.
     Details(Kind, ObjKey),
+    /// The plan of the agent's pending grants file (`:plan`).
+    Plan,
 }
 
 impl Screen {
@@ -163,6 +165,18 @@ impl Screen {
                 if *kind == Kind::RuntimeClass {
                     v.extend(workloads);
                 }
+                v
+            }
+            Screen::Plan => {
+                let mut v = vec![
+                    Kind::PendingGrantsFile,
+                    Kind::RuntimeGrant,
+                    Kind::Runtime,
+                    Kind::Namespace,
+                    Kind::RuntimeClass,
+                    Kind::Node,
+                ];
+                v.extend(workloads);
                 v
             }
         }

@@ -6,6 +6,7 @@
 pub mod grants;
 pub mod handlers;
 pub mod namespaces;
+pub mod plan;
 pub mod retained;
 pub mod rollout;
 pub mod runtimes;

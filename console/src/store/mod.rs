@@ -7,7 +7,7 @@ pub mod ingest;
 
 use std::collections::BTreeMap;
 
-use berth_shared::api::{Runtime, RuntimeGrant};
+use berth_shared::api::{PendingGrantsFile, Runtime, RuntimeGrant};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -137,4 +137,5 @@ kinds! {
     Event => Event, events, "Event", true;
     Lease => Lease, leases, "Lease", true;
     Namespace => Namespace, namespaces, "Namespace", false;
+    PendingGrantsFile => PendingGrantsFile, pending_files, "PendingGrantsFile", false;
 }

@@ -7,6 +7,7 @@ pub mod command;
 pub mod details;
 pub mod help;
 pub mod list;
+pub mod plan;
 pub mod review;
 pub mod rollout;
 pub mod statusbar;
@@ -57,6 +58,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Screen::List(v) => list::List(*v).draw(app, frame, main),
         Screen::Rollout(_) => rollout::RolloutView.draw(app, frame, main),
         Screen::Details(..) => details::DetailsView.draw(app, frame, main),
+        Screen::Plan => plan::PlanView.draw(app, frame, main),
     }
     statusbar::StatusBar.draw(app, frame, status);
     command::CommandLine.draw(app, frame, bottom);
@@ -120,6 +122,10 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         }
         Screen::List(ListView::Namespaces) => spans.push(Span::styled(
             " › namespaces: Enter switches ",
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )),
+        Screen::Plan => spans.push(Span::styled(
+            " › plan of the pending grants file ",
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
         )),
         Screen::List(_) => {}

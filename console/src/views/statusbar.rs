@@ -77,6 +77,17 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
             ),
         );
     }
+    // The agent's grants file changed on disk: say so, and where the
+    // plan of the change is.
+    if app.derived.grants.iter().any(|g| g.restart_required) {
+        push(
+            &mut spans,
+            Span::styled(
+                "restart required: :plan",
+                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            ),
+        );
+    }
     if let Some(target) = &app.switching {
         push(
             &mut spans,

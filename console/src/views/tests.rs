@@ -567,3 +567,47 @@ fn details_scroll_stops_at_the_end() {
     keys(&mut app, "k");
     assert_eq!(app.scroll, end - 1);
 }
+
+#[test]
+fn plan_view_shows_the_pending_file_revocations_first_and_is_reachable() {
+    let mut objs = crate::rows::plan::tests::objects();
+    objs.push(crate::rows::plan::tests::pending());
+    let mut app = fixtures::app_with(objs);
+    // `:plan` opens it.
+    key(&mut app, KeyCode::Char(':'));
+    keys(&mut app, "plan");
+    key(&mut app, KeyCode::Enter);
+    assert!(matches!(app.screen(), crate::model::Screen::Plan));
+    let buf = render(&mut app, 140, 24);
+    let text = text_of(&buf);
+    let revoke = text.find("REVOKE").expect("revocation shown");
+    let roll = text.find("ROLL").expect("roll shown");
+    assert!(revoke < roll, "{text}");
+    snap("plan", &mut app);
+    // Back, then from the RestartRequired indication: the status bar names
+    // it and Enter on a grant whose file changed opens the plan.
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char('2'));
+    let buf = render(&mut app, 140, 24);
+    assert!(
+        line_with(&buf, "restart required: :plan").is_some(),
+        "{}",
+        text_of(&buf)
+    );
+    key(&mut app, KeyCode::Enter);
+    assert!(matches!(app.screen(), crate::model::Screen::Plan));
+}
+
+#[test]
+fn plan_view_without_a_pending_file_says_so() {
+    let mut app = fixtures::app_with(crate::rows::plan::tests::objects());
+    key(&mut app, KeyCode::Char(':'));
+    keys(&mut app, "plan");
+    key(&mut app, KeyCode::Enter);
+    let buf = render(&mut app, 140, 24);
+    assert!(
+        line_with(&buf, "No pending grants file").is_some(),
+        "{}",
+        text_of(&buf)
+    );
+}

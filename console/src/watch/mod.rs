@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::path::PathBuf;
 
-use berth_shared::api::{Runtime, RuntimeGrant};
+use berth_shared::api::{PendingGrantsFile, Runtime, RuntimeGrant};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -265,6 +265,12 @@ fn spawn_kind(
             tx,
         ),
         Kind::Namespace => spawn(Api::<Namespace>::all(client), cfg, tx),
+        // Only this agent's (named after its Lease).
+        Kind::PendingGrantsFile => spawn(
+            Api::<PendingGrantsFile>::all(client),
+            cfg.fields(&format!("metadata.name={}", lease.1)),
+            tx,
+        ),
     }
 }
 
@@ -387,6 +393,14 @@ pub async fn load(
                 }
             }
             Kind::Namespace => list(Api::<Namespace>::all(client)).await?,
+            Kind::PendingGrantsFile => {
+                let api = Api::<PendingGrantsFile>::all(client);
+                match api.get_opt(&agent_lease.1).await {
+                    Ok(p) => p.and_then(prepare).map(Object::from).into_iter().collect(),
+                    // Optional, as the Lease: older installs lack the CRD.
+                    Err(_) => Vec::new(),
+                }
+            }
         };
         store.replace(kind, objs);
     }

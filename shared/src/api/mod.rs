@@ -10,6 +10,7 @@
 mod conditions;
 mod grant;
 pub mod patterns;
+mod pending;
 mod runtime;
 mod schema;
 
@@ -23,6 +24,10 @@ pub use conditions::{condition_types, reasons};
 pub use grant::{
     GrantSource, NodeCoverage, ObjectRef, RuntimeGrant, RuntimeGrantSpec, RuntimeGrantStatus,
     WorkloadRef,
+};
+pub use pending::{
+    MAX_PENDING_PROBLEMS, PendingBinding, PendingGrantsFile, PendingGrantsFileSpec, PendingProblem,
+    PendingVerdict,
 };
 pub use runtime::{
     AutoscalingSpec, ConcurrencyPolicy, ConfigSpec, DEFAULT_ACTIVE_DEADLINE_SECONDS,
@@ -55,9 +60,14 @@ pub enum CrdError {
     },
 }
 
-/// Every CRD berth installs, in a stable order (Runtime, RuntimeGrant).
+/// Every CRD berth installs, in a stable order (Runtime, RuntimeGrant,
+/// PendingGrantsFile).
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![Runtime::crd(), RuntimeGrant::crd()]
+    vec![
+        Runtime::crd(),
+        RuntimeGrant::crd(),
+        PendingGrantsFile::crd(),
+    ]
 }
 
 /// One CRD as YAML (a single document, no `---`).

@@ -44,14 +44,25 @@ fn crd_names_and_scopes() {
         .iter()
         .map(|c| c.metadata.name.clone().unwrap_or_default())
         .collect();
-    assert_eq!(names, ["runtimes.berth.dev", "runtimegrants.berth.dev"]);
+    assert_eq!(
+        names,
+        [
+            "runtimes.berth.dev",
+            "runtimegrants.berth.dev",
+            "pendinggrantsfiles.berth.dev"
+        ]
+    );
     assert_eq!(crds[0].spec.scope, "Namespaced");
     assert_eq!(crds[1].spec.scope, "Cluster");
+    assert_eq!(crds[2].spec.scope, "Cluster");
     for crd in &crds {
         assert_eq!(
             crd.spec.names.categories.as_deref(),
             Some(&["berth".to_string()][..])
         );
+    }
+    // PendingGrantsFile has no status (its one writer sets the spec).
+    for crd in &crds[..2] {
         let version = &crd.spec.versions[0];
         assert!(
             version
@@ -75,8 +86,12 @@ fn crd_names_and_scopes() {
         crds[1].spec.names.short_names.as_deref(),
         Some(&["rtg".to_string()][..])
     );
+    assert_eq!(
+        crds[2].spec.names.short_names.as_deref(),
+        Some(&["pgf".to_string()][..])
+    );
     let yaml = crds_yaml().expect("yaml");
-    assert_eq!(yaml.matches("---\n").count(), 2);
+    assert_eq!(yaml.matches("---\n").count(), 3);
 }
 
 #[test]
