@@ -49,7 +49,7 @@ async fn raw_list(client: &Client, kind: Kind) -> usize {
         Kind::CronJob => n(Api::<CronJob>::all(c)).await,
         Kind::Event => n(Api::<Event>::all(c)).await,
         Kind::Namespace => n(Api::<Namespace>::all(c)).await,
-        Kind::Lease => 0,
+        Kind::Lease | Kind::PendingGrantsFile => 0,
     }
 }
 
