@@ -1,4 +1,4 @@
-//! Publishes one `RuntimeGrant` per loaded binding (DESIGN §2): created,
+//! Publishes one `RuntimeGrant` per loaded binding (docs/architecture.md §4): created,
 //! updated and pruned to match the file, with a status computed from the
 //! caches — class present, handler match, overhead/scheduling, deleting,
 //! nodes reporting the handler, Runtimes using the grant, retained

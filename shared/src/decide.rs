@@ -1,4 +1,4 @@
-//! The grant decision (DESIGN §3, step 2): a pure function from what the
+//! The grant decision (docs/architecture.md §5, step 2): a pure function from what the
 //! agent read — the loaded bindings, the Runtime's identity, the requested
 //! profile, the RuntimeClass as observed, and what was decided last time —
 //! to one [`Decision`] with a stable reason and a human message.
@@ -126,7 +126,7 @@ pub enum IdentityError {
     },
 }
 
-/// Whether `value` matches `[a-z]([-a-z0-9]{0,38}[a-z0-9])?` (DESIGN §1).
+/// Whether `value` matches `[a-z]([-a-z0-9]{0,38}[a-z0-9])?` (docs/grants-file.md).
 /// Hand-written so this crate needs no regex engine for one pattern.
 pub fn is_scope_name(value: &str) -> bool {
     let bytes = value.as_bytes();

@@ -1,5 +1,5 @@
-//! Untrusted text from the cluster made safe to show in a terminal (DESIGN
-//! §4): every name, label, annotation, condition and event message may hold
+//! Untrusted text from the cluster made safe to show in a terminal
+//! (docs/architecture.md §7): every name, label, annotation, condition and event message may hold
 //! escape sequences that would move the cursor, retitle the window, write
 //! the clipboard (OSC 52) or reorder text (bidi overrides).
 //!

@@ -1,4 +1,4 @@
-//! One admission review: `AdmissionReview` in, verdict out (DESIGN §3
+//! One admission review: `AdmissionReview` in, verdict out (docs/architecture.md §5
 //! "Acceptance").
 //!
 //! The verdict reuses the controller's pure [`decide`] function, so

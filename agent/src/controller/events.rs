@@ -1,4 +1,4 @@
-//! Events that alarm only on trouble (DESIGN amendment "Events").
+//! Events that alarm only on trouble (docs/drift-and-events.md).
 //!
 //! A Runtime is *in trouble* when one of its conditions is in a bad state:
 //! Blocked, Degraded, ProfileGranted=False, HandlerReady=False or a rollout

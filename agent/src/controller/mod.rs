@@ -1,4 +1,4 @@
-//! The Runtime controller (DESIGN §3): a kube-runtime `Controller` for
+//! The Runtime controller (docs/architecture.md §5): a kube-runtime `Controller` for
 //! Runtime that owns every managed kind and watches RuntimeClasses,
 //! Namespaces (metadata only) and Nodes (filtered to the fields that
 //! matter). Each reconcile is read → decide → render → apply → status; only

@@ -1,7 +1,7 @@
 //! Condition types and reasons with stable strings: the console, alerts and
 //! tests match on these, so they never change once released.
 
-/// Condition types on a Runtime (DESIGN §3 "Status").
+/// Condition types on a Runtime (docs/architecture.md §6).
 pub mod condition_types {
     /// The requested profile is granted (or none is requested).
     pub const PROFILE_GRANTED: &str = "ProfileGranted";

@@ -1,4 +1,4 @@
-//! The grants file (DESIGN.md §1): a strict, safe loader.
+//! The grants file (docs/grants-file.md): a strict, safe loader.
 //!
 //! The grants file is the only source of grants; it decides which service may
 //! run on which RuntimeClass, so it is treated like sudoers:

@@ -1,4 +1,4 @@
-//! Table tests for the grants loader: every rule of DESIGN.md §1.
+//! Table tests for the grants loader: every rule of docs/grants-file.md.
 //!
 //! Test files live under a *trusted* base directory, because the loader
 //! refuses any file whose parent directories are writable by others — and
