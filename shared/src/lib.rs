@@ -12,3 +12,4 @@ pub mod grants;
 pub mod quantity;
 pub mod render;
 pub mod sanitize;
+pub mod status;

@@ -143,17 +143,11 @@ pub async fn publish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use k8s_openapi::jiff::Timestamp;
 
     fn c(t: &str, s: &str, r: &str) -> Condition {
         Condition {
-            type_: t.into(),
             status: s.into(),
-            reason: r.into(),
-            message: String::new(),
-            observed_generation: None,
-            last_transition_time: Time(Timestamp::UNIX_EPOCH),
+            ..berth_shared::api::condition::unknown(t, r, "")
         }
     }
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use berth_shared::analysis::NodeInfo;
-use berth_shared::api::{API_VERSION, Runtime, reasons};
+use berth_shared::api::{Runtime, RuntimeStatus};
 use berth_shared::decide::Identity;
 use berth_shared::render::{self, labels::MANAGED_BY};
 use futures::{FutureExt, Stream, StreamExt};
@@ -32,7 +32,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, Servi
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -40,9 +39,7 @@ use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use self::context::{Context, FIELD_MANAGER, Stores};
-use self::ownership::owned_by;
-use self::status::{Hold, StatusInput};
+use self::context::{Context, Stores};
 
 /// Label selector of every object berth manages.
 pub fn managed_selector() -> String {
@@ -450,53 +447,26 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
     result.map(|(action, _)| action)
 }
 
+/// The pipeline; `Ok((action, blocked))`.
 async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bool), Error> {
     if runtime.meta().deletion_timestamp.is_some() {
         // Garbage collection removes owned objects; nothing to do.
         return Ok((Action::await_change(), false));
     }
-    let ns = runtime.namespace().unwrap_or_default();
-    let uid = runtime.uid().unwrap_or_default();
 
     // 1–2. read + decide (caches only)
     let snapshot = read::read(ctx, runtime);
-    let decision = &snapshot.decision;
-    // The namespace's identity labels only matter for a grant: a Runtime
-    // without a profile runs on the default runtime wherever it is, and
-    // retirement (suspend) is always carried out.
-    let wants_profile = runtime
-        .spec
-        .runtime_profile
-        .as_deref()
-        .is_some_and(|p| !p.is_empty());
-    let hold = match &snapshot.identity {
-        Err(e) if wants_profile && !runtime.spec.suspend => Hold::Blocked {
-            reason: reasons::IDENTITY_INCOMPLETE.to_string(),
-            message: format!("{e}; managed objects are not created or changed"),
-        },
-        // Clearing the profile makes the decision NotRequested, which
-        // allows changes anyway.
-        _ if !decision.allows_changes() && !runtime.spec.suspend => Hold::Blocked {
-            reason: decision.reason().to_string(),
-            message: decision.message(),
-        },
-        // One Runtime per identity: a copy would inherit the holder's grant.
-        // Checked after the grant decision, so a copy that would be refused
-        // anyway keeps saying why; suspend is still carried out.
-        _ if !runtime.spec.suspend => match &snapshot.identity_taken {
-            Some(message) => Hold::Blocked {
-                reason: reasons::IDENTITY_TAKEN.to_string(),
-                message: format!("{message}; managed objects are not created or changed"),
-            },
-            None => Hold::None,
-        },
-        _ => Hold::None,
-    };
+    let hold = berth_shared::status::hold(
+        runtime,
+        snapshot.identity.as_ref(),
+        &snapshot.decision,
+        snapshot.identity_taken.as_deref(),
+    );
 
     // 3–4. render + apply
     let mut applied = None;
     let mut render_error = None;
-    if hold == Hold::None {
+    if !hold.is_blocked() {
         // Without the namespace labels the identity labels are empty.
         let identity = snapshot.identity.clone().unwrap_or_else(|_| Identity {
             project: String::new(),
@@ -504,90 +474,24 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
             application: runtime.spec.application.clone(),
             service: runtime.spec.service.clone(),
         });
-        match render::render(runtime, &identity, decision) {
+        match render::render(runtime, &identity, &snapshot.decision) {
             Ok(rendered) => applied = Some(apply::apply_all(ctx, runtime, &rendered).await),
             Err(e) => render_error = Some(e.to_string()),
         }
     }
 
     // 5. status
-    let names = render::Names::for_runtime(&runtime.name_any());
-    let deployment = ctx
-        .stores
-        .deployments
-        .get(&ObjectRef::new(&names.workload).within(&ns))
-        .filter(|d| owned_by(d.meta(), &uid));
-    let replica_sets: Vec<_> = match &deployment {
-        Some(d) => {
-            let duid = d.uid().unwrap_or_default();
-            ctx.stores
-                .replica_sets
-                .state()
-                .into_iter()
-                .filter(|rs| {
-                    rs.owner_references()
-                        .iter()
-                        .any(|o| o.uid == duid && o.controller == Some(true))
-                })
-                .collect()
-        }
-        None => Vec::new(),
-    };
-    let nodes: Vec<NodeInfo> = ctx
-        .stores
-        .nodes
-        .state()
-        .iter()
-        .map(|n| NodeInfo::from_node(n))
-        .collect();
-    let mut new_status = status::compute(&StatusInput {
+    let new_status = status::compute(
         runtime,
-        snapshot: &snapshot,
-        hold: &hold,
-        applied: applied.as_ref(),
-        render_error: render_error.as_deref(),
-        deployment: deployment.as_deref(),
-        replica_sets: &replica_sets,
-        nodes: &nodes,
-    });
-    identity::withhold_grant(&mut new_status, &hold);
-    status::merge_transition_times(&mut new_status, runtime.status.as_ref());
+        &snapshot,
+        &hold,
+        applied.as_ref(),
+        render_error.as_deref(),
+    );
     if runtime.status.as_ref() != Some(&new_status) {
-        let changed: Vec<&str> = new_status
-            .conditions
-            .iter()
-            .filter(|c| {
-                runtime
-                    .status
-                    .as_ref()
-                    .is_none_or(|o| !o.conditions.contains(c))
-            })
-            .map(|c| c.type_.as_str())
-            .collect();
-        tracing::info!(
-            runtime = %runtime.name_any(),
-            namespace = %ns,
-            changed_conditions = ?changed,
-            "writing status"
-        );
-        let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
-        let body = serde_json::json!({
-            "apiVersion": API_VERSION,
-            "kind": "Runtime",
-            "status": new_status,
-        });
-        api.patch_status(
-            &runtime.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&body),
-        )
-        .await
-        .map_err(Error::Status)?;
-        ctx.metrics.write("Runtime", "status");
-        events::publish(ctx, runtime, runtime.status.as_ref(), &new_status).await;
+        write_status(ctx, runtime, &new_status).await?;
     }
 
-    let blocked = matches!(hold, Hold::Blocked { .. });
     if let Some(a) = &applied
         && !a.errors.is_empty()
     {
@@ -599,5 +503,29 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
     } else {
         Action::requeue(ctx.settings.resync)
     };
-    Ok((action, blocked))
+    Ok((action, hold.is_blocked()))
+}
+
+/// Writes a changed status and raises the Events its transitions call for.
+async fn write_status(ctx: &Context, runtime: &Runtime, new: &RuntimeStatus) -> Result<(), Error> {
+    let ns = runtime.namespace().unwrap_or_default();
+    let old = runtime.status.as_ref();
+    let changed: Vec<&str> = new
+        .conditions
+        .iter()
+        .filter(|c| old.is_none_or(|o| !o.conditions.contains(c)))
+        .map(|c| c.type_.as_str())
+        .collect();
+    tracing::info!(
+        runtime = %runtime.name_any(),
+        namespace = %ns,
+        changed_conditions = ?changed,
+        "writing status"
+    );
+    let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
+    status::write(ctx, &api, &runtime.name_any(), new)
+        .await
+        .map_err(Error::Status)?;
+    events::publish(ctx, runtime, old, new).await;
+    Ok(())
 }

@@ -33,6 +33,17 @@ pub mod condition_types {
     ];
 }
 
+/// Condition types on a RuntimeGrant (docs/architecture.md §6).
+pub mod grant_condition_types {
+    /// The granted class exists, names the handler and is supported.
+    pub const CLASS_READY: &str = "ClassReady";
+    /// The grants file on disk changed since it was loaded.
+    pub const RESTART_REQUIRED: &str = "RestartRequired";
+    /// The binding left the grants file but workloads still need the
+    /// class's handler.
+    pub const RETIRED: &str = "Retired";
+}
+
 /// Condition reasons. Grant decisions use the reasons of
 /// [`crate::decide::Decision::reason`], listed here too.
 pub mod reasons {
@@ -93,4 +104,13 @@ pub mod reasons {
     pub const IMAGE_CHANGING: &str = "ImageChanging";
     /// The image is the one last rolled out.
     pub const IMAGE_CURRENT: &str = "ImageCurrent";
+
+    /// The grant's RuntimeClass is usable (reason of `ClassReady`).
+    pub const CLASS_READY: &str = "ClassReady";
+    /// The grants file on disk differs from the one loaded.
+    pub const FILE_CHANGED: &str = "FileChanged";
+    /// The grants file on disk is the one loaded.
+    pub const FILE_CURRENT: &str = "FileCurrent";
+    /// The grant's binding left the grants file.
+    pub const BINDING_REMOVED: &str = "BindingRemoved";
 }
