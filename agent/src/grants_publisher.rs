@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use berth_shared::analysis::{self, NodeInfo, WorkloadSources};
 use berth_shared::api::condition;
+use berth_shared::api::meta::{MANAGED_BY_AGENT, MANAGED_BY_LABEL};
 use berth_shared::api::{
     API_VERSION, GrantSource, NodeCoverage, ObjectRef as ApiObjectRef, RuntimeGrant,
     RuntimeGrantSpec, RuntimeGrantStatus, WorkloadRef, grant_condition_types as gct, reasons,
@@ -28,8 +29,6 @@ use crate::controller::status;
 
 /// Most retained workloads listed per grant.
 pub const MAX_RETAINED: usize = 100;
-/// Label on every published RuntimeGrant: `berth-agent`.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Label naming the agent (its lease name) that published a RuntimeGrant;
 /// an agent prunes only its own.
 pub const PUBLISHED_BY_LABEL: &str = "berth.dev/published-by";
@@ -302,7 +301,7 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
         let publisher = ctx.settings.publisher.as_str();
         let labelled = existing.as_ref().is_some_and(|g| {
             g.labels().get(PUBLISHED_BY_LABEL).map(String::as_str) == Some(publisher)
-                && g.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some("berth-agent")
+                && g.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_AGENT)
         });
         if existing
             .as_ref()
@@ -312,7 +311,7 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
                 "apiVersion": API_VERSION,
                 "kind": "RuntimeGrant",
                 "metadata": {"name": binding.name, "labels": {
-                    MANAGED_BY_LABEL: "berth-agent",
+                    MANAGED_BY_LABEL: MANAGED_BY_AGENT,
                     PUBLISHED_BY_LABEL: publisher,
                 }},
                 "spec": spec,

@@ -3,9 +3,8 @@
 //! profile, the RuntimeClass as observed, and what was decided last time —
 //! to one [`Decision`] with a stable reason and a human message.
 //!
-//! It takes bindings as a slice of [`GrantBinding`] rather than the grants
-//! loader's own type, so this module and the loader stay independent; the
-//! agent converts once after loading.
+//! It takes bindings as a slice of [`GrantBinding`], the grants loader's
+//! binding type.
 
 use std::collections::BTreeMap;
 
@@ -19,50 +18,9 @@ pub const PROJECT_LABEL: &str = "berth.dev/project";
 /// Namespace label naming the environment (set by cluster admins).
 pub const ENVIRONMENT_LABEL: &str = "berth.dev/environment";
 
-/// One grant: who (project, environment, application, service) may run with
-/// which RuntimeClass under which alias.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct GrantBinding {
-    /// The alias Runtimes select with `spec.runtimeProfile`.
-    pub name: String,
-    /// Project (Namespace label).
-    pub project: String,
-    /// Environment (Namespace label).
-    pub environment: String,
-    /// Application (`spec.application`).
-    pub application: String,
-    /// Service (`spec.service`).
-    pub service: String,
-    /// The granted RuntimeClass.
-    pub runtime_class: String,
-    /// The handler the RuntimeClass must name.
-    pub handler: String,
-}
-
-/// A loaded grants-file binding is exactly the grant [`decide`] checks.
-impl From<&crate::grants::Binding> for GrantBinding {
-    fn from(b: &crate::grants::Binding) -> Self {
-        Self {
-            name: b.name.clone(),
-            project: b.project.clone(),
-            environment: b.environment.clone(),
-            application: b.application.clone(),
-            service: b.service.clone(),
-            runtime_class: b.runtime_class.clone(),
-            handler: b.handler.clone(),
-        }
-    }
-}
-
-impl GrantBinding {
-    /// Whether this binding is for exactly this identity (no wildcards).
-    pub fn matches(&self, identity: &Identity) -> bool {
-        self.project == identity.project
-            && self.environment == identity.environment
-            && self.application == identity.application
-            && self.service == identity.service
-    }
-}
+/// One grant: a binding of the loaded grants file, exactly as loaded (one
+/// type, so the grant the loader accepted is the grant decide checks).
+pub use crate::grants::Binding as GrantBinding;
 
 /// Who a Runtime is: project and environment from its Namespace's labels
 /// (so a namespace tenant cannot claim another project's grant), application
@@ -126,19 +84,12 @@ pub enum IdentityError {
     },
 }
 
-/// Whether `value` matches `[a-z]([-a-z0-9]{0,38}[a-z0-9])?` (docs/grants-file.md).
-/// Hand-written so this crate needs no regex engine for one pattern.
+/// Whether `value` is a valid project, environment, application or service
+/// name (`[a-z]([-a-z0-9]{0,38}[a-z0-9])?`, the CRD's
+/// [`crate::api::patterns::SCOPE_NAME`]): the grants file's own rule, so a
+/// Namespace label is held to exactly what a binding may name.
 pub fn is_scope_name(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
-        return false;
-    };
-    bytes.len() <= 40
-        && first.is_ascii_lowercase()
-        && (last.is_ascii_lowercase() || last.is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+    crate::grants::validate::identity(value).is_ok()
 }
 
 /// Project and environment from a Namespace's labels.

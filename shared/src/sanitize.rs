@@ -89,6 +89,16 @@ pub fn value(input: &str) -> String {
     line(input, MAX_VALUE_CHARS)
 }
 
+/// Bound for one short line shown in the console: typed input, a cell, a
+/// name in a review (characters).
+pub const MAX_SHORT_CHARS: usize = 256;
+
+/// [`line`] with [`MAX_SHORT_CHARS`]: the one cleaning every console layer
+/// uses for short text it shows.
+pub fn short(input: &str) -> String {
+    line(input, MAX_SHORT_CHARS)
+}
+
 /// [`line`] with [`MAX_NAME_CHARS`].
 pub fn name(input: &str) -> String {
     line(input, MAX_NAME_CHARS)

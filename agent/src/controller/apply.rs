@@ -41,7 +41,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::context::{Context, FIELD_MANAGER};
-use super::ownership::owned_by;
+// Only objects whose controller is the Runtime are ever changed or deleted.
+use berth_shared::api::meta::controlled_by_uid as owned_by;
 
 /// Annotation holding the hash of the object as last applied.
 pub const APPLIED_HASH_ANNOTATION: &str = "berth.dev/applied-hash";

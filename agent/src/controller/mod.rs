@@ -8,7 +8,6 @@ pub mod apply;
 pub mod context;
 pub mod events;
 pub mod identity;
-pub mod ownership;
 pub mod read;
 pub mod status;
 
@@ -19,9 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use berth_shared::analysis::NodeInfo;
+use berth_shared::api::meta::managed_selector;
 use berth_shared::api::{Runtime, RuntimeStatus};
 use berth_shared::decide::Identity;
-use berth_shared::render::{self, labels::MANAGED_BY};
+use berth_shared::render;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
@@ -40,11 +40,6 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use self::context::{Context, Stores};
-
-/// Label selector of every object berth manages.
-pub fn managed_selector() -> String {
-    format!("app.kubernetes.io/managed-by={MANAGED_BY}")
-}
 
 /// Reconcile errors (each retried with per-object exponential backoff).
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +61,7 @@ fn strip<K: Resource>(obj: &mut K) {
 /// pods: owner, class, profile annotation, berth label, phase, Ready):
 /// pods are the most numerous objects of a cluster.
 fn strip_pod(pod: &mut Pod) {
-    use berth_shared::analysis::MANAGED_BY_LABEL;
+    use berth_shared::api::meta::MANAGED_BY_LABEL;
     use berth_shared::render::RUNTIME_PROFILE_ANNOTATION;
     let meta = &mut pod.metadata;
     meta.managed_fields = None;

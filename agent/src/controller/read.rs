@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use berth_shared::analysis::NodeInfo;
 use berth_shared::api::Runtime;
+use berth_shared::api::meta::controlled_by_uid;
 use berth_shared::claims::{self, Claim};
 use berth_shared::decide::{self, DecideInput, Decision, Identity, IdentityError, ObservedClass};
 use berth_shared::render::Names;
@@ -18,7 +19,6 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
 use super::context::Context;
-use super::ownership::owned_by;
 
 /// What was read and decided for one Runtime.
 #[derive(Debug)]
@@ -105,7 +105,7 @@ fn workload(ctx: &Context, runtime: &Runtime) -> (Option<Arc<Deployment>>, Vec<A
         .stores
         .deployments
         .get(&ObjectRef::new(&names.workload).within(&ns))
-        .filter(|d| owned_by(d.meta(), &uid));
+        .filter(|d| controlled_by_uid(d.meta(), &uid));
     let replica_sets = match &deployment {
         Some(d) => {
             let duid = d.uid().unwrap_or_default();
@@ -113,11 +113,7 @@ fn workload(ctx: &Context, runtime: &Runtime) -> (Option<Arc<Deployment>>, Vec<A
                 .replica_sets
                 .state()
                 .into_iter()
-                .filter(|rs| {
-                    rs.owner_references()
-                        .iter()
-                        .any(|o| o.uid == duid && o.controller == Some(true))
-                })
+                .filter(|rs| controlled_by_uid(rs.meta(), &duid))
                 .collect()
         }
         None => Vec::new(),

@@ -10,6 +10,7 @@
 pub mod condition;
 mod conditions;
 mod grant;
+pub mod meta;
 pub mod patterns;
 mod runtime;
 mod schema;

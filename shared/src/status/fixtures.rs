@@ -9,8 +9,8 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::rollout::REVISION_ANNOTATION;
 use crate::analysis::NodeInfo;
+use crate::api::meta::REVISION_ANNOTATION;
 use crate::api::{ImageSpec, Runtime, RuntimeSpec};
 use crate::decide::{Decision, Identity};
 

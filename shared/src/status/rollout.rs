@@ -3,13 +3,10 @@
 //! Upgrading are computed from.
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::api::meta::{self, template_image};
 use crate::api::{RolloutPhase, RolloutStatus, Runtime};
-
-/// The annotation the Deployment controller numbers revisions with, on
-/// Deployments and their ReplicaSets.
-pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
 
 /// [`rollout`]'s result.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,21 +28,9 @@ pub fn deployment_condition<'a>(
         .and_then(|cs| cs.iter().find(|c| c.type_ == type_))
 }
 
-/// The image of a pod template's first container (the Runtime's one).
-pub fn template_image(t: Option<&PodTemplateSpec>) -> Option<String> {
-    t.and_then(|t| t.spec.as_ref())
-        .and_then(|s| s.containers.first())
-        .and_then(|c| c.image.clone())
-}
-
-/// The revision number in an object's [`REVISION_ANNOTATION`].
-pub fn revision_of(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Option<i64> {
-    meta.annotations
-        .as_ref()
-        .and_then(|a| a.get(REVISION_ANNOTATION))
-        .and_then(|r| r.parse().ok())
+/// The revision number in an object's revision annotation.
+fn revision_of(m: &ObjectMeta) -> Option<i64> {
+    meta::revision(m).and_then(|r| r.parse().ok())
 }
 
 /// Rollout summary and the image most ready replicas run.
