@@ -40,6 +40,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::apply_error::ApplyError;
 use super::context::{Context, FIELD_MANAGER};
 // Only objects whose controller is the Runtime are ever changed or deleted.
 use berth_shared::api::meta::controlled_by_uid as owned_by;
@@ -52,8 +53,8 @@ pub const APPLIED_HASH_ANNOTATION: &str = "berth.dev/applied-hash";
 pub struct ApplyOutcome {
     /// `Kind/name` of objects that exist and are not ours.
     pub conflicts: Vec<String>,
-    /// Failures, `Kind/name: error`.
-    pub errors: Vec<String>,
+    /// Failures, one per object.
+    pub errors: Vec<ApplyError>,
     /// Writes sent.
     pub writes: usize,
     /// The one-time Jobs started so far (the status record).
@@ -176,13 +177,15 @@ fn hash(value: &Value) -> String {
 }
 
 /// The desired object as JSON with its hash annotation.
-pub fn with_hash<K: Serialize>(desired: &K) -> Result<Value, String> {
-    let mut value = serde_json::to_value(desired).map_err(|e| e.to_string())?;
+pub fn with_hash<K: Serialize>(desired: &K) -> Result<Value, serde_json::Error> {
+    let mut value = serde_json::to_value(desired)?;
     let h = hash(&value);
     let meta = value
         .get_mut("metadata")
         .and_then(Value::as_object_mut)
-        .ok_or("rendered object without metadata")?;
+        .ok_or_else(|| {
+            <serde_json::Error as serde::ser::Error>::custom("rendered object without metadata")
+        })?;
     let annotations = meta
         .entry("annotations")
         .or_insert_with(|| Value::Object(Default::default()));
@@ -232,16 +235,22 @@ async fn ensure<K>(
         // berth's labels. Look before creating, so nothing is adopted.
         None => match api.get_opt(&name).await {
             Ok(found) => found,
-            Err(e) => {
-                out.errors.push(format!("{label}: {e}"));
+            Err(source) => {
+                out.errors.push(ApplyError::Read {
+                    object: label,
+                    source,
+                });
                 return;
             }
         },
     };
     let desired_value = match with_hash(desired) {
         Ok(v) => v,
-        Err(e) => {
-            out.errors.push(format!("{label}: {e}"));
+        Err(source) => {
+            out.errors.push(ApplyError::Json {
+                object: label,
+                source,
+            });
             return;
         }
     };
@@ -294,7 +303,10 @@ async fn ensure<K>(
                     ctx.metrics.write(&kind, "correct");
                     ctx.written.sent(&memory_key, version, &hash(&patch));
                 }
-                Err(e) => out.errors.push(format!("{label}: {e}")),
+                Err(source) => out.errors.push(ApplyError::Correct {
+                    object: label,
+                    source,
+                }),
             }
             return;
         }
@@ -346,7 +358,10 @@ async fn ensure<K>(
             tracing::info!(object = %label, namespace = %ns, error = %s.message, "apply invalid; replacing the desired fields");
             replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
         }
-        Err(e) => out.errors.push(format!("{label}: {e}")),
+        Err(source) => out.errors.push(ApplyError::Apply {
+            object: label,
+            source,
+        }),
     }
 }
 
@@ -372,7 +387,7 @@ async fn replace<K>(
             out.writes += 1;
             ctx.metrics.write(&K::kind(&()), "replace");
         }
-        Err(e) => out.errors.push(format!("{label}: {e}")),
+        Err(e) => out.errors.push(e.for_object(label)),
     }
 }
 
@@ -492,7 +507,7 @@ async fn replace_spec<K>(
     uid: &str,
     desired: &Value,
     whole: &[&str],
-) -> Result<(), String>
+) -> Result<(), ApplyError>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Debug,
 {
@@ -501,16 +516,25 @@ where
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let live = api.get(name).await.map_err(|e| e.to_string())?;
+        // The caller names the object (`for_object`).
+        let object = String::new();
+        let live = api.get(name).await.map_err(|source| ApplyError::Read {
+            object: object.clone(),
+            source,
+        })?;
         if !owned_by(live.meta(), uid) {
-            return Err("no longer owned by this Runtime".to_string());
+            return Err(ApplyError::NotOwned { object });
         }
-        let mut value = serde_json::to_value(&live).map_err(|e| e.to_string())?;
+        let json = |source| ApplyError::Json {
+            object: String::new(),
+            source,
+        };
+        let mut value = serde_json::to_value(&live).map_err(json)?;
         overlay(&mut value, desired, whole);
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("managedFields");
         }
-        let obj: K = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        let obj: K = serde_json::from_value(value).map_err(json)?;
         let params = PostParams {
             field_manager: Some(FIELD_MANAGER.to_string()),
             ..Default::default()
@@ -518,7 +542,7 @@ where
         match api.replace(name, &params, &obj).await {
             Ok(_) => return Ok(()),
             Err(kube::Error::Api(s)) if s.code == 409 && attempt < 3 => continue,
-            Err(e) => return Err(e.to_string()),
+            Err(source) => return Err(ApplyError::Replace { object, source }),
         }
     }
 }
@@ -576,8 +600,11 @@ async fn hand_over_replicas(
     let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
     let live = match api.get(&name).await {
         Ok(d) => d,
-        Err(e) => {
-            out.errors.push(format!("{label}: {e}"));
+        Err(source) => {
+            out.errors.push(ApplyError::Read {
+                object: label,
+                source,
+            });
             return;
         }
     };
@@ -613,7 +640,10 @@ async fn hand_over_replicas(
             out.writes += 1;
             ctx.metrics.write("Deployment", "apply");
         }
-        Err(e) => out.errors.push(format!("{label}: replica handover: {e}")),
+        Err(source) => out.errors.push(ApplyError::Handover {
+            object: label,
+            source,
+        }),
     }
 }
 
@@ -761,7 +791,10 @@ where
             ctx.metrics.write(&kind, "delete");
         }
         Err(kube::Error::Api(s)) if s.code == 404 => {}
-        Err(e) => out.errors.push(format!("{kind}/{name}: {e}")),
+        Err(source) => out.errors.push(ApplyError::Delete {
+            object: format!("{kind}/{name}"),
+            source,
+        }),
     }
 }
 

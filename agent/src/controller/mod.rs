@@ -5,6 +5,7 @@
 //! the first and last steps touch the API, and the first only reads caches.
 
 pub mod apply;
+pub mod apply_error;
 pub mod context;
 pub mod events;
 pub mod identity;
@@ -46,7 +47,7 @@ use self::context::{Context, Stores};
 pub enum Error {
     /// Applying managed objects failed.
     #[error("applying managed objects: {0}")]
-    Apply(String),
+    Apply(#[source] apply_error::ApplyErrors),
     /// Writing status failed.
     #[error("writing status: {0}")]
     Status(#[source] kube::Error),
@@ -487,12 +488,14 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         write_status(ctx, runtime, &new_status).await?;
     }
 
-    if let Some(a) = &applied
-        && !a.errors.is_empty()
-    {
-        return Err(Error::Apply(a.errors.join("; ")));
+    let conflicts = applied.as_ref().is_some_and(|a| !a.conflicts.is_empty());
+    if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
+        for e in &a.errors {
+            tracing::warn!(runtime = %runtime.name_any(), error = %e, step = e.reason(), "apply failed");
+        }
+        return Err(Error::Apply(apply_error::ApplyErrors(a.errors)));
     }
-    let action = if applied.as_ref().is_some_and(|a| !a.conflicts.is_empty()) {
+    let action = if conflicts {
         // An unowned object may go away; look again soon.
         Action::requeue(Duration::from_secs(30).min(ctx.settings.resync))
     } else {
