@@ -21,6 +21,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use berth_shared::api::{JobRunStatus, Runtime};
 use berth_shared::render::{self, Rendered};
@@ -301,38 +302,6 @@ where
     }
 }
 
-async fn prune<K>(
-    ctx: &Context,
-    store: &Store<K>,
-    ns: &str,
-    uid: &str,
-    keep: &BTreeSet<String>,
-    out: &mut ApplyOutcome,
-) where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let kind = K::kind(&());
-    for obj in store.state() {
-        let name = obj.name_any();
-        if obj.namespace().as_deref() != Some(ns)
-            || !owned_by(obj.meta(), uid)
-            || keep.contains(&name)
-            || obj.meta().deletion_timestamp.is_some()
-        {
-            continue;
-        }
-        tracing::info!(object = %format!("{kind}/{name}"), namespace = %ns, "deleting own object no longer desired");
-        delete_owned(ctx, &*obj, out).await;
-    }
-}
-
 /// One-time Jobs run once per template: a Job recorded in status with the
 /// same template hash is never created again (TTL cleanup, a manual
 /// delete, a resume); an entry whose definition changed replaces its old
@@ -519,31 +488,168 @@ pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) ->
         &mut out,
     )
     .await;
-    let mut keep = BTreeSet::new();
-    if let Some(np) = &rendered.network_policy {
-        keep.insert(np.name_any());
-        ensure(ctx, &s.network_policies, np, &uid, Mode::Converge, &mut out).await;
-    }
-    prune(ctx, &s.network_policies, &ns, &uid, &keep, &mut out).await;
-    let mut keep = BTreeSet::new();
-    if let Some(hpa) = &rendered.horizontal_pod_autoscaler {
-        keep.insert(hpa.name_any());
-        ensure(ctx, &s.hpas, hpa, &uid, Mode::Converge, &mut out).await;
-    }
-    prune(ctx, &s.hpas, &ns, &uid, &keep, &mut out).await;
+    // The kinds a Runtime has zero or more of: each is an owned set.
+    let owned = OwnedSet {
+        ctx,
+        ns: &ns,
+        uid: &uid,
+    };
+    let np: Vec<_> = rendered.network_policy.iter().collect();
+    owned.converge(&s.network_policies, &np, &mut out).await;
+    let hpa: Vec<_> = rendered.horizontal_pod_autoscaler.iter().collect();
+    owned.converge(&s.hpas, &hpa, &mut out).await;
+    // Jobs are created once per definition (run_jobs_once), and one stays
+    // while its entry is in the spec, even suspended (not rendered then).
     run_jobs_once(ctx, runtime, rendered, &mut out).await;
-    let keep: BTreeSet<String> = runtime
+    let entries: BTreeSet<String> = runtime
         .spec
         .jobs
         .iter()
         .map(|j| render::names::job_name(&name, &j.name))
         .collect();
-    prune(ctx, &s.jobs, &ns, &uid, &keep, &mut out).await;
-    let mut keep = BTreeSet::new();
-    for cron in &rendered.cron_jobs {
-        keep.insert(cron.name_any());
-        ensure(ctx, &s.cron_jobs, cron, &uid, Mode::Converge, &mut out).await;
-    }
-    prune(ctx, &s.cron_jobs, &ns, &uid, &keep, &mut out).await;
+    owned.prune(&s.jobs, &entries, &mut out).await;
+    let crons: Vec<_> = rendered.cron_jobs.iter().collect();
+    owned.converge(&s.cron_jobs, &crons, &mut out).await;
     out
+}
+
+/// The objects of one kind a Runtime owns in its namespace, kept equal to
+/// a declared desired set: what is desired is applied where it differs,
+/// what the Runtime owns and is not desired is deleted (uid-preconditioned).
+struct OwnedSet<'a> {
+    ctx: &'a Context,
+    ns: &'a str,
+    uid: &'a str,
+}
+
+impl OwnedSet<'_> {
+    /// Applies `desired` and deletes the rest of the owned set.
+    async fn converge<K>(&self, store: &Store<K>, desired: &[&K], out: &mut ApplyOutcome)
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Governed
+            + Clone
+            + Serialize
+            + DeserializeOwned
+            + Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        for obj in desired {
+            ensure(self.ctx, store, obj, self.uid, Mode::Converge, out).await;
+        }
+        let names = desired.iter().map(|o| o.name_any()).collect();
+        self.prune(store, &names, out).await;
+    }
+
+    /// Deletes every owned object whose name is not in `keep`.
+    async fn prune<K>(&self, store: &Store<K>, keep: &BTreeSet<String>, out: &mut ApplyOutcome)
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        let cached = store.state();
+        let kind = K::kind(&());
+        for obj in not_desired(&cached, self.ns, self.uid, keep) {
+            tracing::info!(object = %format!("{kind}/{}", obj.name_any()), namespace = %self.ns, "deleting own object no longer desired");
+            delete_owned(self.ctx, obj, out).await;
+        }
+    }
+}
+
+/// Of the cached objects of one kind, those this Runtime (`uid`) owns in
+/// `ns`, not being deleted already, whose name is not in `keep`.
+fn not_desired<'a, K: Resource>(
+    cached: &'a [Arc<K>],
+    ns: &str,
+    uid: &str,
+    keep: &BTreeSet<String>,
+) -> Vec<&'a K> {
+    cached
+        .iter()
+        .map(|o| &**o)
+        .filter(|o| {
+            let meta = o.meta();
+            meta.namespace.as_deref() == Some(ns)
+                && owned_by(meta, uid)
+                && meta.deletion_timestamp.is_none()
+                && !meta.name.as_ref().is_some_and(|n| keep.contains(n))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+
+    fn cm(ns: &str, name: &str, controller_uid: Option<&str>, deleting: bool) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                owner_references: controller_uid.map(|uid| {
+                    vec![OwnerReference {
+                        kind: "Runtime".into(),
+                        name: "web".into(),
+                        uid: uid.into(),
+                        controller: Some(true),
+                        ..Default::default()
+                    }]
+                }),
+                deletion_timestamp: deleting
+                    .then_some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn only_owned_undesired_objects_in_the_namespace_are_deleted() {
+        // (object, desired names, deleted?)
+        let cases = [
+            (cm("team", "web-np", Some("u"), false), vec![], true),
+            (
+                cm("team", "web-np", Some("u"), false),
+                vec!["web-np"],
+                false,
+            ),
+            (
+                cm("team", "web-np", Some("u"), false),
+                vec!["web-other"],
+                true,
+            ),
+            // Another Runtime's, nobody's, elsewhere, or already going.
+            (cm("team", "web-np", Some("other"), false), vec![], false),
+            (cm("team", "web-np", None, false), vec![], false),
+            (cm("elsewhere", "web-np", Some("u"), false), vec![], false),
+            (cm("team", "web-np", Some("u"), true), vec![], false),
+        ];
+        for (obj, keep, deleted) in cases {
+            let keep: BTreeSet<String> = keep.into_iter().map(String::from).collect();
+            let cached = [obj.clone()];
+            let got = not_desired(&cached, "team", "u", &keep);
+            assert_eq!(got.len() == 1, deleted, "{:?} keep={keep:?}", obj.metadata);
+        }
+        // Several at once: exactly the undesired owned ones, in cache order.
+        let cached = [
+            cm("team", "a", Some("u"), false),
+            cm("team", "b", Some("u"), false),
+            cm("team", "c", Some("x"), false),
+        ];
+        let keep = BTreeSet::from(["b".to_string()]);
+        let names: Vec<_> = not_desired(&cached, "team", "u", &keep)
+            .into_iter()
+            .map(|o| o.name_any())
+            .collect();
+        assert_eq!(names, vec!["a"]);
+    }
 }
