@@ -1,8 +1,10 @@
-//! The Runtime controller (docs/architecture.md §5): a kube-runtime `Controller` for
-//! Runtime that owns every managed kind and watches RuntimeClasses,
-//! Namespaces (metadata only) and Nodes (filtered to the fields that
-//! matter). Each reconcile is read → decide → render → apply → status; only
-//! the first and last steps touch the API, and the first only reads caches.
+//! The Runtime controller (docs/architecture.md §5): a kube-runtime
+//! `Controller` for Runtime that owns every managed kind and watches
+//! RuntimeClasses, Namespaces (metadata only) and Nodes (filtered to the
+//! fields that matter). Each reconcile is the pipeline read (caches only,
+//! one [`read::Snapshot`]) → decide and hold (pure, `berth_shared`) →
+//! render (pure) → apply (the only step besides status that writes) →
+//! status (pure computation, one write when it changed).
 
 pub mod apply;
 pub mod apply_error;
