@@ -5,7 +5,7 @@
 use berth_shared::api::{RolloutPhase, meta};
 use berth_shared::sanitize;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
@@ -90,13 +90,6 @@ fn first_image(t: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>) -> Strin
     meta::template_image(t).unwrap_or_else(|| NONE.into())
 }
 
-fn pod_ready(p: &Pod) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 /// The Deployment managed for a Runtime: owned by it, or named like it.
 pub fn deployment_of<'a>(store: &'a Store, key: &ObjKey) -> Option<&'a Deployment> {
     store
@@ -152,7 +145,7 @@ pub fn rollout(store: &Store, key: &ObjKey, now: Timestamp) -> Option<RolloutRow
                         .as_ref()
                         .and_then(|s| s.phase.clone())
                         .unwrap_or_else(|| NONE.into()),
-                    ready: pod_ready(p),
+                    ready: meta::pod_ready(p),
                     node: p
                         .spec
                         .as_ref()

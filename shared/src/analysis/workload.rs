@@ -246,9 +246,7 @@ impl Workload {
         let terminated = status
             .and_then(|s| s.phase.as_deref())
             .is_some_and(|ph| ph == "Succeeded" || ph == "Failed");
-        let ready = status
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        let ready = crate::api::meta::pod_ready(p);
         let mut w = base(
             WorkloadKind::Pod,
             &p.metadata,

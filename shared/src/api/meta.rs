@@ -3,7 +3,7 @@
 //! image. One home each, so that the crates cannot read the same object
 //! differently.
 
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 /// `app.kubernetes.io/managed-by`: `berth` on every object the agent
@@ -77,6 +77,14 @@ pub fn template_image(template: Option<&PodTemplateSpec>) -> Option<String> {
         .and_then(|t| t.spec.as_ref())
         .and_then(|s| s.containers.first())
         .and_then(|c| c.image.clone())
+}
+
+/// Whether a pod reports the `Ready` condition True.
+pub fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 #[cfg(test)]
@@ -212,5 +220,33 @@ mod tests {
         assert_eq!(template_image(Some(&t)).as_deref(), Some("img:1"));
         assert_eq!(template_image(None), None);
         assert_eq!(template_image(Some(&PodTemplateSpec::default())), None);
+    }
+
+    #[test]
+    fn a_pod_is_ready_only_with_ready_true() {
+        use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+        let pod = |conds: &[(&str, &str)]| Pod {
+            status: Some(PodStatus {
+                conditions: Some(
+                    conds
+                        .iter()
+                        .map(|(t, s)| PodCondition {
+                            type_: (*t).into(),
+                            status: (*s).into(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(pod_ready(&pod(&[
+            ("PodScheduled", "True"),
+            ("Ready", "True")
+        ])));
+        assert!(!pod_ready(&pod(&[("Ready", "False")])));
+        assert!(!pod_ready(&pod(&[("ContainersReady", "True")])));
+        assert!(!pod_ready(&Pod::default()));
     }
 }
