@@ -1,5 +1,5 @@
 //! Where the agent's grants come from: `--grants-file PATH` or
-//! `BERTH_GRANTS_FILE` (DESIGN.md §1).
+//! `BERTH_GRANTS_FILE` (docs/grants-file.md).
 //!
 //! The `run` command flattens [`GrantsFileArgs`] into its arguments and calls
 //! [`GrantsFileArgs::load`] first thing, before it creates any Kubernetes

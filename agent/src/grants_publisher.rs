@@ -1,4 +1,4 @@
-//! Publishes one `RuntimeGrant` per loaded binding (DESIGN §2): created,
+//! Publishes one `RuntimeGrant` per loaded binding (docs/architecture.md §4): created,
 //! updated and pruned to match the file, with a status computed from the
 //! caches — class present, handler match, overhead/scheduling, deleting,
 //! nodes reporting the handler, Runtimes using the grant, retained
@@ -11,9 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use berth_shared::analysis::{self, NodeInfo, WorkloadSources};
+use berth_shared::api::condition;
+use berth_shared::api::meta::{MANAGED_BY_AGENT, MANAGED_BY_LABEL};
 use berth_shared::api::{
     API_VERSION, GrantSource, NodeCoverage, ObjectRef as ApiObjectRef, RuntimeGrant,
-    RuntimeGrantSpec, RuntimeGrantStatus, WorkloadRef,
+    RuntimeGrantSpec, RuntimeGrantStatus, WorkloadRef, grant_condition_types as gct, reasons,
 };
 use berth_shared::decide::{self, GrantBinding, ObservedClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -23,18 +25,11 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
 use crate::controller::context::{Context, FIELD_MANAGER};
+use crate::controller::status;
 
-/// Condition: the granted class exists, names the handler and is supported.
-pub const CLASS_READY: &str = "ClassReady";
-/// Condition: the grants file on disk changed since it was loaded.
-pub const RESTART_REQUIRED: &str = "RestartRequired";
 /// Most retained workloads listed per grant.
 pub const MAX_RETAINED: usize = 100;
-/// Label on every published RuntimeGrant: `berth-agent`.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// Label naming the agent (its lease name) that published a RuntimeGrant;
-/// an agent prunes only its own.
-pub const PUBLISHED_BY_LABEL: &str = "berth.dev/published-by";
+pub use berth_shared::api::meta::PUBLISHED_BY_LABEL;
 
 fn seconds(t: SystemTime) -> Time {
     let secs = t
@@ -52,12 +47,8 @@ fn cond(
     generation: Option<i64>,
 ) -> Condition {
     Condition {
-        type_: type_.to_string(),
-        status: if ok { "True" } else { "False" }.to_string(),
-        reason: reason.to_string(),
-        message,
         observed_generation: generation,
-        last_transition_time: Time(Timestamp::UNIX_EPOCH),
+        ..condition::build(type_, ok, reason, message)
     }
 }
 
@@ -136,17 +127,17 @@ pub fn grant_status(
     let (class_ok, reason, message) = match &class {
         None => (
             false,
-            "ClassMissing",
+            reasons::CLASS_MISSING,
             format!("RuntimeClass {} does not exist", binding.runtime_class),
         ),
         Some(c) if c.deleting => (
             false,
-            "ClassDeleting",
+            reasons::CLASS_DELETING,
             format!("RuntimeClass {} is being deleted", c.name),
         ),
         Some(c) if c.handler != binding.handler => (
             false,
-            "HandlerMismatch",
+            reasons::HANDLER_MISMATCH,
             format!(
                 "RuntimeClass {} names handler {}, the grant expects {}",
                 c.name, c.handler, binding.handler
@@ -154,7 +145,7 @@ pub fn grant_status(
         ),
         Some(c) if c.has_overhead || c.has_scheduling => (
             false,
-            "ClassUnsupported",
+            reasons::CLASS_UNSUPPORTED,
             format!(
                 "RuntimeClass {} sets overhead or scheduling, which berth does not support",
                 c.name
@@ -162,7 +153,7 @@ pub fn grant_status(
         ),
         Some(c) => (
             true,
-            "ClassReady",
+            reasons::CLASS_READY,
             format!(
                 "RuntimeClass {} names handler {}; {} Ready nodes report it",
                 c.name,
@@ -175,14 +166,14 @@ pub fn grant_status(
     let (stale, stale_reason, stale_message) = match file {
         FileState::Stale(why) => (
             true,
-            "FileChanged",
+            reasons::FILE_CHANGED,
             format!(
                 "the grants file changed on disk since it was loaded; restart the agent to apply it ({why})"
             ),
         ),
         _ => (
             false,
-            "FileCurrent",
+            reasons::FILE_CURRENT,
             "the grants file on disk is the one loaded".to_string(),
         ),
     };
@@ -206,9 +197,9 @@ pub fn grant_status(
             loaded_at: Some(seconds(l.loaded_at)),
         }),
         conditions: vec![
-            cond(CLASS_READY, class_ok, reason, message, generation),
+            cond(gct::CLASS_READY, class_ok, reason, message, generation),
             cond(
-                RESTART_REQUIRED,
+                gct::RESTART_REQUIRED,
                 stale,
                 stale_reason,
                 stale_message,
@@ -219,14 +210,8 @@ pub fn grant_status(
 }
 
 fn merge_times(new: &mut RuntimeGrantStatus, old: Option<&RuntimeGrantStatus>) {
-    let now = seconds(SystemTime::now());
-    for c in &mut new.conditions {
-        let prev = old.and_then(|o| o.conditions.iter().find(|p| p.type_ == c.type_));
-        c.last_transition_time = match prev {
-            Some(p) if p.status == c.status => p.last_transition_time.clone(),
-            _ => now.clone(),
-        };
-    }
+    let old = old.map_or(&[][..], |o| o.conditions.as_slice());
+    condition::merge_transition_times(&mut new.conditions, old, &condition::now());
 }
 
 fn file_state(ctx: &Context) -> FileState {
@@ -315,7 +300,7 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
         let publisher = ctx.settings.publisher.as_str();
         let labelled = existing.as_ref().is_some_and(|g| {
             g.labels().get(PUBLISHED_BY_LABEL).map(String::as_str) == Some(publisher)
-                && g.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some("berth-agent")
+                && g.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_AGENT)
         });
         if existing
             .as_ref()
@@ -325,7 +310,7 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
                 "apiVersion": API_VERSION,
                 "kind": "RuntimeGrant",
                 "metadata": {"name": binding.name, "labels": {
-                    MANAGED_BY_LABEL: "berth-agent",
+                    MANAGED_BY_LABEL: MANAGED_BY_AGENT,
                     PUBLISHED_BY_LABEL: publisher,
                 }},
                 "spec": spec,
@@ -361,23 +346,8 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
         merge_times(&mut status, existing.status.as_ref());
         if existing.status.as_ref() != Some(&status) {
             tracing::info!(grant = %binding.name, "writing RuntimeGrant status");
-            let body = serde_json::json!({
-                "apiVersion": API_VERSION,
-                "kind": "RuntimeGrant",
-                "status": status,
-            });
-            match api
-                .patch_status(
-                    &binding.name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&body),
-                )
-                .await
-            {
-                Ok(_) => {
-                    writes += 1;
-                    ctx.metrics.write("RuntimeGrant", "status");
-                }
+            match status::write(ctx, &api, &binding.name, &status).await {
+                Ok(()) => writes += 1,
                 Err(e) => {
                     tracing::warn!(grant = %binding.name, error = %e, "RuntimeGrant status failed")
                 }
@@ -432,10 +402,6 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
     writes
 }
 
-/// Condition on a RuntimeGrant whose binding left the grants file but whose
-/// class is still needed by retained workloads.
-pub const RETIRED: &str = "Retired";
-
 /// Every workload no current grant covers, by the RuntimeClass it needs
 /// (every class, granted or not), sorted and bounded.
 fn retained_by_class(
@@ -478,11 +444,11 @@ async fn publish_retired(
         grant.spec.handler,
         grant.spec.runtime_class
     );
-    status.conditions.retain(|c| c.type_ != RETIRED);
+    status.conditions.retain(|c| c.type_ != gct::RETIRED);
     status.conditions.push(cond(
-        RETIRED,
+        gct::RETIRED,
         true,
-        "BindingRemoved",
+        reasons::BINDING_REMOVED,
         message,
         grant.metadata.generation,
     ));
@@ -491,23 +457,8 @@ async fn publish_retired(
         return 0;
     }
     tracing::info!(grant = %name, retained = retained.len(), "RuntimeGrant retired: its class is still needed");
-    let body = serde_json::json!({
-        "apiVersion": API_VERSION,
-        "kind": "RuntimeGrant",
-        "status": status,
-    });
-    match api
-        .patch_status(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&body),
-        )
-        .await
-    {
-        Ok(_) => {
-            ctx.metrics.write("RuntimeGrant", "status");
-            1
-        }
+    match status::write(ctx, api, &name, &status).await {
+        Ok(()) => 1,
         Err(e) => {
             tracing::warn!(grant = %name, error = %e, "RuntimeGrant status failed");
             0

@@ -20,7 +20,7 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 
 use crate::controller::context::{Context, FIELD_MANAGER};
-use crate::grants_publisher::{MANAGED_BY_LABEL, PUBLISHED_BY_LABEL};
+use berth_shared::api::meta::{MANAGED_BY_LABEL, PUBLISHED_BY_LABEL};
 
 /// What this agent last made true in the cluster.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -105,7 +105,7 @@ pub fn objects() -> Vec<Object> {
         "runsc",
         json!({"classPresent": false, "handlerMatches": false,
                "nodes": {"withHandler": 0, "total": 3, "summary": "0/3"}, "source": source,
-               "conditions": [cond("GrantsFileStale", "True", "RestartRequired", "the grants file changed on disk")]}),
+               "conditions": [cond("RestartRequired", "True", "FileChanged", "the grants file changed on disk")]}),
     ));
     for (name, handler, deleting) in [
         ("bounded-runc", "bounded-runc", false),

@@ -11,7 +11,6 @@ use std::io::Read as _;
 use std::path::Path;
 
 use berth_shared::api::PendingGrantsFile;
-use berth_shared::decide::GrantBinding;
 use berth_shared::grants::{self, GrantsError, LoadedGrants, MAX_FILE_BYTES};
 use berth_shared::plan::{Candidate, Plan, candidate_from_pending, loader_problems};
 use berth_shared::sanitize;
@@ -43,7 +42,7 @@ fn candidate_of(source: String, result: Result<LoadedGrants, GrantsError>) -> Ca
         Ok(l) => Candidate {
             source,
             sha256: Some(l.sha256.clone()),
-            bindings: Ok(l.bindings.iter().map(GrantBinding::from).collect()),
+            bindings: Ok(l.bindings.clone()),
         },
         Err(e) => Candidate {
             source,

@@ -182,7 +182,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                                 tui.suspend();
                                 println!(
                                     "berth: switching to context {}; its credential plugin may ask for input.",
-                                    berth_shared::sanitize::line(&context, 256)
+                                    berth_shared::sanitize::short(&context)
                                 );
                                 let r = tokio::spawn(async move { connect_checked(&copts).await })
                                     .await;

@@ -1,4 +1,4 @@
-//! One Runtime per identity (issue 13 point 4, DESIGN Amendments).
+//! One Runtime per identity (docs/architecture.md §3).
 //!
 //! A grant binds one exact identity (project, environment, application,
 //! service). Without this rule a copy of a Runtime — in the same namespace,

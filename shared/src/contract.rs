@@ -1,5 +1,5 @@
 //! What the production contract forbids on a managed object, whoever put it
-//! there (DESIGN amendment "Drift").
+//! there (docs/drift-and-events.md).
 //!
 //! Server-side apply only corrects fields the agent itself sets; a field
 //! another field manager added (`hostNetwork: true`, an extra container, a

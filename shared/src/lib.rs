@@ -13,3 +13,4 @@ pub mod plan;
 pub mod quantity;
 pub mod render;
 pub mod sanitize;
+pub mod status;

@@ -1,5 +1,5 @@
-//! Untrusted text from the cluster made safe to show in a terminal (DESIGN
-//! §4): every name, label, annotation, condition and event message may hold
+//! Untrusted text from the cluster made safe to show in a terminal
+//! (docs/architecture.md §7): every name, label, annotation, condition and event message may hold
 //! escape sequences that would move the cursor, retitle the window, write
 //! the clipboard (OSC 52) or reorder text (bidi overrides).
 //!
@@ -87,6 +87,16 @@ pub fn line(input: &str, max_chars: usize) -> String {
 /// [`line`] with [`MAX_VALUE_CHARS`].
 pub fn value(input: &str) -> String {
     line(input, MAX_VALUE_CHARS)
+}
+
+/// Bound for one short line shown in the console: typed input, a cell, a
+/// name in a review (characters).
+pub const MAX_SHORT_CHARS: usize = 256;
+
+/// [`line`] with [`MAX_SHORT_CHARS`]: the one cleaning every console layer
+/// uses for short text it shows.
+pub fn short(input: &str) -> String {
+    line(input, MAX_SHORT_CHARS)
 }
 
 /// [`line`] with [`MAX_NAME_CHARS`].

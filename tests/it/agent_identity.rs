@@ -12,12 +12,12 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::admission::{
-    Webhook, WebhookOptions, delete_classes, dry_run, grants_file, namespace, refusal, runtime,
-    runtime_for, runtimes, unique,
-};
 use crate::agent_support::{
     Agent, AgentOpts, binding, condition, create_runtime, setup, wait_condition, write_grants,
+};
+use crate::support::webhook::{
+    Webhook, WebhookOptions, delete_classes, dry_run, grants_file, namespace, refusal, runtime,
+    runtime_for, runtimes, unique,
 };
 
 #[tokio::test]

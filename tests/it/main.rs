@@ -10,7 +10,6 @@ mod agent_leader;
 mod agent_lifecycle;
 mod agent_reconcile;
 mod agent_semantics;
-mod agent_support;
 mod assets;
 mod bench_smoke;
 mod chart;
@@ -20,4 +19,10 @@ mod foundation;
 mod image;
 mod plan_grants;
 mod retire;
+mod runtime_grant_policy;
+mod support;
 mod version;
+
+// Test support lives under support/; the old path stays for modules that
+// name it.
+use support::agent as agent_support;

@@ -199,8 +199,8 @@ pub fn desired(
             name: Some(spec.name.clone()),
             labels: Some(BTreeMap::from([
                 (
-                    "app.kubernetes.io/managed-by".to_string(),
-                    "berth-agent".to_string(),
+                    berth_shared::api::meta::MANAGED_BY_LABEL.to_string(),
+                    berth_shared::api::meta::MANAGED_BY_AGENT.to_string(),
                 ),
                 ("app.kubernetes.io/part-of".to_string(), "berth".to_string()),
             ])),

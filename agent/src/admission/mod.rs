@@ -1,4 +1,4 @@
-//! Acceptance (DESIGN §3): the validating admission webhook for Runtimes.
+//! Acceptance (docs/architecture.md §5): the validating admission webhook for Runtimes.
 //!
 //! The API server sends every Runtime CREATE and UPDATE (also server-side
 //! dry-runs) to the agent, which refuses a profile that is not granted for

@@ -1,4 +1,4 @@
-//! One admission review: `AdmissionReview` in, verdict out (DESIGN §3
+//! One admission review: `AdmissionReview` in, verdict out (docs/architecture.md §5
 //! "Acceptance").
 //!
 //! The verdict reuses the controller's pure [`decide`] function, so
@@ -50,9 +50,7 @@ use serde::Deserialize;
 /// The bindings of a loaded grants file in the form [`decide`] takes (empty
 /// when no file is configured: nothing is granted).
 pub fn grant_bindings(loaded: Option<&LoadedGrants>) -> Vec<GrantBinding> {
-    loaded
-        .map(|l| l.bindings.iter().map(GrantBinding::from).collect())
-        .unwrap_or_default()
+    loaded.map(|l| l.bindings.clone()).unwrap_or_default()
 }
 
 /// The part of a Runtime's spec the verdict looks at. Deliberately lenient

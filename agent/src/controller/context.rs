@@ -40,7 +40,7 @@ impl Grants {
     pub fn new(loaded: Option<LoadedGrants>) -> Self {
         let bindings = loaded
             .as_ref()
-            .map(|l| l.bindings.iter().map(GrantBinding::from).collect())
+            .map(|l| l.bindings.clone())
             .unwrap_or_default();
         Self { loaded, bindings }
     }

@@ -1,4 +1,4 @@
-//! Events that alarm only on trouble (DESIGN amendment "Events").
+//! Events that alarm only on trouble (docs/drift-and-events.md).
 //!
 //! A Runtime is *in trouble* when one of its conditions is in a bad state:
 //! Blocked, Degraded, ProfileGranted=False, HandlerReady=False or a rollout
@@ -143,17 +143,11 @@ pub async fn publish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use k8s_openapi::jiff::Timestamp;
 
     fn c(t: &str, s: &str, r: &str) -> Condition {
         Condition {
-            type_: t.into(),
             status: s.into(),
-            reason: r.into(),
-            message: String::new(),
-            observed_generation: None,
-            last_transition_time: Time(Timestamp::UNIX_EPOCH),
+            ..berth_shared::api::condition::unknown(t, r, "")
         }
     }
 

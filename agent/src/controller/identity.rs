@@ -14,15 +14,13 @@
 
 use std::sync::Arc;
 
-use berth_shared::api::{Runtime, RuntimeStatus, condition_types, reasons};
+use berth_shared::api::Runtime;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-
-use super::status::Hold;
 
 /// The controller's trigger stream: every applied Runtime, plus the rivals
 /// of a Runtime that is deleted or being deleted.
@@ -92,31 +90,12 @@ pub fn on_namespace(
         .collect()
 }
 
-/// A copy held back for its identity does not have the grant, whatever the
-/// binding says: `ProfileGranted` says so too (the grant decision alone
-/// would report it granted).
-pub fn withhold_grant(status: &mut RuntimeStatus, hold: &Hold) {
-    let Hold::Blocked { reason, message } = hold else {
-        return;
-    };
-    if reason != reasons::IDENTITY_TAKEN {
-        return;
-    }
-    for c in &mut status.conditions {
-        if c.type_ == condition_types::PROFILE_GRANTED && c.status == "True" {
-            c.status = "False".into();
-            c.reason = reasons::IDENTITY_TAKEN.into();
-            c.message.clone_from(message);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use berth_shared::api::RuntimeSpec;
     use futures::executor::block_on;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use kube::runtime::reflector;
 
     fn rt(ns: &str, name: &str, service: &str) -> Runtime {
@@ -192,46 +171,5 @@ mod tests {
             .collect();
         woken.sort();
         assert_eq!(woken, vec!["team-a/web", "team-b/copy"]);
-    }
-
-    fn cond(type_: &str, status: &str, reason: &str) -> Condition {
-        Condition {
-            type_: type_.into(),
-            status: status.into(),
-            reason: reason.into(),
-            message: String::new(),
-            last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
-            observed_generation: None,
-        }
-    }
-
-    #[test]
-    fn only_an_identity_hold_withholds_the_grant() {
-        let status = RuntimeStatus {
-            conditions: vec![cond(condition_types::PROFILE_GRANTED, "True", "Granted")],
-            ..Default::default()
-        };
-        let taken = Hold::Blocked {
-            reason: reasons::IDENTITY_TAKEN.into(),
-            message: "held by team-a/web".into(),
-        };
-        let mut s = status.clone();
-        withhold_grant(&mut s, &taken);
-        let c = &s.conditions[0];
-        assert_eq!(
-            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
-            ("False", "IdentityTaken", "held by team-a/web")
-        );
-        for other in [
-            Hold::None,
-            Hold::Blocked {
-                reason: reasons::REVOKED.into(),
-                message: String::new(),
-            },
-        ] {
-            let mut s = status.clone();
-            withhold_grant(&mut s, &other);
-            assert_eq!(s, status, "{other:?}");
-        }
     }
 }

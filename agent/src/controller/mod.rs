@@ -1,14 +1,16 @@
-//! The Runtime controller (DESIGN §3): a kube-runtime `Controller` for
-//! Runtime that owns every managed kind and watches RuntimeClasses,
-//! Namespaces (metadata only) and Nodes (filtered to the fields that
-//! matter). Each reconcile is read → decide → render → apply → status; only
-//! the first and last steps touch the API, and the first only reads caches.
+//! The Runtime controller (docs/architecture.md §5): a kube-runtime
+//! `Controller` for Runtime that owns every managed kind and watches
+//! RuntimeClasses, Namespaces (metadata only) and Nodes (filtered to the
+//! fields that matter). Each reconcile is the pipeline read (caches only,
+//! one [`read::Snapshot`]) → decide and hold (pure, `berth_shared`) →
+//! render (pure) → apply (the only step besides status that writes) →
+//! status (pure computation, one write when it changed).
 
 pub mod apply;
+pub mod apply_error;
 pub mod context;
 pub mod events;
 pub mod identity;
-pub mod ownership;
 pub mod read;
 pub mod status;
 
@@ -19,9 +21,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use berth_shared::analysis::NodeInfo;
-use berth_shared::api::{API_VERSION, Runtime, reasons};
+use berth_shared::api::meta::managed_selector;
+use berth_shared::api::{Runtime, RuntimeStatus};
 use berth_shared::decide::Identity;
-use berth_shared::render::{self, labels::MANAGED_BY};
+use berth_shared::render;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
@@ -32,7 +35,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, Servi
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -40,21 +42,14 @@ use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use self::context::{Context, FIELD_MANAGER, Stores};
-use self::ownership::owned_by;
-use self::status::{Hold, StatusInput};
-
-/// Label selector of every object berth manages.
-pub fn managed_selector() -> String {
-    format!("app.kubernetes.io/managed-by={MANAGED_BY}")
-}
+use self::context::{Context, Stores};
 
 /// Reconcile errors (each retried with per-object exponential backoff).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Applying managed objects failed.
     #[error("applying managed objects: {0}")]
-    Apply(String),
+    Apply(#[source] apply_error::ApplyErrors),
     /// Writing status failed.
     #[error("writing status: {0}")]
     Status(#[source] kube::Error),
@@ -69,7 +64,7 @@ fn strip<K: Resource>(obj: &mut K) {
 /// pods: owner, class, profile annotation, berth label, phase, Ready):
 /// pods are the most numerous objects of a cluster.
 fn strip_pod(pod: &mut Pod) {
-    use berth_shared::analysis::MANAGED_BY_LABEL;
+    use berth_shared::api::meta::MANAGED_BY_LABEL;
     use berth_shared::render::RUNTIME_PROFILE_ANNOTATION;
     let meta = &mut pod.metadata;
     meta.managed_fields = None;
@@ -453,53 +448,26 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
     result.map(|(action, _)| action)
 }
 
+/// The pipeline; `Ok((action, blocked))`.
 async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bool), Error> {
     if runtime.meta().deletion_timestamp.is_some() {
         // Garbage collection removes owned objects; nothing to do.
         return Ok((Action::await_change(), false));
     }
-    let ns = runtime.namespace().unwrap_or_default();
-    let uid = runtime.uid().unwrap_or_default();
 
     // 1–2. read + decide (caches only)
     let snapshot = read::read(ctx, runtime);
-    let decision = &snapshot.decision;
-    // The namespace's identity labels only matter for a grant: a Runtime
-    // without a profile runs on the default runtime wherever it is, and
-    // retirement (suspend) is always carried out.
-    let wants_profile = runtime
-        .spec
-        .runtime_profile
-        .as_deref()
-        .is_some_and(|p| !p.is_empty());
-    let hold = match &snapshot.identity {
-        Err(e) if wants_profile && !runtime.spec.suspend => Hold::Blocked {
-            reason: reasons::IDENTITY_INCOMPLETE.to_string(),
-            message: format!("{e}; managed objects are not created or changed"),
-        },
-        // Clearing the profile makes the decision NotRequested, which
-        // allows changes anyway.
-        _ if !decision.allows_changes() && !runtime.spec.suspend => Hold::Blocked {
-            reason: decision.reason().to_string(),
-            message: decision.message(),
-        },
-        // One Runtime per identity: a copy would inherit the holder's grant.
-        // Checked after the grant decision, so a copy that would be refused
-        // anyway keeps saying why; suspend is still carried out.
-        _ if !runtime.spec.suspend => match &snapshot.identity_taken {
-            Some(message) => Hold::Blocked {
-                reason: reasons::IDENTITY_TAKEN.to_string(),
-                message: format!("{message}; managed objects are not created or changed"),
-            },
-            None => Hold::None,
-        },
-        _ => Hold::None,
-    };
+    let hold = berth_shared::status::hold(
+        runtime,
+        snapshot.identity.as_ref(),
+        &snapshot.decision,
+        snapshot.identity_taken.as_deref(),
+    );
 
     // 3–4. render + apply
     let mut applied = None;
     let mut render_error = None;
-    if hold == Hold::None {
+    if !hold.is_blocked() {
         // Without the namespace labels the identity labels are empty.
         let identity = snapshot.identity.clone().unwrap_or_else(|_| Identity {
             project: String::new(),
@@ -507,100 +475,60 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
             application: runtime.spec.application.clone(),
             service: runtime.spec.service.clone(),
         });
-        match render::render(runtime, &identity, decision) {
+        match render::render(runtime, &identity, &snapshot.decision) {
             Ok(rendered) => applied = Some(apply::apply_all(ctx, runtime, &rendered).await),
             Err(e) => render_error = Some(e.to_string()),
         }
     }
 
     // 5. status
-    let names = render::Names::for_runtime(&runtime.name_any());
-    let deployment = ctx
-        .stores
-        .deployments
-        .get(&ObjectRef::new(&names.workload).within(&ns))
-        .filter(|d| owned_by(d.meta(), &uid));
-    let replica_sets: Vec<_> = match &deployment {
-        Some(d) => {
-            let duid = d.uid().unwrap_or_default();
-            ctx.stores
-                .replica_sets
-                .state()
-                .into_iter()
-                .filter(|rs| {
-                    rs.owner_references()
-                        .iter()
-                        .any(|o| o.uid == duid && o.controller == Some(true))
-                })
-                .collect()
-        }
-        None => Vec::new(),
-    };
-    let nodes: Vec<NodeInfo> = ctx
-        .stores
-        .nodes
-        .state()
-        .iter()
-        .map(|n| NodeInfo::from_node(n))
-        .collect();
-    let mut new_status = status::compute(&StatusInput {
+    let new_status = status::compute(
         runtime,
-        snapshot: &snapshot,
-        hold: &hold,
-        applied: applied.as_ref(),
-        render_error: render_error.as_deref(),
-        deployment: deployment.as_deref(),
-        replica_sets: &replica_sets,
-        nodes: &nodes,
-    });
-    identity::withhold_grant(&mut new_status, &hold);
-    status::merge_transition_times(&mut new_status, runtime.status.as_ref());
+        &snapshot,
+        &hold,
+        applied.as_ref(),
+        render_error.as_deref(),
+    );
     if runtime.status.as_ref() != Some(&new_status) {
-        let changed: Vec<&str> = new_status
-            .conditions
-            .iter()
-            .filter(|c| {
-                runtime
-                    .status
-                    .as_ref()
-                    .is_none_or(|o| !o.conditions.contains(c))
-            })
-            .map(|c| c.type_.as_str())
-            .collect();
-        tracing::info!(
-            runtime = %runtime.name_any(),
-            namespace = %ns,
-            changed_conditions = ?changed,
-            "writing status"
-        );
-        let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
-        let body = serde_json::json!({
-            "apiVersion": API_VERSION,
-            "kind": "Runtime",
-            "status": new_status,
-        });
-        api.patch_status(
-            &runtime.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&body),
-        )
-        .await
-        .map_err(Error::Status)?;
-        ctx.metrics.write("Runtime", "status");
-        events::publish(ctx, runtime, runtime.status.as_ref(), &new_status).await;
+        write_status(ctx, runtime, &new_status).await?;
     }
 
-    let blocked = matches!(hold, Hold::Blocked { .. });
-    if let Some(a) = &applied
-        && !a.errors.is_empty()
-    {
-        return Err(Error::Apply(a.errors.join("; ")));
+    let conflicts = applied.as_ref().is_some_and(|a| !a.conflicts.is_empty());
+    if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
+        for e in &a.errors {
+            tracing::warn!(runtime = %runtime.name_any(), error = %e, step = e.reason(), "apply failed");
+        }
+        return Err(Error::Apply(apply_error::ApplyErrors(a.errors)));
     }
-    let action = if applied.as_ref().is_some_and(|a| !a.conflicts.is_empty()) {
+    let action = if conflicts {
         // An unowned object may go away; look again soon.
         Action::requeue(Duration::from_secs(30).min(ctx.settings.resync))
     } else {
         Action::requeue(ctx.settings.resync)
     };
-    Ok((action, blocked))
+    Ok((action, hold.is_blocked()))
+}
+
+/// Writes a changed status and raises the Events its transitions call for.
+async fn write_status(ctx: &Context, runtime: &Runtime, new: &RuntimeStatus) -> Result<(), Error> {
+    let ns = runtime.namespace().unwrap_or_default();
+    let old = runtime.status.as_ref();
+    let changed: Vec<&str> = new
+        .conditions
+        .iter()
+        .filter(|c| old.is_none_or(|o| !o.conditions.contains(c)))
+        .map(|c| c.type_.as_str())
+        .collect();
+    tracing::info!(
+        runtime = %runtime.name_any(),
+        namespace = %ns,
+        changed_conditions = ?changed,
+        "writing status"
+    );
+    let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
+    status::write(ctx, &api, &runtime.name_any(), new)
+        .await
+        .map_err(Error::Status)?;
+    events::publish(ctx, runtime, old, new).await;
+    Ok(())
 }

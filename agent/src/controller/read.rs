@@ -1,15 +1,22 @@
 //! Step 1 (read) and 2 (decide): everything a reconcile needs, from the
-//! caches only — no API request.
+//! caches only — no API request. The snapshot holds every read the decide
+//! and status steps use; apply reads the live copies of the objects it
+//! compares against itself.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use berth_shared::analysis::NodeInfo;
 use berth_shared::api::Runtime;
+use berth_shared::api::meta::controlled_by_uid;
 use berth_shared::claims::{self, Claim};
 use berth_shared::decide::{self, DecideInput, Decision, Identity, IdentityError, ObservedClass};
+use berth_shared::render::Names;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Resource, ResourceExt};
 
 use super::context::Context;
 
@@ -23,6 +30,12 @@ pub struct Snapshot {
     /// Another, older Runtime holds the same identity: the message naming
     /// it (one Runtime per identity).
     pub identity_taken: Option<String>,
+    /// The Runtime's Deployment, if it exists and is the Runtime's own.
+    pub deployment: Option<Arc<Deployment>>,
+    /// The ReplicaSets that Deployment controls.
+    pub replica_sets: Vec<Arc<ReplicaSet>>,
+    /// Every node, reduced to what placement reads.
+    pub nodes: Vec<NodeInfo>,
 }
 
 /// Reads and decides.
@@ -65,11 +78,47 @@ pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
         .as_ref()
         .ok()
         .and_then(|id| identity_taken(&ctx.stores.runtimes, &ctx.stores.namespaces, runtime, id));
+    let (deployment, replica_sets) = workload(ctx, runtime);
+    let nodes = ctx
+        .stores
+        .nodes
+        .state()
+        .iter()
+        .map(|n| NodeInfo::from_node(n))
+        .collect();
     Snapshot {
         identity,
         decision,
         identity_taken,
+        deployment,
+        replica_sets,
+        nodes,
     }
+}
+
+/// The Runtime's own Deployment and the ReplicaSets it controls.
+fn workload(ctx: &Context, runtime: &Runtime) -> (Option<Arc<Deployment>>, Vec<Arc<ReplicaSet>>) {
+    let ns = runtime.namespace().unwrap_or_default();
+    let uid = runtime.uid().unwrap_or_default();
+    let names = Names::for_runtime(&runtime.name_any());
+    let deployment = ctx
+        .stores
+        .deployments
+        .get(&ObjectRef::new(&names.workload).within(&ns))
+        .filter(|d| controlled_by_uid(d.meta(), &uid));
+    let replica_sets = match &deployment {
+        Some(d) => {
+            let duid = d.uid().unwrap_or_default();
+            ctx.stores
+                .replica_sets
+                .state()
+                .into_iter()
+                .filter(|rs| controlled_by_uid(rs.meta(), &duid))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    (deployment, replica_sets)
 }
 
 /// The claim a Runtime makes on its identity.

@@ -312,9 +312,7 @@ pub fn on_paste(app: &mut App, text: &str) -> Vec<Effect> {
 }
 
 /// Text typed or pasted by the user, made safe to show.
-fn clean(s: &str) -> String {
-    berth_shared::sanitize::line(s, 256)
-}
+use berth_shared::sanitize::short as clean;
 
 fn command_key(
     app: &mut App,

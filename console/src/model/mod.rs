@@ -681,7 +681,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.contexts = contexts;
             // The namespace scope is kept, as before the switch.
             app.reset_data();
-            app.flash = Some(format!("switched to {}", keys_clean(&app.context)));
+            app.flash = Some(format!(
+                "switched to {}",
+                berth_shared::sanitize::short(&app.context)
+            ));
             vec![Effect::Watch(app.needed_kinds())]
         }
         Msg::SwitchFailed { context, error } => {
@@ -691,9 +694,9 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.dirty = true;
             app.flash = Some(format!(
                 "cannot switch to {}: {}; still on {}",
-                keys_clean(&context),
-                keys_clean(&error),
-                keys_clean(&app.context)
+                berth_shared::sanitize::short(&context),
+                berth_shared::sanitize::short(&error),
+                berth_shared::sanitize::short(&app.context)
             ));
             Vec::new()
         }
@@ -796,8 +799,4 @@ pub enum LeaderState {
     Expired(Option<String>),
     /// The holder renews the Lease.
     Live(String),
-}
-
-fn keys_clean(s: &str) -> String {
-    berth_shared::sanitize::line(s, 256)
 }

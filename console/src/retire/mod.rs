@@ -1,4 +1,4 @@
-//! Retirement (DESIGN §4): explicit, reviewed changes that end a Runtime's
+//! Retirement (docs/architecture.md §7): explicit, reviewed changes that end a Runtime's
 //! dependency on a RuntimeClass — retire to the default runtime, suspend,
 //! delete the Runtime, prune rollback ReplicaSets.
 //!

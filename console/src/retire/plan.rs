@@ -3,7 +3,7 @@
 //! the exact change, its spec diff and its effect on the pod templates as
 //! berth-shared's `render` computes them. No I/O.
 
-use berth_shared::analysis::REVISION_ANNOTATION;
+use berth_shared::api::meta;
 use berth_shared::api::{API_VERSION, ProfileState, Runtime};
 use berth_shared::decide::{Decision, Identity};
 use berth_shared::render::{self, RUNTIME_PROFILE_ANNOTATION};
@@ -219,9 +219,7 @@ pub struct RuntimeContext {
     pub pods: Vec<Pod>,
 }
 
-fn clean(s: &str) -> String {
-    sanitize::line(s, 256)
-}
+use berth_shared::sanitize::short as clean;
 
 fn or_default(class: Option<&str>) -> String {
     class
@@ -567,19 +565,8 @@ pub fn plan_runtime(
     })
 }
 
-fn revision(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
-    meta.annotations
-        .as_ref()
-        .and_then(|a| a.get(REVISION_ANNOTATION))
-        .map(|r| clean(r))
-        .unwrap_or_else(|| "-".into())
-}
-
-fn owned_by(rs: &ReplicaSet, kind: &str, name: &str) -> bool {
-    rs.metadata.owner_references.as_ref().is_some_and(|refs| {
-        refs.iter()
-            .any(|r| r.kind == kind && r.name == name && r.controller == Some(true))
-    })
+fn revision(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    meta::revision(m).map_or_else(|| "-".into(), clean)
 }
 
 /// Plans pruning the rollback ReplicaSets of `deployment` that reference
@@ -594,15 +581,10 @@ pub fn plan_prune(
     let namespace = clean(deployment.metadata.namespace.as_deref().unwrap_or_default());
     let name = clean(deployment.metadata.name.as_deref().unwrap_or_default());
     let raw_name = deployment.metadata.name.clone().unwrap_or_default();
-    let current = deployment
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(REVISION_ANNOTATION))
-        .cloned();
+    let current = meta::revision(&deployment.metadata).map(String::from);
     let mut owned: Vec<&ReplicaSet> = replica_sets
         .iter()
-        .filter(|rs| owned_by(rs, "Deployment", &raw_name))
+        .filter(|rs| meta::controlled_by(&rs.metadata, "Deployment", &raw_name))
         .collect();
     owned.sort_by_key(|rs| std::cmp::Reverse(revision(&rs.metadata).parse::<i64>().unwrap_or(0)));
     let mut diff = Vec::new();
@@ -704,12 +686,8 @@ pub fn plan_prune(
 
 /// The Runtime owning a Deployment (controller reference), by name.
 pub fn runtime_owner(deployment: &Deployment) -> Option<String> {
-    deployment
-        .metadata
-        .owner_references
-        .as_ref()?
-        .iter()
-        .find(|r| r.kind == "Runtime" && r.controller == Some(true))
+    meta::controller_of(&deployment.metadata)
+        .filter(|r| r.kind == "Runtime")
         .map(|r| r.name.clone())
 }
 

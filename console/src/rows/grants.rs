@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use berth_shared::api::RuntimeGrant;
+use berth_shared::api::{RuntimeGrant, condition, grant_condition_types};
 use berth_shared::{claims, decide};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
@@ -106,12 +106,7 @@ fn grant_row(g: &RuntimeGrant, now: Timestamp) -> GrantRow {
         Some(_) => "ok".into(),
     };
     let restart_required = status.as_ref().is_some_and(|s| {
-        s.conditions.iter().any(|c| {
-            c.status == "True"
-                && (c.type_.contains("Stale")
-                    || c.type_.contains("RestartRequired")
-                    || c.reason.contains("RestartRequired"))
-        })
+        condition::is_true(&s.conditions, grant_condition_types::RESTART_REQUIRED)
     });
     let nodes_incomplete = status
         .as_ref()

@@ -53,9 +53,10 @@ pub(crate) fn bindings(store: &Store) -> Vec<GrantBinding> {
 /// Whether the agent marked this RuntimeGrant `Retired=True`.
 pub(crate) fn is_retired(g: &berth_shared::api::RuntimeGrant) -> bool {
     g.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "Retired" && c.status == "True")
+        berth_shared::api::condition::is_true(
+            &s.conditions,
+            berth_shared::api::grant_condition_types::RETIRED,
+        )
     })
 }
 

@@ -13,7 +13,7 @@ pub mod runtimes;
 pub mod table;
 
 use berth_shared::analysis::WorkloadKind;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 pub use grants::{GrantRow, grant_rows};
@@ -51,10 +51,6 @@ pub fn human_duration(secs: i64) -> String {
         s if s < 2 * 86400 => format!("{}h", s / 3600),
         s => format!("{}d", s / 86400),
     }
-}
-
-fn condition<'a>(conds: &'a [Condition], type_: &str) -> Option<&'a Condition> {
-    conds.iter().find(|c| c.type_ == type_)
 }
 
 /// Kinds of the analysis mapped to the console's store kinds.

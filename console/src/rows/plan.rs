@@ -11,9 +11,7 @@ use berth_shared::sanitize;
 use super::handlers::{is_retired, workloads};
 use crate::store::Store;
 
-/// Label on a RuntimeGrant naming the agent (its Lease name) that
-/// published it.
-pub const PUBLISHED_BY_LABEL: &str = "berth.dev/published-by";
+pub use berth_shared::api::meta::PUBLISHED_BY_LABEL;
 
 /// The bindings the agent whose Lease is named `publisher` has loaded: its
 /// RuntimeGrants, without the Retired ones (they grant nothing).

@@ -2,11 +2,10 @@
 //! desired, old and new ReplicaSets with their pods, the progress deadline
 //! and recent events; a table of every rollout for `berth get rollouts`.
 
-use berth_shared::analysis;
-use berth_shared::api::RolloutPhase;
+use berth_shared::api::{RolloutPhase, meta};
 use berth_shared::sanitize;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
@@ -81,36 +80,14 @@ pub fn rollout_rows(store: &Store, now: Timestamp) -> Vec<RolloutRow> {
         .collect()
 }
 
-fn owned_by(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    kind: &str,
-    name: &str,
-) -> bool {
-    meta.owner_references
-        .as_ref()
-        .is_some_and(|refs| refs.iter().any(|r| r.kind == kind && r.name == name))
-}
-
 fn revision_of(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Option<String> {
-    meta.annotations
-        .as_ref()
-        .and_then(|a| a.get(analysis::REVISION_ANNOTATION).cloned())
+    meta::revision(meta).map(String::from)
 }
 
 fn first_image(t: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>) -> String {
-    t.and_then(|t| t.spec.as_ref())
-        .and_then(|s| s.containers.first())
-        .and_then(|c| c.image.clone())
-        .unwrap_or_else(|| NONE.into())
-}
-
-fn pod_ready(p: &Pod) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    meta::template_image(t).unwrap_or_else(|| NONE.into())
 }
 
 /// The Deployment managed for a Runtime: owned by it, or named like it.
@@ -120,7 +97,7 @@ pub fn deployment_of<'a>(store: &'a Store, key: &ObjKey) -> Option<&'a Deploymen
         .iter()
         .filter(|((ns, _), _)| *ns == key.0)
         .map(|(_, d)| d)
-        .find(|d| owned_by(&d.metadata, "Runtime", &key.1))
+        .find(|d| meta::has_owner(&d.metadata, "Runtime", &key.1))
         .or_else(|| store.deployments.get(key))
 }
 
@@ -138,7 +115,9 @@ pub fn rollout(store: &Store, key: &ObjKey, now: Timestamp) -> Option<RolloutRow
     let mut rss: Vec<&ReplicaSet> = store
         .replicasets
         .iter()
-        .filter(|((ns, _), rs)| *ns == key.0 && owned_by(&rs.metadata, "Deployment", &dep_name))
+        .filter(|((ns, _), rs)| {
+            *ns == key.0 && meta::has_owner(&rs.metadata, "Deployment", &dep_name)
+        })
         .map(|(_, rs)| rs)
         .collect();
     rss.sort_by_key(|rs| {
@@ -156,7 +135,9 @@ pub fn rollout(store: &Store, key: &ObjKey, now: Timestamp) -> Option<RolloutRow
             let pods = store
                 .pods
                 .iter()
-                .filter(|((ns, _), p)| *ns == key.0 && owned_by(&p.metadata, "ReplicaSet", &name))
+                .filter(|((ns, _), p)| {
+                    *ns == key.0 && meta::has_owner(&p.metadata, "ReplicaSet", &name)
+                })
                 .map(|(_, p)| PodEntry {
                     name: p.metadata.name.clone().unwrap_or_default(),
                     phase: p
@@ -164,7 +145,7 @@ pub fn rollout(store: &Store, key: &ObjKey, now: Timestamp) -> Option<RolloutRow
                         .as_ref()
                         .and_then(|s| s.phase.clone())
                         .unwrap_or_else(|| NONE.into()),
-                    ready: pod_ready(p),
+                    ready: meta::pod_ready(p),
                     node: p
                         .spec
                         .as_ref()

@@ -1,12 +1,12 @@
 //! Runtimes: identity, profile, grant state, handler, ready/desired,
 //! rollout phase, age. Blocked Runtimes are red.
 
-use berth_shared::api::{ProfileState, RolloutPhase, Runtime, condition_types};
+use berth_shared::api::{ProfileState, RolloutPhase, Runtime, condition, condition_types};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 use super::table::{Cell, Row, RowRef, RowTone};
-use super::{NONE, age, age_seconds, condition};
+use super::{NONE, age, age_seconds};
 use crate::store::Store;
 
 /// One Runtime.
@@ -55,8 +55,7 @@ fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
     let status = r.status.clone().unwrap_or_default();
     let profile = status.profile.clone();
     let rollout = status.rollout.clone();
-    let blocked_cond = condition(&status.conditions, condition_types::BLOCKED);
-    let blocked = blocked_cond.is_some_and(|c| c.status == "True")
+    let blocked = condition::is_true(&status.conditions, condition_types::BLOCKED)
         || profile.as_ref().is_some_and(|p| state_blocks(p.state))
         || rollout
             .as_ref()
@@ -67,7 +66,7 @@ fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
         condition_types::DEGRADED,
     ]
     .iter()
-    .filter_map(|t| condition(&status.conditions, t))
+    .filter_map(|t| condition::find(&status.conditions, t))
     .find(|c| {
         (c.type_ == condition_types::PROFILE_GRANTED && c.status == "False")
             || (c.type_ != condition_types::PROFILE_GRANTED && c.status == "True")

@@ -29,9 +29,7 @@ pub trait Component {
 }
 
 /// Text typed by the user or taken from anywhere, made safe to draw.
-pub fn clean(s: &str) -> String {
-    berth_shared::sanitize::line(s, 256)
-}
+pub use berth_shared::sanitize::short as clean;
 
 /// The style of a row tone.
 pub fn tone_style(t: RowTone) -> Style {

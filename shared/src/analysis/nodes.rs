@@ -20,7 +20,7 @@ pub struct NodeInfo {
     /// Whether the node reports a handler list at all. Only recent kubelets
     /// with a container runtime that reports handlers fill
     /// `status.runtimeHandlers`; a node without the list is *unknown*, not
-    /// *absent* (DESIGN amendment "Handler presence").
+    /// *absent* (docs/architecture.md §5).
     pub reports_handlers: bool,
     /// Node labels.
     pub labels: BTreeMap<String, String>,

@@ -9,16 +9,9 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::api::meta::is_managed;
+pub use crate::api::meta::{MANAGED_BY_LABEL, REVISION_ANNOTATION};
 use crate::render::RUNTIME_PROFILE_ANNOTATION;
-use crate::render::labels::MANAGED_BY;
-
-/// `app.kubernetes.io/managed-by`, set to `berth` on every managed object
-/// and pod template.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// The annotation the Deployment controller puts on a Deployment and each of
-/// its ReplicaSets; the ReplicaSet whose value equals the Deployment's is
-/// the current revision.
-pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
 
 /// The kinds of workload the analysis understands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -253,9 +246,7 @@ impl Workload {
         let terminated = status
             .and_then(|s| s.phase.as_deref())
             .is_some_and(|ph| ph == "Succeeded" || ph == "Failed");
-        let ready = status
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        let ready = crate::api::meta::pod_ready(p);
         let mut w = base(
             WorkloadKind::Pod,
             &p.metadata,
@@ -268,7 +259,7 @@ impl Workload {
             .as_ref()
             .and_then(|s| s.runtime_class_name.clone())
             .filter(|c| !c.is_empty());
-        w.managed_by_berth = is_managed(p.metadata.labels.as_ref());
+        w.managed_by_berth = is_managed(&p.metadata);
         w.runtime_profile = p
             .metadata
             .annotations
@@ -301,12 +292,6 @@ impl Workload {
     }
 }
 
-fn is_managed(labels: Option<&BTreeMap<String, String>>) -> bool {
-    labels
-        .and_then(|l| l.get(MANAGED_BY_LABEL))
-        .is_some_and(|v| v == MANAGED_BY)
-}
-
 fn base(
     kind: WorkloadKind,
     meta: &ObjectMeta,
@@ -333,8 +318,7 @@ fn base(
             .filter(|c| !c.is_empty()),
         replicas: replicas.max(0),
         ready: ready.max(0),
-        managed_by_berth: is_managed(meta.labels.as_ref())
-            || is_managed(template_meta.and_then(|m| m.labels.as_ref())),
+        managed_by_berth: is_managed(meta) || template_meta.is_some_and(is_managed),
         owner,
         is_rollback_revision: false,
         suspended: false,

@@ -1,7 +1,7 @@
 //! Condition types and reasons with stable strings: the console, alerts and
 //! tests match on these, so they never change once released.
 
-/// Condition types on a Runtime (DESIGN §3 "Status").
+/// Condition types on a Runtime (docs/architecture.md §6).
 pub mod condition_types {
     /// The requested profile is granted (or none is requested).
     pub const PROFILE_GRANTED: &str = "ProfileGranted";
@@ -31,6 +31,17 @@ pub mod condition_types {
         BLOCKED,
         UPGRADING,
     ];
+}
+
+/// Condition types on a RuntimeGrant (docs/architecture.md §6).
+pub mod grant_condition_types {
+    /// The granted class exists, names the handler and is supported.
+    pub const CLASS_READY: &str = "ClassReady";
+    /// The grants file on disk changed since it was loaded.
+    pub const RESTART_REQUIRED: &str = "RestartRequired";
+    /// The binding left the grants file but workloads still need the
+    /// class's handler.
+    pub const RETIRED: &str = "Retired";
 }
 
 /// Condition reasons. Grant decisions use the reasons of
@@ -93,4 +104,13 @@ pub mod reasons {
     pub const IMAGE_CHANGING: &str = "ImageChanging";
     /// The image is the one last rolled out.
     pub const IMAGE_CURRENT: &str = "ImageCurrent";
+
+    /// The grant's RuntimeClass is usable (reason of `ClassReady`).
+    pub const CLASS_READY: &str = "ClassReady";
+    /// The grants file on disk differs from the one loaded.
+    pub const FILE_CHANGED: &str = "FileChanged";
+    /// The grants file on disk is the one loaded.
+    pub const FILE_CURRENT: &str = "FileCurrent";
+    /// The grant's binding left the grants file.
+    pub const BINDING_REMOVED: &str = "BindingRemoved";
 }

@@ -1,5 +1,5 @@
 //! The `RuntimeGrant` custom resource: a published mirror of one binding of
-//! the loaded grants file (DESIGN §2). Cluster-scoped and written only by the
+//! the loaded grants file (docs/architecture.md §4). Cluster-scoped and written only by the
 //! agent, so the console and kubectl can see grants without the file.
 
 // Every `printcolumn(...)` repeats `type_ = ...`, which clippy's

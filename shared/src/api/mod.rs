@@ -7,8 +7,10 @@
 //! committed copies in `assets/crds/` are checked against the generated
 //! output by a unit test (`BERTH_UPDATE_GOLDEN=1` regenerates them).
 
+pub mod condition;
 mod conditions;
 mod grant;
+pub mod meta;
 pub mod patterns;
 mod pending;
 mod runtime;
@@ -20,7 +22,7 @@ pub(crate) mod tests;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-pub use conditions::{condition_types, reasons};
+pub use conditions::{condition_types, grant_condition_types, reasons};
 pub use grant::{
     GrantSource, NodeCoverage, ObjectRef, RuntimeGrant, RuntimeGrantSpec, RuntimeGrantStatus,
     WorkloadRef,

@@ -4,7 +4,7 @@
 //! They live in one place so that the schema the apiserver enforces and the
 //! checks the agent and console do can never drift apart.
 
-/// Project, environment, application and service names (DESIGN §1): short
+/// Project, environment, application and service names (docs/grants-file.md): short
 /// enough to be embedded in object names and label values together.
 pub const SCOPE_NAME: &str = "^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$";
 

@@ -1,5 +1,5 @@
 //! The `Runtime` custom resource: one service's workload, written by
-//! application teams (DESIGN §2).
+//! application teams (docs/architecture.md §4).
 //!
 //! Everything a team may set is here and nothing else: there is no free-form
 //! PodSpec, so the production contract rendered by [`crate::render`] cannot
@@ -546,7 +546,7 @@ pub struct ProfileStatus {
     pub state: ProfileState,
 }
 
-/// The grant decision states (DESIGN §3, step 2).
+/// The grant decision states (docs/architecture.md §5, step 2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum ProfileState {
     #[default]

@@ -1,4 +1,4 @@
-//! Opening the grants file safely (DESIGN.md §1, file safety).
+//! Opening the grants file safely (docs/grants-file.md, file-safety rules).
 //!
 //! The path is resolved one component at a time from `/`, with
 //! `openat(…, O_PATH | O_NOFOLLOW)` on the directory descriptor checked just

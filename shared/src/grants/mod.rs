@@ -1,4 +1,4 @@
-//! The grants file (DESIGN.md §1): a strict, safe loader.
+//! The grants file (docs/grants-file.md): a strict, safe loader.
 //!
 //! The grants file is the only source of grants; it decides which service may
 //! run on which RuntimeClass, so it is treated like sudoers:
@@ -75,18 +75,12 @@ pub struct Binding {
 }
 
 impl Binding {
-    /// Whether this binding grants its alias to the given identity.
-    pub fn matches(
-        &self,
-        project: &str,
-        environment: &str,
-        application: &str,
-        service: &str,
-    ) -> bool {
-        self.project == project
-            && self.environment == environment
-            && self.application == application
-            && self.service == service
+    /// Whether this binding is for exactly this identity (no wildcards).
+    pub fn matches(&self, identity: &crate::decide::Identity) -> bool {
+        self.project == identity.project
+            && self.environment == identity.environment
+            && self.application == identity.application
+            && self.service == identity.service
     }
 }
 

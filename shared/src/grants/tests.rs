@@ -1,4 +1,4 @@
-//! Table tests for the grants loader: every rule of DESIGN.md §1.
+//! Table tests for the grants loader: every rule of docs/grants-file.md.
 //!
 //! Test files live under a *trusted* base directory, because the loader
 //! refuses any file whose parent directories are writable by others — and
@@ -931,8 +931,15 @@ fn change_detection_in_projected_volume() {
 fn lookup_helpers() {
     let loaded = LoadedGrants::from_unchecked_bytes("mem", valid().as_bytes()).expect("valid");
     let b = loaded.binding("bounded-worker").expect("binding");
-    assert!(b.matches("demo", "production", "analytics", "worker"));
-    assert!(!b.matches("demo", "staging", "analytics", "worker"));
+    let mut id = crate::decide::Identity {
+        project: "demo".into(),
+        environment: "production".into(),
+        application: "analytics".into(),
+        service: "worker".into(),
+    };
+    assert!(b.matches(&id));
+    id.environment = "staging".into();
+    assert!(!b.matches(&id));
     assert!(loaded.binding("other").is_none());
     assert_eq!(b.runtime_class, "bounded-worker");
     assert_eq!(b.handler, "bounded-runc");

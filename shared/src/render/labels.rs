@@ -29,8 +29,7 @@ pub const CONFIG_CHECKSUM_ANNOTATION: &str = "berth.dev/config-checksum";
 /// runtime-profile annotation the console reads.
 pub const RESERVED_PREFIX: &str = "berth.dev/";
 
-/// `app.kubernetes.io/managed-by` value.
-pub const MANAGED_BY: &str = "berth";
+pub use crate::api::meta::MANAGED_BY;
 
 /// What a pod does; part of the selector so Job pods are never selected by
 /// the Service, PDB or Deployment.
@@ -87,7 +86,7 @@ pub fn common(
             label_value(&identity.application),
         ),
         (
-            "app.kubernetes.io/managed-by".to_string(),
+            crate::api::meta::MANAGED_BY_LABEL.to_string(),
             MANAGED_BY.to_string(),
         ),
         (

@@ -1,4 +1,4 @@
-//! Render (DESIGN §3, step 3): the complete desired set of objects for one
+//! Render (docs/architecture.md §5, step 3): the complete desired set of objects for one
 //! Runtime, as pure functions of (Runtime, identity, grant decision).
 //!
 //! The agent server-side-applies the result, the console diffs it before a

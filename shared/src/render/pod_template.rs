@@ -1,4 +1,4 @@
-//! The production pod contract (DESIGN §3), shared by the Deployment, Job
+//! The production pod contract (docs/architecture.md §5), shared by the Deployment, Job
 //! and CronJob pod templates. Nothing here comes from the team's spec except
 //! image, resources, command/args, placement and extra metadata — the
 //! security settings cannot be weakened from a Runtime.

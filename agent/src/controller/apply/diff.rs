@@ -1,0 +1,409 @@
+//! What "differs" means for the apply step: containment of the desired
+//! object in the live one (keyed lists entry by entry), the applied-hash
+//! annotation, what the production contract governs per kind, and the
+//! correction patch and overlay that put the governed part back. Pure.
+
+use berth_shared::contract::{self, Violation};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Annotation holding the hash of the object as last applied.
+pub const APPLIED_HASH_ANNOTATION: &str = "berth.dev/applied-hash";
+
+/// Whether every field of `desired` is present in `actual` with the same
+/// value. Empty objects/arrays and nulls in `desired` match an absent field
+/// (the apiserver drops them). Lists whose desired entries all carry a
+/// `name` are keyed lists: each desired entry must be present (by name),
+/// extra entries and their order are someone else's business (the contract
+/// check decides whether they are allowed). Other lists are atomic and
+/// compared position by position.
+pub fn contains(actual: Option<&Value>, desired: &Value) -> bool {
+    match desired {
+        Value::Null => true,
+        Value::Object(d) if d.is_empty() => actual.is_none_or(|a| a.is_object() || a.is_null()),
+        Value::Array(d) if d.is_empty() => {
+            actual.is_none_or(|a| a.is_null() || a.as_array().is_some_and(Vec::is_empty))
+        }
+        Value::Object(d) => {
+            let Some(Value::Object(a)) = actual else {
+                return false;
+            };
+            d.iter().all(|(k, dv)| contains(a.get(k), dv))
+        }
+        Value::Array(d) => {
+            let Some(Value::Array(a)) = actual else {
+                return false;
+            };
+            let key = |v: &Value| v.get("name").and_then(Value::as_str).map(str::to_string);
+            if d.iter().all(|dv| key(dv).is_some()) {
+                d.iter().all(|dv| {
+                    let name = key(dv);
+                    a.iter()
+                        .find(|av| key(av) == name)
+                        .is_some_and(|av| contains(Some(av), dv))
+                })
+            } else {
+                a.len() == d.len() && a.iter().zip(d).all(|(av, dv)| contains(Some(av), dv))
+            }
+        }
+        scalar => actual == Some(scalar),
+    }
+}
+
+/// How the production contract governs a managed kind: which live
+/// differences are forbidden, and which top-level fields a correction
+/// replaces whole (the others are overlaid field by field under `spec`).
+pub trait Governed: Sized {
+    /// Forbidden differences between `live` and `desired`.
+    fn violations(_live: &Self, _desired: &Self) -> Vec<Violation> {
+        Vec::new()
+    }
+    /// Top-level fields a replace (the fallback when an apply cannot
+    /// converge) sets whole.
+    const WHOLE: &'static [&'static str] = &[];
+    /// JSON pointers of the parts the contract governs whole: a contract
+    /// correction makes each exactly the rendered one.
+    const GOVERNED: &'static [&'static str] = &[];
+}
+
+impl Governed for ServiceAccount {}
+impl Governed for Service {}
+impl Governed for NetworkPolicy {}
+impl Governed for HorizontalPodAutoscaler {}
+impl Governed for Job {}
+
+impl Governed for ConfigMap {
+    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
+        contract::config_map_violations(live, desired)
+    }
+    const WHOLE: &'static [&'static str] = &["data", "binaryData"];
+    const GOVERNED: &'static [&'static str] = &["/data", "/binaryData"];
+}
+
+impl Governed for PodDisruptionBudget {
+    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
+        match (&live.spec, &desired.spec) {
+            (Some(l), Some(d)) => contract::pdb_violations(l, d),
+            _ => Vec::new(),
+        }
+    }
+    const WHOLE: &'static [&'static str] = &["spec"];
+    const GOVERNED: &'static [&'static str] = &["/spec"];
+}
+
+impl Governed for Deployment {
+    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
+        let pod = |d: &Deployment| d.spec.as_ref().and_then(|s| s.template.spec.clone());
+        match (pod(live), pod(desired)) {
+            (Some(l), Some(d)) => contract::pod_spec_violations("spec.template.spec", &l, &d),
+            _ => Vec::new(),
+        }
+    }
+    const GOVERNED: &'static [&'static str] = &["/spec/template/spec"];
+}
+
+impl Governed for CronJob {
+    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
+        let pod = |c: &CronJob| {
+            c.spec
+                .as_ref()
+                .and_then(|s| s.job_template.spec.as_ref())
+                .and_then(|j| j.template.spec.clone())
+        };
+        match (pod(live), pod(desired)) {
+            (Some(l), Some(d)) => {
+                contract::pod_spec_violations("spec.jobTemplate.spec.template.spec", &l, &d)
+            }
+            _ => Vec::new(),
+        }
+    }
+    const GOVERNED: &'static [&'static str] = &["/spec/jobTemplate/spec/template/spec"];
+}
+
+pub(super) fn hash(value: &Value) -> String {
+    let digest = Sha256::digest(value.to_string().as_bytes());
+    digest.iter().take(10).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The desired object as JSON with its hash annotation.
+pub fn with_hash<K: Serialize>(desired: &K) -> Result<Value, serde_json::Error> {
+    let mut value = serde_json::to_value(desired)?;
+    let h = hash(&value);
+    let meta = value
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| {
+            <serde_json::Error as serde::ser::Error>::custom("rendered object without metadata")
+        })?;
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert(APPLIED_HASH_ANNOTATION.to_string(), Value::String(h));
+    }
+    Ok(value)
+}
+
+/// A JSON merge patch that makes each part of `live` at the `governed`
+/// pointers exactly the rendered one: the desired content, plus an
+/// explicit null for every key `live` has and `desired` does not, at every
+/// depth (lists are replaced whole by a merge patch anyway). Fields the
+/// apiserver defaults come back with their defaults; fields someone else
+/// added are gone. The desired labels and annotations are set too.
+pub fn correction_patch(
+    live: &Value,
+    desired: &Value,
+    governed: &[&str],
+    uid: Option<&str>,
+) -> Value {
+    fn exact(live: Option<&Value>, desired: &Value) -> Value {
+        match (live, desired) {
+            (Some(Value::Object(l)), Value::Object(d)) => {
+                let mut out = serde_json::Map::new();
+                for (k, dv) in d {
+                    out.insert(k.clone(), exact(l.get(k), dv));
+                }
+                for k in l.keys() {
+                    if !d.contains_key(k) {
+                        out.insert(k.clone(), Value::Null);
+                    }
+                }
+                Value::Object(out)
+            }
+            (_, d) => d.clone(),
+        }
+    }
+    let mut patch = serde_json::json!({"metadata": {"uid": uid}});
+    for key in ["labels", "annotations"] {
+        if let Some(v) = desired.pointer(&format!("/metadata/{key}")) {
+            patch["metadata"][key] = v.clone();
+        }
+    }
+    for pointer in governed {
+        let part = match desired.pointer(pointer) {
+            Some(d) => exact(live.pointer(pointer), d),
+            None => Value::Null,
+        };
+        // Build the nesting down to the pointer.
+        let mut at = &mut patch;
+        let segments: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
+        for (i, segment) in segments.iter().enumerate() {
+            if i + 1 == segments.len() {
+                at[*segment] = part.clone();
+            } else {
+                if !at.get(*segment).is_some_and(Value::is_object) {
+                    at[*segment] = serde_json::json!({});
+                }
+                at = &mut at[*segment];
+            }
+        }
+    }
+    patch
+}
+
+/// `live` with the fields in `whole` replaced by `desired`'s (removed when
+/// `desired` has none), every other top-level `spec` field of `desired`
+/// replacing the live one (fields the agent does not render, such as a
+/// Service's clusterIP, stay), and `desired`'s labels and annotations set
+/// (others' labels and annotations stay).
+pub fn overlay(live: &mut Value, desired: &Value, whole: &[&str]) {
+    if let Some(l) = live.as_object_mut() {
+        for key in whole {
+            match desired.get(*key) {
+                Some(v) => {
+                    l.insert((*key).to_string(), v.clone());
+                }
+                None => {
+                    l.remove(*key);
+                }
+            }
+        }
+    }
+    if !whole.contains(&"spec")
+        && let (Some(l), Some(d)) = (
+            live.get_mut("spec").and_then(Value::as_object_mut),
+            desired.get("spec").and_then(Value::as_object),
+        )
+    {
+        for (k, v) in d {
+            l.insert(k.clone(), v.clone());
+        }
+    }
+    for key in ["labels", "annotations"] {
+        let Some(d) = desired
+            .get("metadata")
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_object)
+        else {
+            continue;
+        };
+        let Some(meta) = live.get_mut("metadata").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let entry = meta
+            .entry(key)
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(l) = entry.as_object_mut() {
+            for (k, v) in d {
+                l.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// The hash a rendered object is recorded under (its applied-hash).
+pub(super) fn applied_hash(value: &Value) -> Option<String> {
+    value
+        .pointer(&format!(
+            "/metadata/annotations/{}",
+            APPLIED_HASH_ANNOTATION.replace('/', "~1")
+        ))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn containment() {
+        let actual = json!({"a": 1, "b": {"c": "x", "d": [ {"e": 1, "f": 2} ]}, "extra": true});
+        assert!(contains(Some(&actual), &json!({"a": 1})));
+        assert!(contains(Some(&actual), &json!({"b": {"d": [{"e": 1}]}})));
+        assert!(!contains(Some(&actual), &json!({"b": {"d": [{"e": 2}]}})));
+        assert!(!contains(
+            Some(&actual),
+            &json!({"b": {"d": [{"e": 1}, {"e": 1}]}})
+        ));
+        assert!(!contains(Some(&actual), &json!({"z": 1})));
+        assert!(contains(
+            Some(&actual),
+            &json!({"z": {}, "y": [], "n": null})
+        ));
+        assert!(!contains(Some(&actual), &json!({"a": "1"})));
+    }
+
+    #[test]
+    fn keyed_lists_tolerate_foreign_entries_and_order() {
+        let desired = json!({"containers": [{"name": "app", "image": "x"}]});
+        let appended = json!({"containers": [
+            {"name": "mesh-proxy", "image": "envoy"},
+            {"name": "app", "image": "x", "imagePullPolicy": "IfNotPresent"}]});
+        assert!(contains(Some(&appended), &desired));
+        let changed = json!({"containers": [{"name": "app", "image": "y"}]});
+        assert!(!contains(Some(&changed), &desired));
+        let missing = json!({"containers": [{"name": "other", "image": "x"}]});
+        assert!(!contains(Some(&missing), &desired));
+        // Unkeyed lists stay atomic: an extra entry is a difference.
+        let desired = json!({"args": ["a"]});
+        assert!(!contains(Some(&json!({"args": ["a", "b"]})), &desired));
+    }
+
+    #[test]
+    fn overlay_replaces_whole_fields_when_asked() {
+        let mut live = json!({
+            "metadata": {"name": "web", "labels": {"theirs": "x"}},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"a": "b"}}}
+        });
+        let desired = json!({
+            "metadata": {"name": "web"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"a": "b"}}}
+        });
+        overlay(&mut live, &desired, &["spec"]);
+        assert_eq!(
+            live["spec"],
+            json!({"maxUnavailable": 1, "selector": {"matchLabels": {"a": "b"}}})
+        );
+        assert_eq!(live["metadata"]["labels"]["theirs"], "x");
+        let mut cm = json!({"metadata": {"name": "c"}, "data": {"A": "1", "EVIL": "2"}, "binaryData": {"B": "AA=="}});
+        overlay(
+            &mut cm,
+            &json!({"metadata": {"name": "c"}, "data": {"A": "1"}}),
+            &["data", "binaryData"],
+        );
+        assert_eq!(cm, json!({"metadata": {"name": "c"}, "data": {"A": "1"}}));
+    }
+
+    #[test]
+    fn correction_patch_makes_the_governed_part_exact() {
+        let live = json!({
+            "metadata": {"name": "web", "uid": "u1", "labels": {"theirs": "x"}},
+            "spec": {"replicas": 3, "template": {
+                "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "t"}},
+                "spec": {
+                    "hostNetwork": true,
+                    "dnsPolicy": "ClusterFirst",
+                    "securityContext": {"runAsNonRoot": true, "sysctls": [{"name": "x", "value": "1"}]},
+                    "containers": [{"name": "app", "image": "a", "securityContext": {"privileged": true}},
+                                   {"name": "sidecar", "image": "b"}]
+                }}}
+        });
+        let desired = json!({
+            "metadata": {"name": "web", "labels": {"berth": "y"}},
+            "spec": {"template": {"spec": {
+                "securityContext": {"runAsNonRoot": true},
+                "containers": [{"name": "app", "image": "a"}]
+            }}}
+        });
+        let patch = correction_patch(&live, &desired, &["/spec/template/spec"], Some("u1"));
+        assert_eq!(
+            patch,
+            json!({
+                "metadata": {"uid": "u1", "labels": {"berth": "y"}},
+                "spec": {"template": {"spec": {
+                    "hostNetwork": null,
+                    "dnsPolicy": null,
+                    "securityContext": {"runAsNonRoot": true, "sysctls": null},
+                    "containers": [{"name": "app", "image": "a"}]
+                }}}
+            })
+        );
+        // Replicas and the template's metadata are not governed: untouched.
+        assert!(patch["spec"].get("replicas").is_none());
+        assert!(patch["spec"]["template"].get("metadata").is_none());
+    }
+
+    #[test]
+    fn overlay_replaces_desired_fields_only() {
+        let mut live = json!({
+            "metadata": {"name": "web", "labels": {"theirs": "x"}, "resourceVersion": "7"},
+            "spec": {"clusterIP": "10.0.0.1", "ports": [
+                {"name": "http", "port": 9999}, {"name": "extra", "port": 1}]}
+        });
+        let desired = json!({
+            "metadata": {"name": "web", "labels": {"berth": "y"}, "annotations": {"a": "b"}},
+            "spec": {"ports": [{"name": "http", "port": 80}]}
+        });
+        overlay(&mut live, &desired, &[]);
+        assert_eq!(
+            live,
+            json!({
+                "metadata": {"name": "web", "labels": {"theirs": "x", "berth": "y"},
+                    "annotations": {"a": "b"}, "resourceVersion": "7"},
+                "spec": {"clusterIP": "10.0.0.1", "ports": [{"name": "http", "port": 80}]}
+            })
+        );
+    }
+
+    #[test]
+    fn hash_annotation_tracks_content() {
+        let a = with_hash(&json!({"metadata": {"name": "x"}, "data": {"k": "v"}})).expect("hash");
+        let b = with_hash(&json!({"metadata": {"name": "x"}, "data": {"k": "w"}})).expect("hash");
+        let ha = &a["metadata"]["annotations"][APPLIED_HASH_ANNOTATION];
+        let hb = &b["metadata"]["annotations"][APPLIED_HASH_ANNOTATION];
+        assert!(ha.is_string());
+        assert_ne!(ha, hb);
+        // The same content hashes the same.
+        let a2 = with_hash(&json!({"metadata": {"name": "x"}, "data": {"k": "v"}})).expect("hash");
+        assert_eq!(a, a2);
+    }
+}

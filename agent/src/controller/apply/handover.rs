@@ -1,0 +1,152 @@
+//! Autoscaling turned on: the replica count passes from the agent to the
+//! HorizontalPodAutoscaler without the Deployment falling to one replica.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::Value;
+
+use super::super::apply_error::ApplyError;
+use super::super::context::{Context, FIELD_MANAGER};
+use super::diff::{contains, with_hash};
+use super::{ApplyOutcome, owned_by};
+
+/// Field manager that holds a Deployment's replica count while it passes
+/// from the agent to the HorizontalPodAutoscaler.
+pub const HANDOVER_MANAGER: &str = "berth-agent-hpa-handover";
+
+/// Whether the `Apply` entry of the agent in `managed` owns spec.replicas.
+fn agent_owns_replicas(managed: &[ManagedFieldsEntry]) -> bool {
+    managed.iter().any(|m| {
+        m.manager.as_deref() == Some(FIELD_MANAGER)
+            && m.operation.as_deref() == Some("Apply")
+            && m.fields_v1.as_ref().is_some_and(|f| {
+                f.0.get("f:spec")
+                    .and_then(|s| s.get("f:replicas"))
+                    .is_some()
+            })
+    })
+}
+
+/// Autoscaling turned on: the rendered Deployment no longer sets replicas.
+/// Server-side apply would *remove* a field its only owner stops applying
+/// (the Deployment would fall to the default of 1 replica until the HPA
+/// acts). So before that apply, a second field manager applies the current
+/// count, becoming co-owner; the agent's apply then only gives its share
+/// up, and the HPA takes the count over from there (Kubernetes' documented
+/// ownership transfer). Only when the agent still owns the field, i.e. once
+/// per transition; the write is conditional on the resourceVersion read.
+pub(super) async fn hand_over_replicas(
+    ctx: &Context,
+    store: &Store<Deployment>,
+    desired: &Deployment,
+    uid: &str,
+    min_replicas: i32,
+    out: &mut ApplyOutcome,
+) {
+    let name = desired.name_any();
+    let ns = desired.namespace().unwrap_or_default();
+    let label = format!("Deployment/{name}");
+    let Some(cached) = store.get(&ObjectRef::new(&name).within(&ns)) else {
+        return;
+    };
+    if !owned_by(cached.meta(), uid) || cached.spec.as_ref().and_then(|s| s.replicas).is_none() {
+        return;
+    }
+    let Ok(desired_value) = with_hash(desired) else {
+        return;
+    };
+    let cached_value = serde_json::to_value(&*cached).unwrap_or(Value::Null);
+    if contains(Some(&cached_value), &desired_value) {
+        // Nothing to apply, so nothing to hand over.
+        return;
+    }
+    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let live = match api.get(&name).await {
+        Ok(d) => d,
+        Err(source) => {
+            out.errors.push(ApplyError::Read {
+                object: label,
+                source,
+            });
+            return;
+        }
+    };
+    let live_replicas = live.spec.as_ref().and_then(|s| s.replicas);
+    if !owned_by(live.meta(), uid)
+        || live_replicas.is_none()
+        || !agent_owns_replicas(live.metadata.managed_fields.as_deref().unwrap_or_default())
+    {
+        return;
+    }
+    // Never hand over fewer than minReplicas: coming back from suspend (or
+    // turning autoscaling on at 0) the live count is 0, and the HPA does
+    // nothing for a target at 0 replicas.
+    let replicas = live_replicas.map(|r| r.max(min_replicas));
+    tracing::info!(object = %label, namespace = %ns, ?replicas, "handing the replica count over to the HorizontalPodAutoscaler");
+    let body = serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "resourceVersion": live.metadata.resource_version},
+        "spec": {"replicas": replicas},
+    });
+    match api
+        .patch(
+            &name,
+            // Forced: raising the count to minReplicas changes a value the
+            // agent's own apply still owns (that would be a conflict).
+            &PatchParams::apply(HANDOVER_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
+        .await
+    {
+        Ok(_) => {
+            out.writes += 1;
+            ctx.metrics.write("Deployment", "apply");
+        }
+        Err(source) => out.errors.push(ApplyError::Handover {
+            object: label,
+            source,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn replica_ownership_from_managed_fields() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1;
+        let entry = |manager: &str, op: &str, fields: Value| ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some(op.into()),
+            fields_v1: Some(FieldsV1(fields)),
+            ..Default::default()
+        };
+        let replicas = json!({"f:spec": {"f:replicas": {}}});
+        assert!(agent_owns_replicas(&[entry(
+            FIELD_MANAGER,
+            "Apply",
+            replicas.clone()
+        )]));
+        assert!(!agent_owns_replicas(&[entry(
+            FIELD_MANAGER,
+            "Update",
+            replicas.clone()
+        )]));
+        assert!(!agent_owns_replicas(&[entry(
+            "kube-controller-manager",
+            "Apply",
+            replicas
+        )]));
+        assert!(!agent_owns_replicas(&[entry(
+            FIELD_MANAGER,
+            "Apply",
+            json!({"f:spec": {"f:template": {}}})
+        )]));
+    }
+}

@@ -1,0 +1,655 @@
+//! Step 4 (apply): server-side apply of the rendered objects with one field
+//! manager — but only of objects that differ from the cache, so a reconcile
+//! that changes nothing sends nothing.
+//!
+//! "Differs" means: some field of the desired object is not in the live one
+//! with the same value (drift), or the live object's
+//! `berth.dev/applied-hash` annotation is not the hash of the desired object
+//! (the spec changed, which also covers fields that were *removed* from the
+//! desired object). Keyed lists (entries with a `name`) are compared entry
+//! by entry, so entries another party added, and the order they put them
+//! in, are not drift; labels and annotations others add are not either.
+//!
+//! Server-side apply cannot remove a field another manager owns, so what
+//! the production contract forbids (`berth_shared::contract`: host
+//! namespaces, extra containers or volumes, privilege, a reshaped PDB, …)
+//! is corrected by replacing the governed part of the object with the
+//! rendered one, conditional on the resourceVersion read: one write.
+//!
+//! Objects are never adopted: an existing object with a managed name and no
+//! controller reference to this Runtime is a conflict and is left untouched.
+
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use berth_shared::api::{JobRunStatus, Runtime};
+use berth_shared::render::{self, Rendered};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+mod diff;
+mod handover;
+
+pub use diff::{APPLIED_HASH_ANNOTATION, Governed, contains, correction_patch, overlay, with_hash};
+
+use self::diff::{applied_hash, hash};
+use self::handover::hand_over_replicas;
+use super::apply_error::ApplyError;
+use super::context::{Context, FIELD_MANAGER};
+// Only objects whose controller is the Runtime are ever changed or deleted.
+use berth_shared::api::meta::controlled_by_uid as owned_by;
+
+/// What the apply step did.
+#[derive(Debug, Default)]
+pub struct ApplyOutcome {
+    /// `Kind/name` of objects that exist and are not ours.
+    pub conflicts: Vec<String>,
+    /// Failures, one per object.
+    pub errors: Vec<ApplyError>,
+    /// Writes sent.
+    pub writes: usize,
+    /// The one-time Jobs started so far (the status record).
+    pub jobs: Vec<JobRunStatus>,
+}
+
+/// How an object is kept in line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Applied whenever it differs.
+    Converge,
+    /// Created when absent, never changed (Jobs: their template is immutable
+    /// and a finished Job stays as it ran).
+    CreateOnly,
+}
+
+async fn ensure<K>(
+    ctx: &Context,
+    store: &Store<K>,
+    desired: &K,
+    uid: &str,
+    mode: Mode,
+    out: &mut ApplyOutcome,
+) where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Governed
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let kind = K::kind(&());
+    let name = desired.name_any();
+    let ns = desired.namespace().unwrap_or_default();
+    let label = format!("{kind}/{name}");
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let cached = store.get(&ObjectRef::new(&name).within(&ns));
+    let live: Option<K> = match cached {
+        Some(obj) => Some((*obj).clone()),
+        // Not in the (label-filtered) cache: it may still exist without
+        // berth's labels. Look before creating, so nothing is adopted.
+        None => match api.get_opt(&name).await {
+            Ok(found) => found,
+            Err(source) => {
+                out.errors.push(ApplyError::Read {
+                    object: label,
+                    source,
+                });
+                return;
+            }
+        },
+    };
+    let desired_value = match with_hash(desired) {
+        Ok(v) => v,
+        Err(source) => {
+            out.errors.push(ApplyError::Json {
+                object: label,
+                source,
+            });
+            return;
+        }
+    };
+    if let Some(live) = &live {
+        if !owned_by(live.meta(), uid) {
+            out.conflicts.push(label);
+            return;
+        }
+        if mode == Mode::CreateOnly {
+            return;
+        }
+        let violations = K::violations(live, desired);
+        if !violations.is_empty() {
+            // Apply cannot remove another manager's fields: replace the
+            // governed part with the rendered one, in one write.
+            let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            tracing::warn!(object = %label, namespace = %ns, violations = ?found, "removing what the production contract forbids");
+            let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
+            let patch = correction_patch(
+                &live_value,
+                &desired_value,
+                K::GOVERNED,
+                live.meta().uid.as_deref(),
+            );
+            let memory_key = format!("{label}/{ns}");
+            let version = live.meta().resource_version.as_deref();
+            if ctx
+                .written
+                .already_sent(&memory_key, version, &hash(&patch))
+            {
+                // Sent from this very version already; the cache lags.
+                return;
+            }
+            // A merge patch, not a replace: no resourceVersion to lose to
+            // the controllers' status updates, and the uid in the patch
+            // makes it fail rather than touch a recreated object.
+            match api
+                .patch(
+                    &name,
+                    &PatchParams {
+                        field_manager: Some(FIELD_MANAGER.to_string()),
+                        ..Default::default()
+                    },
+                    &Patch::Merge(&patch),
+                )
+                .await
+            {
+                Ok(_) => {
+                    out.writes += 1;
+                    ctx.metrics.write(&kind, "correct");
+                    ctx.written.sent(&memory_key, version, &hash(&patch));
+                }
+                Err(source) => out.errors.push(ApplyError::Correct {
+                    object: label,
+                    source,
+                }),
+            }
+            return;
+        }
+        let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
+        if contains(Some(&live_value), &desired_value) {
+            return;
+        }
+        if ctx.written.already_sent(
+            &format!("{label}/{ns}"),
+            live.meta().resource_version.as_deref(),
+            &hash(&desired_value),
+        ) {
+            // Applied from this very version already; the cache lags.
+            return;
+        }
+        tracing::info!(object = %label, namespace = %ns, "applying drifted or changed object");
+    } else {
+        tracing::info!(object = %label, namespace = %ns, "creating object");
+    }
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    match api
+        .patch(&name, &params, &Patch::Apply(&desired_value))
+        .await
+    {
+        Ok(applied) => {
+            out.writes += 1;
+            ctx.metrics.write(&kind, "apply");
+            ctx.written.sent(
+                &format!("{label}/{ns}"),
+                live.as_ref()
+                    .and_then(|l| l.meta().resource_version.as_deref()),
+                &hash(&desired_value),
+            );
+            // Server-side apply merges keyed lists: an entry someone else
+            // changed in place (a Service port renumbered by another
+            // manager) can survive next to ours. What the apply did not
+            // converge, a replace does — otherwise every reconcile would
+            // apply again.
+            let result = serde_json::to_value(&applied).unwrap_or(Value::Null);
+            if live.is_some() && !contains(Some(&result), &desired_value) {
+                tracing::info!(object = %label, namespace = %ns, "apply left drift; replacing the desired fields");
+                replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
+            }
+        }
+        // The same merge can make the result invalid (two ports named
+        // `http`, a PDB with both minAvailable and maxUnavailable). Only
+        // for an object this Runtime owns (checked above).
+        Err(kube::Error::Api(s)) if s.code == 422 && live.is_some() => {
+            tracing::info!(object = %label, namespace = %ns, error = %s.message, "apply invalid; replacing the desired fields");
+            replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
+        }
+        Err(source) => out.errors.push(ApplyError::Apply {
+            object: label,
+            source,
+        }),
+    }
+}
+
+/// Replaces the object with the desired fields (see [`overlay`]), counting
+/// the write or recording the error.
+async fn replace<K>(
+    ctx: &Context,
+    api: &Api<K>,
+    label: &str,
+    uid: &str,
+    desired: &Value,
+    whole: &[&str],
+    out: &mut ApplyOutcome,
+) where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let name = desired
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match replace_spec(api, name, uid, desired, whole).await {
+        Ok(()) => {
+            out.writes += 1;
+            ctx.metrics.write(&K::kind(&()), "replace");
+        }
+        Err(e) => out.errors.push(e.for_object(label)),
+    }
+}
+
+/// Reads the object fresh, checks it is still this Runtime's, and replaces
+/// it (with its resourceVersion: a concurrent change makes it a conflict,
+/// retried by the next reconcile) with the desired spec fields.
+async fn replace_spec<K>(
+    api: &Api<K>,
+    name: &str,
+    uid: &str,
+    desired: &Value,
+    whole: &[&str],
+) -> Result<(), ApplyError>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+{
+    // Controllers update status (and so the resourceVersion) all the time:
+    // a conflict is read again and retried, a few times.
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        // The caller names the object (`for_object`).
+        let object = String::new();
+        let live = api.get(name).await.map_err(|source| ApplyError::Read {
+            object: object.clone(),
+            source,
+        })?;
+        if !owned_by(live.meta(), uid) {
+            return Err(ApplyError::NotOwned { object });
+        }
+        let json = |source| ApplyError::Json {
+            object: String::new(),
+            source,
+        };
+        let mut value = serde_json::to_value(&live).map_err(json)?;
+        overlay(&mut value, desired, whole);
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        let obj: K = serde_json::from_value(value).map_err(json)?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..Default::default()
+        };
+        match api.replace(name, &params, &obj).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 && attempt < 3 => continue,
+            Err(source) => return Err(ApplyError::Replace { object, source }),
+        }
+    }
+}
+
+/// One-time Jobs run once per template: a Job recorded in status with the
+/// same template hash is never created again (TTL cleanup, a manual
+/// delete, a resume); an entry whose definition changed replaces its old
+/// Job (deleted first, uid-preconditioned) and runs once more.
+async fn run_jobs_once(
+    ctx: &Context,
+    runtime: &Runtime,
+    rendered: &Rendered,
+    out: &mut ApplyOutcome,
+) {
+    let uid = runtime.uid().unwrap_or_default();
+    let ns = runtime.namespace().unwrap_or_default();
+    let name = runtime.name_any();
+    let previous: Vec<JobRunStatus> = runtime
+        .status
+        .as_ref()
+        .map(|s| s.jobs.clone())
+        .unwrap_or_default();
+    let mut records = Vec::new();
+    for entry in &runtime.spec.jobs {
+        let job_name = render::names::job_name(&name, &entry.name);
+        let recorded = previous.iter().find(|r| r.name == entry.name);
+        let Some(desired) = rendered.jobs.iter().find(|j| j.name_any() == job_name) else {
+            // Not rendered (suspended): keep what was recorded.
+            records.extend(recorded.cloned());
+            continue;
+        };
+        let Some(hash) = with_hash(desired).ok().as_ref().and_then(applied_hash) else {
+            continue;
+        };
+        let record = JobRunStatus {
+            name: entry.name.clone(),
+            job: job_name.clone(),
+            template_hash: hash.clone(),
+        };
+        let live = ctx.stores.jobs.get(&ObjectRef::new(&job_name).within(&ns));
+        match live {
+            Some(job) if owned_by(job.meta(), &uid) => {
+                let live_hash = job.annotations().get(APPLIED_HASH_ANNOTATION).cloned();
+                if live_hash.as_deref() == Some(hash.as_str()) {
+                    records.push(record);
+                } else {
+                    // Changed definition: the old Job goes first (a Job's
+                    // template is immutable), the new one is created by a
+                    // later reconcile.
+                    records.extend(recorded.cloned());
+                    if job.meta().deletion_timestamp.is_none() {
+                        tracing::info!(job = %job_name, namespace = %ns, "job definition changed; replacing the old Job to run it once more");
+                        delete_owned(ctx, &*job, out).await;
+                    }
+                }
+            }
+            Some(_) => {
+                // Not ours: ensure reports the conflict and touches nothing.
+                ensure(ctx, &ctx.stores.jobs, desired, &uid, Mode::CreateOnly, out).await;
+                records.extend(recorded.cloned());
+            }
+            None if recorded.is_some_and(|r| r.template_hash == hash) => {
+                // It ran; it is gone (TTL, deleted). Never again.
+                records.extend(recorded.cloned());
+            }
+            None => {
+                let before = out.writes;
+                ensure(ctx, &ctx.stores.jobs, desired, &uid, Mode::CreateOnly, out).await;
+                if out.writes > before {
+                    records.push(record);
+                } else {
+                    records.extend(recorded.cloned());
+                }
+            }
+        }
+    }
+    out.jobs = records;
+}
+
+/// Deletes one owned object (uid precondition, background propagation).
+async fn delete_owned<K>(ctx: &Context, obj: &K, out: &mut ApplyOutcome)
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+{
+    let kind = K::kind(&());
+    let name = obj.name_any();
+    let ns = obj.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: obj.meta().uid.clone(),
+            resource_version: None,
+        }),
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..Default::default()
+    };
+    match api.delete(&name, &params).await {
+        Ok(_) => {
+            out.writes += 1;
+            ctx.metrics.write(&kind, "delete");
+        }
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(source) => out.errors.push(ApplyError::Delete {
+            object: format!("{kind}/{name}"),
+            source,
+        }),
+    }
+}
+
+/// Applies every rendered object and deletes the Runtime's own objects that
+/// are no longer desired (NetworkPolicy/HPA turned off, a job or schedule
+/// removed from the spec). Jobs are not deleted because the Runtime is
+/// suspended — only when their entry left `spec.jobs`.
+pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) -> ApplyOutcome {
+    let mut out = ApplyOutcome::default();
+    let uid = runtime.uid().unwrap_or_default();
+    let ns = runtime.namespace().unwrap_or_default();
+    let name = runtime.name_any();
+    let s = &ctx.stores;
+    ensure(
+        ctx,
+        &s.config_maps,
+        &rendered.config_map,
+        &uid,
+        Mode::Converge,
+        &mut out,
+    )
+    .await;
+    ensure(
+        ctx,
+        &s.service_accounts,
+        &rendered.service_account,
+        &uid,
+        Mode::Converge,
+        &mut out,
+    )
+    .await;
+    ensure(
+        ctx,
+        &s.services,
+        &rendered.service,
+        &uid,
+        Mode::Converge,
+        &mut out,
+    )
+    .await;
+    let mut handed_over = true;
+    if rendered
+        .deployment
+        .spec
+        .as_ref()
+        .is_some_and(|d| d.replicas.is_none())
+    {
+        let errors = out.errors.len();
+        let min = runtime.spec.wanted_replicas();
+        hand_over_replicas(
+            ctx,
+            &s.deployments,
+            &rendered.deployment,
+            &uid,
+            min,
+            &mut out,
+        )
+        .await;
+        handed_over = out.errors.len() == errors;
+    }
+    // Without the handover the apply would drop the replica count: retried.
+    if handed_over {
+        ensure(
+            ctx,
+            &s.deployments,
+            &rendered.deployment,
+            &uid,
+            Mode::Converge,
+            &mut out,
+        )
+        .await;
+    }
+    ensure(
+        ctx,
+        &s.pdbs,
+        &rendered.pod_disruption_budget,
+        &uid,
+        Mode::Converge,
+        &mut out,
+    )
+    .await;
+    // The kinds a Runtime has zero or more of: each is an owned set.
+    let owned = OwnedSet {
+        ctx,
+        ns: &ns,
+        uid: &uid,
+    };
+    let np: Vec<_> = rendered.network_policy.iter().collect();
+    owned.converge(&s.network_policies, &np, &mut out).await;
+    let hpa: Vec<_> = rendered.horizontal_pod_autoscaler.iter().collect();
+    owned.converge(&s.hpas, &hpa, &mut out).await;
+    // Jobs are created once per definition (run_jobs_once), and one stays
+    // while its entry is in the spec, even suspended (not rendered then).
+    run_jobs_once(ctx, runtime, rendered, &mut out).await;
+    let entries: BTreeSet<String> = runtime
+        .spec
+        .jobs
+        .iter()
+        .map(|j| render::names::job_name(&name, &j.name))
+        .collect();
+    owned.prune(&s.jobs, &entries, &mut out).await;
+    let crons: Vec<_> = rendered.cron_jobs.iter().collect();
+    owned.converge(&s.cron_jobs, &crons, &mut out).await;
+    out
+}
+
+/// The objects of one kind a Runtime owns in its namespace, kept equal to
+/// a declared desired set: what is desired is applied where it differs,
+/// what the Runtime owns and is not desired is deleted (uid-preconditioned).
+struct OwnedSet<'a> {
+    ctx: &'a Context,
+    ns: &'a str,
+    uid: &'a str,
+}
+
+impl OwnedSet<'_> {
+    /// Applies `desired` and deletes the rest of the owned set.
+    async fn converge<K>(&self, store: &Store<K>, desired: &[&K], out: &mut ApplyOutcome)
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Governed
+            + Clone
+            + Serialize
+            + DeserializeOwned
+            + Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        for obj in desired {
+            ensure(self.ctx, store, obj, self.uid, Mode::Converge, out).await;
+        }
+        let names = desired.iter().map(|o| o.name_any()).collect();
+        self.prune(store, &names, out).await;
+    }
+
+    /// Deletes every owned object whose name is not in `keep`.
+    async fn prune<K>(&self, store: &Store<K>, keep: &BTreeSet<String>, out: &mut ApplyOutcome)
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        let cached = store.state();
+        let kind = K::kind(&());
+        for obj in not_desired(&cached, self.ns, self.uid, keep) {
+            tracing::info!(object = %format!("{kind}/{}", obj.name_any()), namespace = %self.ns, "deleting own object no longer desired");
+            delete_owned(self.ctx, obj, out).await;
+        }
+    }
+}
+
+/// Of the cached objects of one kind, those this Runtime (`uid`) owns in
+/// `ns`, not being deleted already, whose name is not in `keep`.
+fn not_desired<'a, K: Resource>(
+    cached: &'a [Arc<K>],
+    ns: &str,
+    uid: &str,
+    keep: &BTreeSet<String>,
+) -> Vec<&'a K> {
+    cached
+        .iter()
+        .map(|o| &**o)
+        .filter(|o| {
+            let meta = o.meta();
+            meta.namespace.as_deref() == Some(ns)
+                && owned_by(meta, uid)
+                && meta.deletion_timestamp.is_none()
+                && !meta.name.as_ref().is_some_and(|n| keep.contains(n))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+
+    fn cm(ns: &str, name: &str, controller_uid: Option<&str>, deleting: bool) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                owner_references: controller_uid.map(|uid| {
+                    vec![OwnerReference {
+                        kind: "Runtime".into(),
+                        name: "web".into(),
+                        uid: uid.into(),
+                        controller: Some(true),
+                        ..Default::default()
+                    }]
+                }),
+                deletion_timestamp: deleting
+                    .then_some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn only_owned_undesired_objects_in_the_namespace_are_deleted() {
+        // (object, desired names, deleted?)
+        let cases = [
+            (cm("team", "web-np", Some("u"), false), vec![], true),
+            (
+                cm("team", "web-np", Some("u"), false),
+                vec!["web-np"],
+                false,
+            ),
+            (
+                cm("team", "web-np", Some("u"), false),
+                vec!["web-other"],
+                true,
+            ),
+            // Another Runtime's, nobody's, elsewhere, or already going.
+            (cm("team", "web-np", Some("other"), false), vec![], false),
+            (cm("team", "web-np", None, false), vec![], false),
+            (cm("elsewhere", "web-np", Some("u"), false), vec![], false),
+            (cm("team", "web-np", Some("u"), true), vec![], false),
+        ];
+        for (obj, keep, deleted) in cases {
+            let keep: BTreeSet<String> = keep.into_iter().map(String::from).collect();
+            let cached = [obj.clone()];
+            let got = not_desired(&cached, "team", "u", &keep);
+            assert_eq!(got.len() == 1, deleted, "{:?} keep={keep:?}", obj.metadata);
+        }
+        // Several at once: exactly the undesired owned ones, in cache order.
+        let cached = [
+            cm("team", "a", Some("u"), false),
+            cm("team", "b", Some("u"), false),
+            cm("team", "c", Some("x"), false),
+        ];
+        let keep = BTreeSet::from(["b".to_string()]);
+        let names: Vec<_> = not_desired(&cached, "team", "u", &keep)
+            .into_iter()
+            .map(|o| o.name_any())
+            .collect();
+        assert_eq!(names, vec!["a"]);
+    }
+}

@@ -1,0 +1,228 @@
+//! Step 5 of the reconcile (docs/architecture.md §5, §6): a Runtime's status
+//! from one snapshot of what the reconcile read, decided and applied. Pure:
+//! the agent hands in what it read from its caches and writes the result.
+//!
+//! Each condition is its own function in its own file, next to its test
+//! table (every reason, every polarity); [`compute`] only derives the
+//! shared facts (the hold, the rollout) and assembles the status.
+//! `lastTransitionTime` is merged afterwards by
+//! [`crate::api::condition::merge_transition_times`].
+
+mod available;
+mod blocked;
+mod degraded;
+mod handler_ready;
+mod hold;
+mod profile_granted;
+mod progressing;
+mod ready;
+mod rollout;
+mod upgrading;
+
+#[cfg(test)]
+mod fixtures;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+
+use crate::analysis::NodeInfo;
+use crate::api::{JobRunStatus, RolloutPhase, Runtime, RuntimeStatus, UpgradeStatus};
+use crate::decide::{Decision, Identity};
+
+pub use available::available;
+pub use blocked::blocked;
+pub use degraded::degraded;
+pub use handler_ready::handler_ready;
+pub use hold::{Hold, hold};
+pub use profile_granted::profile_granted;
+pub use progressing::progressing;
+pub use ready::{ReadyFacts, ready};
+pub use rollout::{Rollout, rollout};
+pub use upgrading::upgrading;
+
+/// What the apply step did, as far as status reports it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Applied<'a> {
+    /// Objects with a managed name not owned by the Runtime (left alone).
+    pub conflicts: &'a [String],
+    /// Why applying some object failed, one message per failure.
+    pub errors: &'a [String],
+    /// The one-time Jobs apply recorded.
+    pub jobs: &'a [JobRunStatus],
+}
+
+/// Everything the status is computed from: one snapshot of a reconcile.
+#[derive(Clone, Copy, Debug)]
+pub struct Observed<'a> {
+    /// The Runtime as read (its stored status included).
+    pub runtime: &'a Runtime,
+    /// Its identity, when complete.
+    pub identity: Option<&'a Identity>,
+    /// The grant decision.
+    pub decision: &'a Decision,
+    /// Whether the agent held back, and why.
+    pub hold: &'a Hold,
+    /// What apply did (None when held, or rendering failed).
+    pub applied: Option<Applied<'a>>,
+    /// Why rendering failed, when it did.
+    pub render_error: Option<&'a str>,
+    /// The Runtime's own Deployment, if it exists.
+    pub deployment: Option<&'a Deployment>,
+    /// The ReplicaSets that Deployment controls.
+    pub replica_sets: &'a [&'a ReplicaSet],
+    /// Every node, reduced to what placement reads.
+    pub nodes: &'a [NodeInfo],
+}
+
+/// The status to write (lastTransitionTimes not yet merged).
+pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
+    let rt = o.runtime;
+    let is_blocked = o.hold.is_blocked();
+    let Rollout {
+        status: rollout_status,
+        current_image,
+    } = rollout(rt, o.deployment, o.replica_sets, is_blocked);
+    let phase = rollout_status
+        .as_ref()
+        .map_or(RolloutPhase::Pending, |r| r.phase);
+    let desired_image = rt.spec.image.reference();
+
+    let handler = handler_ready(rt, o.decision, o.nodes);
+    let available = available(rt, o.deployment);
+    let degraded = degraded(o.render_error, o.applied.as_ref(), phase, &handler);
+    let ready = ready(&ReadyFacts {
+        runtime: rt,
+        decision: o.decision,
+        hold: o.hold,
+        degraded: &degraded,
+        handler_ready: &handler,
+        available: &available,
+        phase,
+        available_replicas: o
+            .deployment
+            .and_then(|d| d.status.as_ref())
+            .and_then(|s| s.available_replicas)
+            .unwrap_or(0),
+    });
+    let mut conditions = vec![
+        profile_granted(o.decision, o.hold),
+        handler,
+        progressing(phase, o.hold, o.decision),
+        available,
+        degraded,
+        blocked(o.hold),
+        upgrading(phase, current_image.as_deref(), &desired_image, is_blocked),
+        ready,
+    ];
+    let generation = rt.metadata.generation;
+    for c in &mut conditions {
+        c.observed_generation = generation;
+    }
+    let previous = rt.status.as_ref();
+    let last_successful = if phase == RolloutPhase::Complete
+        && current_image.as_deref() == Some(desired_image.as_str())
+    {
+        Some(desired_image.clone())
+    } else {
+        previous
+            .and_then(|s| s.upgrade.as_ref())
+            .and_then(|u| u.last_successful_image.clone())
+    };
+    RuntimeStatus {
+        observed_generation: generation,
+        identity: o.identity.map(Identity::to_status),
+        profile: o.decision.profile_status(),
+        rollout: rollout_status,
+        upgrade: Some(UpgradeStatus {
+            desired_image: Some(desired_image),
+            current_image,
+            last_successful_image: last_successful,
+        }),
+        conditions,
+        // What apply recorded; unchanged while nothing was applied.
+        jobs: match o.applied {
+            Some(a) => a.jobs.to_vec(),
+            None => previous.map(|s| s.jobs.clone()).unwrap_or_default(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
+    use crate::api::condition_types as ct;
+
+    #[test]
+    fn every_condition_once_in_display_order_with_the_generation() {
+        let mut rt = runtime();
+        rt.metadata.generation = Some(7);
+        let d = deployment(2, complete(2), Some("1"));
+        let status = compute(&Observed {
+            runtime: &rt,
+            identity: None,
+            decision: &Decision::NotRequested,
+            hold: &Hold::None,
+            applied: None,
+            render_error: None,
+            deployment: Some(&d),
+            replica_sets: &[],
+            nodes: &[],
+        });
+        let types: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
+        let mut want = ct::ALL.to_vec();
+        want.sort();
+        let mut got = types.clone();
+        got.sort();
+        assert_eq!(got, want);
+        assert!(
+            status
+                .conditions
+                .iter()
+                .all(|c| c.observed_generation == Some(7))
+        );
+        assert_eq!(status.observed_generation, Some(7));
+    }
+
+    #[test]
+    fn upgrade_remembers_the_last_image_that_completed() {
+        let mut rt = runtime();
+        rt.status = Some(RuntimeStatus {
+            upgrade: Some(UpgradeStatus {
+                last_successful_image: Some("old".into()),
+                ..Default::default()
+            }),
+            jobs: vec![JobRunStatus {
+                name: "migrate".into(),
+                job: "web-job-migrate".into(),
+                template_hash: "h".into(),
+            }],
+            ..Default::default()
+        });
+        let observe = |d: Option<&Deployment>, hold: &Hold| {
+            compute(&Observed {
+                runtime: &rt,
+                identity: None,
+                decision: &Decision::NotRequested,
+                hold,
+                applied: None,
+                render_error: None,
+                deployment: d,
+                replica_sets: &[],
+                nodes: &[],
+            })
+        };
+        // Complete on the desired image: it becomes the last successful.
+        let done = deployment_with_image(1, complete(1), &rt.spec.image.reference());
+        let s = observe(Some(&done), &Hold::None);
+        let upgrade = s.upgrade.expect("upgrade");
+        assert_eq!(
+            upgrade.last_successful_image,
+            Some(rt.spec.image.reference())
+        );
+        // Nothing rolled out: the stored one stays, and so do the jobs.
+        let s = observe(None, &Hold::None);
+        let upgrade = s.upgrade.expect("upgrade");
+        assert_eq!(upgrade.last_successful_image.as_deref(), Some("old"));
+        assert_eq!(s.jobs.len(), 1);
+    }
+}
