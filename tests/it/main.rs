@@ -15,6 +15,7 @@ mod assets;
 mod chart;
 mod console;
 mod crds;
+mod faults;
 mod foundation;
 mod image;
 mod retire;

@@ -1,5 +1,7 @@
 //! berth-tests: the local Kubernetes control plane (`berth-localcluster`)
 //! and the harness the integration tests run on.
 
+pub mod audit;
 pub mod harness;
 pub mod localcluster;
+pub mod proxy;
