@@ -146,17 +146,23 @@ fn ungated(resource: &str) -> bool {
     matches!(resource, "leases" | "validatingwebhookconfigurations")
 }
 
-/// How long one read from the apiserver may wait for bytes. A connection
-/// that goes silent (a peer that vanished, a stalled network path) would
-/// otherwise hang its request forever: a watch or an initial list then
-/// never completes and its cache never syncs. Every watch is closed by the
-/// server well before this (see [`WATCH_TIMEOUT_SECONDS`]).
-pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(75);
+/// How long one read from the apiserver may wait for bytes. kube 5 sets no
+/// read timeout and speaks HTTP/1.1 (no HTTP/2 pings, which is how
+/// client-go notices dead connections): a connection that goes silent (a
+/// NAT or load-balancer entry dropped, a peer that vanished, a stalled
+/// path) hangs its request forever. When that request is a cache's initial
+/// list or its watch, the cache never syncs while the lease, renewed over
+/// fresh connections, stays held: the "leader holds the lease, caches
+/// never sync" stall. Shorter than the cache-sync timeout (60 s), so the
+/// request is retried before that safety net restarts the agent. Every
+/// watch is closed by the server well before this (see
+/// [`WATCH_TIMEOUT_SECONDS`]).
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(40);
 
 /// `timeoutSeconds` of every watch: the server ends it cleanly this often,
-/// well inside [`READ_TIMEOUT`], and the watcher resumes from its last
-/// resourceVersion (no relist).
-pub const WATCH_TIMEOUT_SECONDS: u32 = 55;
+/// inside [`READ_TIMEOUT`] even on a quiet kind, and the watcher resumes
+/// from its last resourceVersion (no relist).
+pub const WATCH_TIMEOUT_SECONDS: u32 = 30;
 
 /// A client from the inferred configuration (in-cluster, or `KUBECONFIG`)
 /// with the counting/gating layer. Requests carry `User-Agent:

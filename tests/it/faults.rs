@@ -79,12 +79,15 @@ enum Kind {
     Suspended,
 }
 
+/// Four in ten Runtimes are granted, one revoked, one suspended: a grants
+/// file holds at most 64 bindings (one per profile-bearing Runtime), so
+/// 100 Runtimes carry 60 profiles.
 fn kind(i: usize) -> Kind {
-    match i % 5 {
-        0 => Kind::GrantedJobs,
-        1 => Kind::Granted,
-        2 => Kind::Ungranted,
-        3 => Kind::Revoked,
+    match i % 10 {
+        0 | 1 => Kind::GrantedJobs,
+        2 | 3 => Kind::Granted,
+        4..=7 => Kind::Ungranted,
+        8 => Kind::Revoked,
         _ => Kind::Suspended,
     }
 }
@@ -441,6 +444,7 @@ impl World {
     async fn converge(&mut self, from: Instant, what: &str) -> Duration {
         let api: Api<Runtime> = Api::namespaced(self.client.clone(), &self.ns.name);
         let mut last = String::new();
+        let waiting = Instant::now();
         loop {
             self.replace_exited().await;
             if let (Ok(list), deployments) = (
@@ -462,7 +466,7 @@ impl World {
                 );
             }
             assert!(
-                from.elapsed() < CONVERGE_TIMEOUT,
+                waiting.elapsed() < CONVERGE_TIMEOUT,
                 "{what}: not converged after {CONVERGE_TIMEOUT:?}: {last}"
             );
             tokio::time::sleep(Duration::from_millis(500)).await;
