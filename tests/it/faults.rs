@@ -838,6 +838,16 @@ async fn faults_world_survives_every_fault() {
         t.elapsed()
     );
 
+    // The audit judgement is not vacuous: it saw the agents' writes.
+    let agent_writes = audit::read(&w.audit_log)
+        .iter()
+        .filter(|e| e.agent_identity().is_some() && e.resource() != "leases")
+        .count();
+    eprintln!("{agent_writes} agent writes (other than the lease) judged from the audit log");
+    assert!(
+        agent_writes >= w.n,
+        "the audit log shows the agents' writes"
+    );
     for r in &rows {
         assert_eq!(
             r.damage,
