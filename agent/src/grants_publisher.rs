@@ -498,6 +498,9 @@ pub async fn run(ctx: Arc<Context>, grants: Store<RuntimeGrant>, interval: Durat
     if grants.wait_until_ready().await.is_err() {
         return;
     }
+    // A status computed from a cache that has not listed yet would say
+    // "class missing" or "no node reports the handler" for nothing.
+    ctx.synced.wait().await;
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut pending = crate::pending_grants::Published::default();

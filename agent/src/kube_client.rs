@@ -10,29 +10,46 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use http::{Method, Request, Response};
 use kube::client::ClientBuilder;
 use kube::{Client, Config};
+use tokio::time::Instant;
 
 use crate::metrics::{Metrics, RequestLabels};
 
-/// Whether writes other than Lease updates may be sent.
+/// Whether writes other than Lease updates may be sent: until an instant
+/// on this process's monotonic clock, which the elector moves forward on
+/// every successful renewal. The gate closes by itself when that instant
+/// passes, so a hung renewal or a frozen (SIGSTOPped) process cannot keep
+/// writing after a standby may have taken over; no task has to notice.
 #[derive(Clone, Debug, Default)]
-pub struct WriteGate(Arc<AtomicBool>);
+pub struct WriteGate(Arc<Mutex<Option<Instant>>>);
 
 impl WriteGate {
-    /// Allows or forbids writes.
-    pub fn set(&self, allowed: bool) {
-        self.0.store(allowed, Ordering::SeqCst);
+    /// Forbids writes (allowing them is always bounded: [`WriteGate::allow_until`]).
+    pub fn close(&self) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
-    /// Whether writes are allowed.
+    /// Allows writes until `until`.
+    pub fn allow_until(&self, until: Instant) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(until);
+    }
+
+    /// Until when writes are allowed (`None`: closed).
+    pub fn until(&self) -> Option<Instant> {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether writes are allowed now.
     pub fn allowed(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|until| Instant::now() < until)
     }
 }
 
@@ -129,12 +146,50 @@ fn ungated(resource: &str) -> bool {
     matches!(resource, "leases" | "validatingwebhookconfigurations")
 }
 
+/// How long one read from the apiserver may wait for bytes. kube 5 sets no
+/// read timeout and speaks HTTP/1.1 (no HTTP/2 pings, which is how
+/// client-go notices dead connections): a connection that goes silent (a
+/// NAT or load-balancer entry dropped, a peer that vanished, a stalled
+/// path) hangs its request forever. When that request is a cache's initial
+/// list or its watch, the cache never syncs while the lease, renewed over
+/// fresh connections, stays held: the "leader holds the lease, caches
+/// never sync" stall. Shorter than the cache-sync timeout (60 s), so the
+/// request is retried before that safety net restarts the agent. Every
+/// watch is closed by the server well before this (see
+/// [`WATCH_TIMEOUT_SECONDS`]).
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(40);
+
+/// `timeoutSeconds` of every watch: the server ends it cleanly this often,
+/// inside [`READ_TIMEOUT`] even on a quiet kind, and the watcher resumes
+/// from its last resourceVersion (no relist).
+pub const WATCH_TIMEOUT_SECONDS: u32 = 30;
+
 /// A client from the inferred configuration (in-cluster, or `KUBECONFIG`)
-/// with the counting/gating layer.
-pub async fn client(metrics: Arc<Metrics>, gate: WriteGate) -> Result<Client, kube::Error> {
-    let config = Config::infer().await.map_err(kube::Error::InferConfig)?;
+/// with the counting/gating layer. Requests carry `User-Agent:
+/// berth-agent/VERSION (IDENTITY)`, so the apiserver's audit log tells
+/// which replica sent each write.
+pub async fn client(
+    metrics: Arc<Metrics>,
+    gate: WriteGate,
+    identity: &str,
+) -> Result<Client, kube::Error> {
+    let mut config = Config::infer().await.map_err(kube::Error::InferConfig)?;
+    config.read_timeout = Some(READ_TIMEOUT);
+    if let Ok(agent) = http::HeaderValue::from_str(&user_agent(identity)) {
+        config.headers.push((http::header::USER_AGENT, agent));
+    }
     let builder = ClientBuilder::try_from(config)?;
     Ok(builder.with_layer(&GateLayer { metrics, gate }).build())
+}
+
+/// The User-Agent of this replica (an identity that is no valid header
+/// value is left out rather than refusing to start).
+pub fn user_agent(identity: &str) -> String {
+    let clean: String = identity
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .collect();
+    format!("berth-agent/{} ({clean})", env!("CARGO_PKG_VERSION"))
 }
 
 #[cfg(test)]

@@ -3,19 +3,34 @@
 //! Every change to the Lease is a `replace` carrying the resourceVersion that
 //! was read, so two agents can never both believe they took it: the loser of
 //! a race gets 409 Conflict and reads again. The holder renews every
-//! `renew` interval; a standby takes the Lease over only when
-//! `renewTime + leaseDurationSeconds` has passed. A holder that cannot renew
-//! within the lease duration, or finds another holder, has lost: the caller
-//! closes the write gate and exits non-zero.
+//! `renew` interval; a standby takes the Lease over only once the record it
+//! reads has stayed unchanged for `leaseDurationSeconds` on its own clock
+//! (never by comparing `renewTime` with its clock: replicas' clocks differ).
+//! The holder's write gate is open only until a margin before its lease
+//! could expire, counted from when it sent its last successful renewal; a
+//! renewal that does not answer by then is abandoned. A holder that cannot
+//! renew in time, or finds another holder, has lost: the gate is closed
+//! already, and the caller exits non-zero. See `lease_timing`.
+//!
+//! Why not `kube-lease-manager` (0.13): it judges expiry by comparing the
+//! holder-written `renewTime + duration` with the local wall clock (skew
+//! tolerated only up to its `grace`), its API calls carry no deadline (a
+//! hung renewal blocks its state lock), and it offers no fence that stops
+//! the holder's writes at a local deadline; its durations are whole
+//! seconds. Those are exactly the failure modes this module exists for.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use tokio::time::Instant;
+
+use crate::kube_client::WriteGate;
+use crate::lease_timing::{Observed, Record, may_take_over, observe, writes_allowed_until};
 
 /// Election settings.
 #[derive(Clone, Debug)]
@@ -58,12 +73,17 @@ fn duration_secs(d: Duration) -> i32 {
     i32::try_from(d.as_secs().max(1)).unwrap_or(i32::MAX)
 }
 
-fn expired(spec: &LeaseSpec) -> bool {
-    let Some(renewed) = spec.renew_time.as_ref().or(spec.acquire_time.as_ref()) else {
-        return true;
-    };
-    let secs = i64::from(spec.lease_duration_seconds.unwrap_or(15));
-    renewed.0 + SignedDuration::from_secs(secs) < Timestamp::now()
+fn record_of(spec: &LeaseSpec) -> Record {
+    Record {
+        holder: spec.holder_identity.clone().unwrap_or_default(),
+        // Compared as stored, never read as a clock (see `lease_timing`).
+        renew_time: spec
+            .renew_time
+            .as_ref()
+            .or(spec.acquire_time.as_ref())
+            .map(|t| t.0.to_string()),
+        duration_seconds: spec.lease_duration_seconds,
+    }
 }
 
 /// The elector.
@@ -71,15 +91,28 @@ fn expired(spec: &LeaseSpec) -> bool {
 pub struct Elector {
     api: Api<Lease>,
     config: LeaseConfig,
+    gate: WriteGate,
+    /// What this standby last read, and since when (its own clock).
+    observed: Arc<Mutex<Option<Observed>>>,
 }
 
 impl Elector {
-    /// An elector for `config`.
-    pub fn new(client: Client, config: LeaseConfig) -> Self {
+    /// An elector for `config` that opens `gate` while it holds the Lease.
+    pub fn new(client: Client, config: LeaseConfig, gate: WriteGate) -> Self {
         Self {
             api: Api::namespaced(client, &config.namespace),
             config,
+            gate,
+            observed: Arc::default(),
         }
+    }
+
+    /// Opens the gate until the lease taken or renewed by the write sent
+    /// at `sent` could expire (minus the margin).
+    fn held_since(&self, sent: Instant) -> Instant {
+        let until = writes_allowed_until(sent, self.config.duration);
+        self.gate.allow_until(until);
+        until
     }
 
     fn spec_for_me(&self, previous: Option<&LeaseSpec>) -> LeaseSpec {
@@ -105,8 +138,10 @@ impl Elector {
         }
     }
 
-    /// One attempt to take or keep the Lease. `Ok(true)` when held.
-    pub async fn try_acquire(&self) -> Result<bool, kube::Error> {
+    /// One attempt to take or keep the Lease: `Some(until)` when held, the
+    /// gate then open until `until`.
+    pub async fn try_acquire(&self) -> Result<Option<Instant>, kube::Error> {
+        let sent = Instant::now();
         match self.api.get_opt(&self.config.name).await? {
             None => {
                 let lease = Lease {
@@ -118,17 +153,24 @@ impl Elector {
                     spec: Some(self.spec_for_me(None)),
                 };
                 match self.api.create(&PostParams::default(), &lease).await {
-                    Ok(_) => Ok(true),
-                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+                    Ok(_) => Ok(Some(self.held_since(sent))),
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
                     Err(e) => Err(e),
                 }
             }
             Some(mut lease) => {
                 let spec = lease.spec.clone().unwrap_or_default();
-                let holder = spec.holder_identity.as_deref().unwrap_or_default();
-                let mine = holder == self.config.identity;
-                if !(mine || holder.is_empty() || expired(&spec)) {
-                    return Ok(false);
+                let mine = spec.holder_identity.as_deref() == Some(self.config.identity.as_str());
+                let free = {
+                    let mut observed = self.observed.lock().unwrap_or_else(|p| p.into_inner());
+                    let now = Instant::now();
+                    let seen = observe(observed.as_ref(), record_of(&spec), now);
+                    let free = may_take_over(&seen, now);
+                    *observed = Some(seen);
+                    free
+                };
+                if !(mine || free) {
+                    return Ok(None);
                 }
                 lease.spec = Some(self.spec_for_me(Some(&spec)));
                 match self
@@ -136,54 +178,78 @@ impl Elector {
                     .replace(&self.config.name, &PostParams::default(), &lease)
                     .await
                 {
-                    Ok(_) => Ok(true),
-                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+                    Ok(_) => Ok(Some(self.held_since(sent))),
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
                     Err(e) => Err(e),
                 }
             }
         }
     }
 
-    /// Waits until this process holds the Lease.
-    pub async fn acquire(&self) {
+    /// Waits until this process holds the Lease; returns until when its
+    /// writes are allowed (the gate is open).
+    pub async fn acquire(&self) -> Instant {
         loop {
-            match self.try_acquire().await {
-                Ok(true) => {
+            // Bounded: a hung attempt must not keep a standby from looking again.
+            let attempt = tokio::time::timeout(self.config.duration, self.try_acquire()).await;
+            match attempt {
+                Ok(Ok(Some(until))) => {
                     tracing::info!(lease = %self.config.name, identity = %self.config.identity, "acquired leadership");
-                    return;
+                    return until;
                 }
-                Ok(false) => {
+                Ok(Ok(None)) => {
                     tracing::debug!(lease = %self.config.name, "standing by: lease held by another agent");
                 }
-                Err(e) => tracing::warn!(error = %e, "lease acquisition failed"),
+                Ok(Err(e)) => tracing::warn!(error = %e, "lease acquisition failed"),
+                Err(_) => tracing::warn!("lease acquisition did not answer in time"),
             }
             tokio::time::sleep(self.config.renew).await;
         }
     }
 
-    /// Renews until leadership is lost; returns why.
+    /// Renews until leadership is lost; returns why. Each renewal must
+    /// answer before the gate's deadline; when the deadline passes the gate
+    /// has closed by itself and this returns.
     pub async fn hold(&self) -> LeaseLost {
-        let mut last_success = Instant::now();
+        let mut last_error = String::from("no renewal attempted");
         loop {
-            tokio::time::sleep(self.config.renew).await;
-            let last_error = match self.renew_once().await {
-                Ok(Ok(())) => {
-                    last_success = Instant::now();
-                    continue;
-                }
-                Ok(Err(holder)) => return LeaseLost::TakenOver(self.config.name.clone(), holder),
-                Err(e) => e.to_string(),
+            let Some(until) = self.gate.until() else {
+                return self.timed_out(last_error);
             };
-            tracing::warn!(error = %last_error, "lease renewal failed");
-            // Give up a little before the lease runs out, so a standby
-            // never takes over while we still think we lead.
-            if last_success.elapsed() + self.config.renew >= self.config.duration {
-                return LeaseLost::RenewTimeout {
-                    name: self.config.name.clone(),
-                    seconds: self.config.duration.as_secs(),
-                    last_error,
-                };
+            let wake = (Instant::now() + self.config.renew).min(until);
+            tokio::time::sleep_until(wake).await;
+            if Instant::now() >= until {
+                return self.timed_out(last_error);
             }
+            let sent = Instant::now();
+            match tokio::time::timeout_at(until, self.renew_once()).await {
+                Ok(Ok(Ok(()))) => {
+                    self.held_since(sent);
+                }
+                Ok(Ok(Err(holder))) => {
+                    self.gate.close();
+                    return LeaseLost::TakenOver(self.config.name.clone(), holder);
+                }
+                Ok(Err(e)) => {
+                    last_error = e.to_string();
+                    tracing::warn!(error = %last_error, "lease renewal failed");
+                }
+                Err(_) => {
+                    return self.timed_out(format!(
+                        "renewal sent {:?} ago has not answered",
+                        sent.elapsed()
+                    ));
+                }
+            }
+        }
+    }
+
+    fn timed_out(&self, last_error: String) -> LeaseLost {
+        self.gate.close();
+        LeaseLost::RenewTimeout {
+            name: self.config.name.clone(),
+            seconds: self.config.duration.as_secs(),
+            last_error,
         }
     }
 
@@ -212,6 +278,18 @@ impl Elector {
 
     /// Gives the Lease up on graceful shutdown so a standby takes over at once.
     pub async fn release(&self) {
+        self.gate.close();
+        // Bounded: shutdown must not hang on an unreachable apiserver (the
+        // lease then simply expires).
+        if tokio::time::timeout(self.config.duration, self.release_once())
+            .await
+            .is_err()
+        {
+            tracing::warn!("releasing the lease did not answer in time");
+        }
+    }
+
+    async fn release_once(&self) {
         let Ok(Some(mut lease)) = self.api.get_opt(&self.config.name).await else {
             return;
         };

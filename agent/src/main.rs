@@ -13,6 +13,7 @@ mod grants_publisher;
 mod http;
 mod kube_client;
 mod leader;
+mod lease_timing;
 mod metrics;
 mod pending_grants;
 mod run;

@@ -174,7 +174,8 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         .grants_loaded
         .set(i64::try_from(grants.bindings.len()).unwrap_or(i64::MAX));
     let gate = WriteGate::default();
-    let client = kube_client::client(metrics.clone(), gate.clone())
+    let identity = args.identity.clone().unwrap_or_else(default_identity);
+    let client = kube_client::client(metrics.clone(), gate.clone(), &identity)
         .await
         .wrap_err("creating the Kubernetes client")?;
 
@@ -225,7 +226,6 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     // listening: this replica can take its share of traffic.
     readiness.set(true);
 
-    let identity = args.identity.clone().unwrap_or_else(default_identity);
     let elector = Elector::new(
         client.clone(),
         LeaseConfig {
@@ -235,15 +235,17 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             duration: Duration::from_secs(args.lease_duration_seconds.max(2)),
             renew: Duration::from_secs(args.lease_renew_seconds.max(1)),
         },
+        gate.clone(),
     );
+    // The elector opens the write gate itself, only until a margin before
+    // the lease taken could expire, and moves it on with each renewal.
     tokio::select! {
-        () = elector.acquire() => {}
+        _ = elector.acquire() => {}
         () = stopped() => {
             tracing::info!("stopped while standing by");
             return Ok(());
         }
-    }
-    gate.set(true);
+    };
     metrics.leader.set(1);
     // Leading now: ready again only once the controller's caches are synced.
     readiness.set(false);
@@ -275,11 +277,13 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     {
         use futures::StreamExt;
         use kube::runtime::WatchStreamExt;
-        let stream =
-            kube::runtime::watcher(Api::<RuntimeGrant>::all(client.clone()), Default::default())
-                .default_backoff()
-                .reflect(grant_writer)
-                .applied_objects();
+        let stream = kube::runtime::watcher(
+            Api::<RuntimeGrant>::all(client.clone()),
+            controller::watch_config(),
+        )
+        .default_backoff()
+        .reflect(grant_writer)
+        .applied_objects();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while stream.next().await.is_some() {}
@@ -292,12 +296,13 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     ));
 
     let stores = started.stores.clone();
+    let synced = started.context.synced.clone();
     let ready_flag = readiness.clone();
     let leading_flag = leading.clone();
     let sync_timeout = Duration::from_secs(args.cache_sync_timeout_seconds.max(1));
     let (sync_failed_tx, sync_failed_rx) = tokio::sync::oneshot::channel::<Vec<&'static str>>();
     tokio::spawn(async move {
-        if tokio::time::timeout(sync_timeout, controller::wait_synced(&stores))
+        if tokio::time::timeout(sync_timeout, synced.wait())
             .await
             .is_err()
         {
@@ -314,7 +319,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
 
     let result = tokio::select! {
         lost = elector.hold() => {
-            gate.set(false);
+            gate.close();
             readiness.set(false);
             leading.set(false);
             metrics.leader.set(0);
@@ -322,7 +327,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             Err(eyre!("leadership lost: {lost}"))
         }
         Ok(pending) = sync_failed_rx => {
-            gate.set(false);
+            gate.close();
             readiness.set(false);
             metrics.leader.set(0);
             elector.release().await;
@@ -333,8 +338,16 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             readiness.set(false);
             leading.set(false);
             tracing::info!("stopping the controller");
-            let _ = tokio::time::timeout(Duration::from_secs(20), controller_task).await;
-            gate.set(false);
+            // Renewals go on while the controller drains (the gate would
+            // close by itself otherwise); bounded by the same 20 s.
+            let _ = tokio::time::timeout(Duration::from_secs(20), async {
+                tokio::select! {
+                    _ = controller_task => {}
+                    _ = elector.hold() => {}
+                }
+            })
+            .await;
+            gate.close();
             elector.release().await;
             metrics.leader.set(0);
             Ok(())

@@ -15,6 +15,7 @@ mod bench_smoke;
 mod chart;
 mod console;
 mod crds;
+mod faults;
 mod foundation;
 mod image;
 mod plan_grants;

@@ -152,6 +152,49 @@ pub fn cluster() -> &'static SharedCluster {
 }
 
 impl SharedCluster {
+    /// Restarts one component (`etcd`, `kube-apiserver`, …) of this
+    /// cluster and waits until it serves again (at most `timeout`).
+    /// Blocking: call it through `spawn_blocking` from async code.
+    pub fn restart(&self, component: &str, timeout: Duration) -> Result<(), String> {
+        use std::io::Write;
+        static TOKENS: AtomicU32 = AtomicU32::new(0);
+        let token = format!("restart-{}", TOKENS.fetch_add(1, Ordering::SeqCst));
+        let answer = self.dir.join("control").join(&token);
+        {
+            let mut stdin = self._stdin.lock().unwrap_or_else(|p| p.into_inner());
+            writeln!(stdin, "restart {component} {token}").map_err(|e| e.to_string())?;
+            stdin.flush().map_err(|e| e.to_string())?;
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&answer) {
+                return if text.trim() == "ok" {
+                    Ok(())
+                } else {
+                    Err(text)
+                };
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{component} not restarted within {timeout:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The apiserver's address (`host:port`) from the kubeconfig.
+    pub fn apiserver_addr(&self) -> std::net::SocketAddr {
+        let text = std::fs::read_to_string(&self.kubeconfig).expect("kubeconfig");
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("server: https://"))
+            .and_then(|a| a.trim().parse().ok())
+            .expect("server address in the kubeconfig")
+    }
+
+    /// The berth-localcluster process id (for the parent-death test).
+    pub fn pid(&self) -> u32 {
+        self._child.lock().unwrap_or_else(|p| p.into_inner()).id()
+    }
+
     /// A cluster-admin client of this cluster.
     pub async fn admin_client(&self) -> Client {
         client_from_kubeconfig(&self.kubeconfig)

@@ -1,6 +1,8 @@
 //! berth-tests: the local Kubernetes control plane (`berth-localcluster`)
 //! and the harness the integration tests run on.
 
+pub mod audit;
 pub mod bench;
 pub mod harness;
 pub mod localcluster;
+pub mod proxy;

@@ -151,6 +151,32 @@ pub struct Context {
     pub settings: Settings,
     /// Writes sent whose result the cache may not show yet.
     pub written: WriteMemory,
+    /// Set once every cache has completed its first list.
+    pub synced: Synced,
+}
+
+/// Whether every cache has completed its first list (once set, stays set:
+/// a later relist keeps serving the previous contents until it completes).
+#[derive(Clone, Debug)]
+pub struct Synced(tokio::sync::watch::Sender<bool>);
+
+impl Default for Synced {
+    fn default() -> Self {
+        Self(tokio::sync::watch::Sender::new(false))
+    }
+}
+
+impl Synced {
+    /// Marks every cache synced.
+    pub fn set(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Resolves once every cache is synced.
+    pub async fn wait(&self) {
+        let mut rx = self.0.subscribe();
+        let _ = rx.wait_for(|v| *v).await;
+    }
 }
 
 #[cfg(test)]

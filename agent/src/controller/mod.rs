@@ -193,6 +193,12 @@ fn node_fingerprint(node: &Node) -> Option<u64> {
     Some(h.finish())
 }
 
+/// The watch settings of every cache: the server ends each watch well
+/// inside the client's read timeout (see [`crate::kube_client::READ_TIMEOUT`]).
+pub fn watch_config() -> watcher::Config {
+    watcher::Config::default().timeout(crate::kube_client::WATCH_TIMEOUT_SECONDS)
+}
+
 /// Everything started: the stores (for the grants publisher and health) and
 /// the controller future.
 pub struct Started {
@@ -231,8 +237,8 @@ pub fn start(
     recorder: kube::runtime::events::Recorder,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Started {
-    let managed = || watcher::Config::default().labels(&managed_selector());
-    let all = watcher::Config::default;
+    let managed = || watch_config().labels(&managed_selector());
+    let all = watch_config;
     let c = &client;
     let scope = settings.namespace.clone();
     // Namespaced kinds: the whole cluster, or one namespace.
@@ -316,7 +322,19 @@ pub fn start(
         recorder,
         settings,
         written: context::WriteMemory::default(),
+        synced: context::Synced::default(),
     });
+    // Reconciles (and the grants publisher) wait for this: a cache that
+    // has not listed yet reads as "absent" (no namespace labels, no class,
+    // no node), which would block or revoke a granted Runtime for nothing.
+    {
+        let stores = stores.clone();
+        let synced = context.synced.clone();
+        tokio::spawn(async move {
+            wait_synced(&stores).await;
+            synced.set();
+        });
+    }
     let all_runtimes = {
         let runtimes = runtimes.clone();
         move || {
@@ -436,6 +454,7 @@ pub async fn unsynced(s: &Stores) -> Vec<&'static str> {
 
 /// One reconcile: read → decide → render → apply → status.
 pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Action, Error> {
+    ctx.synced.wait().await;
     let started = Instant::now();
     let result = reconcile_inner(&runtime, &ctx).await;
     let label = match &result {

@@ -258,6 +258,11 @@ impl Agent {
         self.child.try_wait().ok().flatten().map(|s| s.code())
     }
 
+    /// The process id (to signal it: SIGSTOP/SIGCONT in the fault suite).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -4,13 +4,20 @@
 //! kube-controller-manager, kube-scheduler and kwok, creates simulated nodes
 //! that report runtime handlers, writes `DIR/kubeconfig` once everything is
 //! healthy, and stays up until SIGINT/SIGTERM.
+//!
+//! Every component runs under `berth-localcluster supervise`, which stops
+//! it when this process is gone, even after SIGKILL. With
+//! `--exit-on-stdin-eof`, standard input also takes commands, one per line:
+//! `restart COMPONENT TOKEN` restarts `etcd`, `kube-apiserver`, … and then
+//! writes `ok` or `error: …` to `DIR/control/TOKEN`.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use berth_tests::localcluster::{LocalCluster, NodeSpec, Options};
 use clap::{Parser, Subcommand};
 use color_eyre::eyre::{Result, WrapErr, eyre};
-use tokio::io::AsyncReadExt;
+use tokio::io::AsyncBufReadExt;
 use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Debug, Parser)]
@@ -26,6 +33,15 @@ enum Command {
     Up(UpArgs),
     /// Build (or find in the cache) every component binary and print their paths.
     Build,
+    /// (internal) Run one component, stopping it when stdin closes.
+    #[command(hide = true)]
+    Supervise {
+        /// The component's binary.
+        binary: PathBuf,
+        /// Its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -44,13 +60,19 @@ struct UpArgs {
     #[arg(long = "node-handlers", value_name = "NODE=H1,H2")]
     node_handlers: Vec<String>,
     /// Also stop when standard input closes (used by the test harness, so the
-    /// cluster never outlives the process that started it).
+    /// cluster never outlives the process that started it), and read
+    /// commands from it (`restart COMPONENT TOKEN`).
     #[arg(long)]
     exit_on_stdin_eof: bool,
+    /// Write an audit log of every write request to DIR/logs/audit.log.
+    #[arg(long)]
+    audit: bool,
 }
 
 fn options(args: &UpArgs) -> Result<Options> {
     let mut opts = Options::uniform(args.dir.clone(), args.nodes, &args.handlers);
+    opts.supervisor = Some(std::env::current_exe().wrap_err("locating berth-localcluster")?);
+    opts.audit = args.audit;
     for o in &args.node_handlers {
         let (node, hs) = o
             .split_once('=')
@@ -69,14 +91,40 @@ fn options(args: &UpArgs) -> Result<Options> {
     Ok(opts)
 }
 
-async fn stdin_closed() {
-    let mut stdin = tokio::io::stdin();
-    let mut buf = [0u8; 64];
-    loop {
-        match stdin.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+/// One line of standard input, `None` at EOF.
+async fn next_command(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>,
+    enabled: bool,
+) -> Option<String> {
+    if !enabled {
+        return std::future::pending().await;
+    }
+    lines.next_line().await.ok().flatten()
+}
+
+/// Carries out `restart COMPONENT TOKEN`, answering in `DIR/control/TOKEN`.
+async fn command(cluster: &mut LocalCluster, dir: &Path, line: &str) {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (answer, token) = match words.as_slice() {
+        ["restart", component, token] => {
+            println!("restarting {component}");
+            let answer = match cluster.restart(component).await {
+                Ok(()) => "ok".to_string(),
+                Err(e) => format!("error: {e}"),
+            };
+            println!("restarted {component}: {answer}");
+            (answer, *token)
         }
+        _ => {
+            println!("unknown command {line:?}");
+            return;
+        }
+    };
+    let control = dir.join("control");
+    let _ = std::fs::create_dir_all(&control);
+    let tmp = control.join(format!(".{token}"));
+    if std::fs::write(&tmp, answer).is_ok() {
+        let _ = std::fs::rename(&tmp, control.join(token));
     }
 }
 
@@ -97,20 +145,16 @@ async fn up(args: UpArgs) -> Result<()> {
     println!("  kubectl get nodes -o wide");
     println!("Press Ctrl-C to stop.");
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(2));
-    let eof = async {
-        if args.exit_on_stdin_eof {
-            stdin_closed().await
-        } else {
-            std::future::pending().await
-        }
-    };
-    tokio::pin!(eof);
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     let result = loop {
         tokio::select! {
             _ = sigint.recv() => break Ok(()),
             _ = sigterm.recv() => break Ok(()),
             _ = sighup.recv() => break Ok(()),
-            _ = &mut eof => break Ok(()),
+            line = next_command(&mut lines, args.exit_on_stdin_eof) => match line {
+                Some(line) => command(&mut cluster, &args.dir, &line).await,
+                None => break Ok(()),
+            },
             _ = tick.tick() => {
                 if let Err(e) = cluster.check_running() {
                     break Err(eyre!(e));
@@ -136,6 +180,12 @@ fn main() -> Result<()> {
                 println!("{c}={}", bins.path(c)?.display());
             }
             Ok(())
+        }
+        Command::Supervise { binary, args } => {
+            let code = rt.block_on(berth_tests::localcluster::supervise::supervise(
+                &binary, &args,
+            ))?;
+            std::process::exit(code)
         }
     }
 }

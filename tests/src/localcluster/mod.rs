@@ -13,6 +13,7 @@ pub mod nodes;
 pub mod pki;
 pub mod ports;
 pub mod process;
+pub mod supervise;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -87,6 +88,13 @@ pub struct Options {
     pub nodes: Vec<NodeSpec>,
     /// How long each start-up stage may take.
     pub timeout: Duration,
+    /// Run each component under `SUPERVISOR supervise` (normally
+    /// `berth-localcluster` itself), so that it stops even when this
+    /// process is SIGKILLed.
+    pub supervisor: Option<PathBuf>,
+    /// Have the apiserver write an audit log of every write request to
+    /// `DIR/logs/audit.log` (JSON lines, one per completed request).
+    pub audit: bool,
 }
 
 impl Options {
@@ -101,6 +109,8 @@ impl Options {
                 })
                 .collect(),
             timeout: Duration::from_secs(180),
+            supervisor: None,
+            audit: false,
         }
     }
 }
@@ -115,8 +125,32 @@ pub struct LocalCluster {
     pub restricted_kubeconfig: PathBuf,
     pub server: String,
     pub binaries: Binaries,
+    /// The audit log, when asked for.
+    pub audit_log: Option<PathBuf>,
     components: Vec<Component>,
+    supervisor: Option<PathBuf>,
+    etcd_client_port: u16,
+    internal_kubeconfig: PathBuf,
+    timeout: Duration,
 }
+
+/// The audit policy of `Options::audit`: every write, at Metadata level
+/// (who, what, when, result), except the simulated nodes' own heartbeats
+/// and status updates, which would only make the log large.
+const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: None
+    verbs: ["get", "list", "watch"]
+  - level: None
+    resources:
+      - group: ""
+        resources: ["nodes", "nodes/status", "pods/status", "pods/binding"]
+  - level: None
+    namespaces: ["kube-node-lease"]
+  - level: Metadata
+"#;
 
 impl LocalCluster {
     /// Builds (or finds) the binaries, starts every component, waits for
@@ -157,7 +191,12 @@ impl LocalCluster {
             restricted_kubeconfig: dir.join("kubeconfig-restricted"),
             server: server.clone(),
             binaries,
+            audit_log: None,
             components: Vec::new(),
+            supervisor: opts.supervisor.clone(),
+            etcd_client_port: etcd_client,
+            internal_kubeconfig: internal_kubeconfig.clone(),
+            timeout: opts.timeout,
         };
         for (component, port) in [
             ("etcd", etcd_client),
@@ -193,7 +232,7 @@ impl LocalCluster {
         health::wait_for_port(&mut cluster.components[0], etcd_client, opts.timeout).await?;
 
         let p = |f: &str| pki.file(f).display().to_string();
-        let apiserver_args = vec![
+        let mut apiserver_args = vec![
             format!("--etcd-servers=http://127.0.0.1:{etcd_client}"),
             "--bind-address=127.0.0.1".into(),
             "--advertise-address=127.0.0.1".into(),
@@ -214,6 +253,20 @@ impl LocalCluster {
             "--profiling=false".into(),
             "--v=1".into(),
         ];
+        if opts.audit {
+            let policy = dir.join("audit-policy.yaml");
+            std::fs::write(&policy, AUDIT_POLICY).map_err(|e| Error::io(&policy, e))?;
+            let log = logs.join("audit.log");
+            apiserver_args.extend([
+                format!("--audit-policy-file={}", policy.display()),
+                format!("--audit-log-path={}", log.display()),
+                "--audit-log-format=json".into(),
+                // Synchronous: a test reading the log sees every completed write.
+                "--audit-log-mode=blocking".into(),
+                "--audit-log-maxsize=0".into(),
+            ]);
+            cluster.audit_log = Some(log);
+        }
         cluster.spawn("kube-apiserver", &apiserver_args, &logs)?;
         let admin = health::wait_for_apiserver(
             &mut cluster.components[1],
@@ -298,7 +351,7 @@ impl LocalCluster {
 
     fn spawn(&mut self, name: &str, args: &[String], logs: &Path) -> Result<(), Error> {
         let binary = self.binaries.path(name)?.to_path_buf();
-        let c = Component::spawn(name, &binary, args, logs)?;
+        let c = Component::spawn(name, &binary, args, logs, self.supervisor.as_deref())?;
         self.components.push(c);
         Ok(())
     }
@@ -308,6 +361,31 @@ impl LocalCluster {
         self.components
             .iter_mut()
             .try_for_each(Component::check_running)
+    }
+
+    /// Stops component `name` (`etcd`, `kube-apiserver`, …) and starts it
+    /// again with the same arguments and data, waiting until it serves.
+    pub async fn restart(&mut self, name: &str) -> Result<(), Error> {
+        let i = self
+            .components
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| Error::Start {
+                component: name.to_string(),
+                detail: "no such component".into(),
+                log: self.dir.join("logs"),
+            })?;
+        let c = &mut self.components[i];
+        tokio::task::block_in_place(|| c.restart(Duration::from_secs(10)))?;
+        match name {
+            "etcd" => health::wait_for_port(c, self.etcd_client_port, self.timeout).await,
+            "kube-apiserver" => {
+                health::wait_for_apiserver(c, &self.internal_kubeconfig, self.timeout)
+                    .await
+                    .map(drop)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Stops every component, newest first (kwok … etcd).

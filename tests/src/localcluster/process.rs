@@ -1,11 +1,13 @@
 //! Component processes: each runs in its own process group with its output
 //! in `DIR/logs/NAME.log`, and is stopped by signalling the whole group so
-//! that nothing it forked outlives the cluster.
-
-use std::fs::File;
+//! that nothing it forked outlives the cluster. With a supervisor (see
+//! `supervise`), each runs under `SUPERVISOR supervise -- BINARY ARGS`
+//! whose stdin pipe this process holds: the component stops even when
+//! this process is killed with SIGKILL.
+use std::fs::OpenOptions;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process_group};
@@ -18,22 +20,64 @@ pub struct Component {
     pub name: String,
     pub log: PathBuf,
     child: Child,
+    /// How it was started (for a restart).
+    launch: Launch,
+    /// The supervisor's stdin: held for the component's life, never written.
+    _lifeline: Option<ChildStdin>,
+}
+
+/// What starting a component again needs.
+#[derive(Debug, Clone)]
+struct Launch {
+    binary: PathBuf,
+    args: Vec<String>,
+    supervisor: Option<PathBuf>,
 }
 
 impl Component {
-    /// Starts `binary args…` as component `name`, logging to `log_dir/NAME.log`.
+    /// Starts `binary args…` as component `name`, logging to
+    /// `log_dir/NAME.log` (appending: a restarted component keeps its
+    /// earlier output), under `supervisor` when given.
     pub fn spawn(
         name: &str,
         binary: &Path,
         args: &[String],
         log_dir: &Path,
+        supervisor: Option<&Path>,
     ) -> Result<Self, Error> {
+        let launch = Launch {
+            binary: binary.to_path_buf(),
+            args: args.to_vec(),
+            supervisor: supervisor.map(Path::to_path_buf),
+        };
+        Self::launch(name, launch, log_dir)
+    }
+
+    fn launch(name: &str, launch: Launch, log_dir: &Path) -> Result<Self, Error> {
         let log = log_dir.join(format!("{name}.log"));
-        let out = File::create(&log).map_err(|e| Error::io(&log, e))?;
+        let out = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| Error::io(&log, e))?;
         let err = out.try_clone().map_err(|e| Error::io(&log, e))?;
-        let child = Command::new(binary)
-            .args(args)
-            .stdin(Stdio::null())
+        let mut cmd = match &launch.supervisor {
+            Some(sup) => {
+                let mut c = Command::new(sup);
+                c.arg("supervise")
+                    .arg("--")
+                    .arg(&launch.binary)
+                    .args(&launch.args)
+                    .stdin(Stdio::piped());
+                c
+            }
+            None => {
+                let mut c = Command::new(&launch.binary);
+                c.args(&launch.args).stdin(Stdio::null());
+                c
+            }
+        };
+        let mut child = cmd
             .stdout(out)
             .stderr(err)
             // A group of its own: stopping the component signals the group.
@@ -41,14 +85,25 @@ impl Component {
             .spawn()
             .map_err(|e| Error::Start {
                 component: name.to_string(),
-                detail: format!("could not execute {}: {e}", binary.display()),
+                detail: format!("could not execute {}: {e}", launch.binary.display()),
                 log: log.clone(),
             })?;
+        let lifeline = child.stdin.take();
         Ok(Self {
             name: name.to_string(),
             log,
             child,
+            launch,
+            _lifeline: lifeline,
         })
+    }
+
+    /// Stops the component and starts it again with the same arguments.
+    pub fn restart(&mut self, grace: Duration) -> Result<(), Error> {
+        self.stop(grace);
+        let log_dir = self.log.parent().map(Path::to_path_buf).unwrap_or_default();
+        *self = Self::launch(&self.name.clone(), self.launch.clone(), &log_dir)?;
+        Ok(())
     }
 
     /// An error naming the component and its log when it has exited.
