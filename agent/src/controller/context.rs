@@ -153,6 +153,41 @@ pub struct Context {
     pub written: WriteMemory,
     /// Set once every cache has completed its first list.
     pub synced: Synced,
+    /// When each Runtime's status was last written (progress pacing).
+    pub status_pacer: StatusPacer,
+}
+
+/// How long a status change that only moves counts or messages may wait
+/// after the previous status write of the same Runtime (see
+/// `berth_shared::status::progress_only`): pods coming up one by one then
+/// cost one write per interval, not one per pod.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The time of each Runtime's last status write, keyed `namespace/name`.
+/// Only entries younger than [`PROGRESS_INTERVAL`] matter; older ones are
+/// dropped as the map grows.
+#[derive(Debug, Default)]
+pub struct StatusPacer(std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>);
+
+impl StatusPacer {
+    /// How much longer a progress-only write of `key` must wait (`None`:
+    /// write now).
+    pub fn wait(&self, key: &str, now: std::time::Instant) -> Option<Duration> {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let last = map.get(key)?;
+        PROGRESS_INTERVAL
+            .checked_sub(now.saturating_duration_since(*last))
+            .filter(|d| !d.is_zero())
+    }
+
+    /// Records a status write of `key` at `now`.
+    pub fn wrote(&self, key: &str, now: std::time::Instant) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= 1024 {
+            map.retain(|_, t| now.saturating_duration_since(*t) < PROGRESS_INTERVAL);
+        }
+        map.insert(key.to_string(), now);
+    }
 }
 
 /// Whether every cache has completed its first list (once set, stays set:
@@ -181,7 +216,33 @@ impl Synced {
 
 #[cfg(test)]
 mod tests {
-    use super::WriteMemory;
+    use super::{PROGRESS_INTERVAL, StatusPacer, WriteMemory};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn progress_waits_out_the_interval_after_the_last_write() {
+        let p = StatusPacer::default();
+        let t0 = Instant::now();
+        assert_eq!(p.wait("ns/a", t0), None, "never written: write now");
+        p.wrote("ns/a", t0);
+        assert_eq!(
+            p.wait("ns/a", t0 + Duration::from_secs(2)),
+            Some(PROGRESS_INTERVAL - Duration::from_secs(2))
+        );
+        assert_eq!(p.wait("ns/a", t0 + PROGRESS_INTERVAL), None);
+        assert_eq!(p.wait("ns/b", t0), None, "per Runtime");
+        // Old entries are dropped as the map grows; young ones stay.
+        for i in 0..1100 {
+            p.wrote(&format!("ns/{i}"), t0);
+        }
+        let later = t0 + PROGRESS_INTERVAL * 2;
+        p.wrote("ns/new", later);
+        for i in 0..2000 {
+            p.wrote(&format!("ns/x{i}"), later);
+        }
+        assert!(p.wait("ns/new", later).is_some());
+        assert_eq!(p.wait("ns/5", later), None);
+    }
 
     #[test]
     fn a_write_is_not_sent_twice_from_the_same_cached_version() {

@@ -323,6 +323,7 @@ pub fn start(
         settings,
         written: context::WriteMemory::default(),
         synced: context::Synced::default(),
+        status_pacer: context::StatusPacer::default(),
     });
     // Reconciles (and the grants publisher) wait for this: a cache that
     // has not listed yet reads as "absent" (no namespace labels, no class,
@@ -508,8 +509,25 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         applied.as_ref(),
         render_error.as_deref(),
     );
+    // A change that only moves counts waits out the pacing interval (and
+    // is written by the requeue then); anything else is written at once.
+    let mut progress_wait = None;
     if runtime.status.as_ref() != Some(&new_status) {
-        write_status(ctx, runtime, &new_status).await?;
+        let key = format!(
+            "{}/{}",
+            runtime.namespace().unwrap_or_default(),
+            runtime.name_any()
+        );
+        let now = Instant::now();
+        progress_wait = runtime
+            .status
+            .as_ref()
+            .filter(|old| berth_shared::status::progress_only(old, &new_status))
+            .and_then(|_| ctx.status_pacer.wait(&key, now));
+        if progress_wait.is_none() {
+            write_status(ctx, runtime, &new_status).await?;
+            ctx.status_pacer.wrote(&key, now);
+        }
     }
 
     let conflicts = applied.as_ref().is_some_and(|a| !a.conflicts.is_empty());
@@ -519,7 +537,9 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         }
         return Err(Error::Apply(apply_error::ApplyErrors(a.errors)));
     }
-    let action = if conflicts {
+    let action = if let Some(wait) = progress_wait {
+        Action::requeue(wait)
+    } else if conflicts {
         // An unowned object may go away; look again soon.
         Action::requeue(Duration::from_secs(30).min(ctx.settings.resync))
     } else {

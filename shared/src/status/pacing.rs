@@ -1,0 +1,131 @@
+//! Which status changes may wait. While pods come up one by one, every
+//! ready pod changes the rollout counts (and the messages quoting them);
+//! writing each of those at once costs one status write per pod and, at
+//! scale, delays the first status of Runtimes not reconciled yet. A change
+//! that only moves counts or messages may be held back briefly; a change of
+//! any condition's status or reason, of the observed generation, the
+//! identity, the profile, the upgrade or the job records is written at
+//! once.
+
+use crate::api::RuntimeStatus;
+
+/// Whether `new` differs from `old` only in progress: rollout counts and
+/// condition messages, with every condition's (type, status, reason) and
+/// everything else unchanged.
+pub fn progress_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
+    let same_conditions = old.conditions.len() == new.conditions.len()
+        && old.conditions.iter().zip(&new.conditions).all(|(a, b)| {
+            a.type_ == b.type_
+                && a.status == b.status
+                && a.reason == b.reason
+                && a.observed_generation == b.observed_generation
+        });
+    same_conditions
+        && old.observed_generation == new.observed_generation
+        && old.identity == new.identity
+        && old.profile == new.profile
+        && old.upgrade == new.upgrade
+        && old.jobs == new.jobs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+    fn cond(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+            observed_generation: Some(1),
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ),
+        }
+    }
+
+    fn status(conditions: Vec<Condition>, generation: i64) -> RuntimeStatus {
+        RuntimeStatus {
+            observed_generation: Some(generation),
+            conditions,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_counts_and_messages_may_wait() {
+        let base = status(
+            vec![
+                cond(
+                    "Available",
+                    "False",
+                    "MinimumReplicasUnavailable",
+                    "1/10 available",
+                ),
+                cond("Ready", "False", "NotAvailable", "1/10 available"),
+            ],
+            1,
+        );
+        let more_pods = status(
+            vec![
+                cond(
+                    "Available",
+                    "False",
+                    "MinimumReplicasUnavailable",
+                    "4/10 available",
+                ),
+                cond("Ready", "False", "NotAvailable", "4/10 available"),
+            ],
+            1,
+        );
+        assert!(progress_only(&base, &more_pods));
+        assert!(progress_only(&base, &base));
+
+        let ready = status(
+            vec![
+                cond(
+                    "Available",
+                    "True",
+                    "MinimumReplicasAvailable",
+                    "10/10 available",
+                ),
+                cond("Ready", "True", "Ready", "10/10 available"),
+            ],
+            1,
+        );
+        assert!(
+            !progress_only(&base, &ready),
+            "a transition is written at once"
+        );
+
+        let other_reason = status(
+            vec![
+                cond(
+                    "Available",
+                    "False",
+                    "ProgressDeadlineExceeded",
+                    "1/10 available",
+                ),
+                cond("Ready", "False", "NotAvailable", "1/10 available"),
+            ],
+            1,
+        );
+        assert!(!progress_only(&base, &other_reason), "a new reason");
+
+        let new_generation = status(base.conditions.clone(), 2);
+        assert!(!progress_only(&base, &new_generation), "a new generation");
+
+        let fewer = status(base.conditions[..1].to_vec(), 1);
+        assert!(!progress_only(&base, &fewer), "a condition gone");
+
+        let mut with_jobs = base.clone();
+        with_jobs.jobs.push(crate::api::JobRunStatus {
+            name: "migrate".into(),
+            job: "rt-migrate".into(),
+            template_hash: "abc".into(),
+        });
+        assert!(!progress_only(&base, &with_jobs), "a job record");
+    }
+}
