@@ -2,7 +2,6 @@
 //! cluster, scoped to one test namespace (`--namespace`), with its own
 //! Lease and grants file, and reads its `/metrics`.
 
-use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -10,6 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
+use berth_tests::bench::process::{free_port, http_get};
 use berth_tests::harness::{self, TestNamespace, wait_for_value};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Api;
@@ -69,13 +69,6 @@ pub fn write_grants(bindings: &[String]) -> PathBuf {
     std::fs::write(&path, text).expect("write grants");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     path
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 /// A running agent child process.
@@ -197,27 +190,7 @@ impl Agent {
 
     /// GET a path on the agent's HTTP port: (status code, body).
     pub async fn get(&self, path: &str) -> Option<(u16, String)> {
-        let port = self.port;
-        let path = path.to_string();
-        tokio::task::spawn_blocking(move || {
-            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-            s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-            write!(
-                s,
-                "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-            )
-            .ok()?;
-            let mut buf = Vec::new();
-            // A timeout after a complete response is fine: use what arrived.
-            let _ = s.read_to_end(&mut buf);
-            let out = String::from_utf8_lossy(&buf).into_owned();
-            let code = out.split_whitespace().nth(1)?.parse().ok()?;
-            let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-            Some((code, body))
-        })
-        .await
-        .ok()
-        .flatten()
+        http_get(self.port, path, Duration::from_secs(5)).await
     }
 
     /// Leads, with synced caches (`/health/leader`).
@@ -276,32 +249,7 @@ impl Drop for Agent {
     }
 }
 
-/// Sum of the samples of `metric` whose label set satisfies `filter`.
-pub fn metric_sum(text: &str, metric: &str, filter: impl Fn(&str) -> bool) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (name_labels, value) = l.rsplit_once(' ')?;
-            let (name, labels) = match name_labels.split_once('{') {
-                Some((n, rest)) => (n, rest.trim_end_matches('}')),
-                None => (name_labels, ""),
-            };
-            (name == metric && filter(labels)).then(|| value.parse::<f64>().ok())?
-        })
-        .sum()
-}
-
-/// Write requests the agent sent, excluding Lease renewals.
-pub fn writes(metrics: &str) -> f64 {
-    metric_sum(metrics, "berth_agent_api_requests_total", |l| {
-        !l.contains("method=\"GET\"") && !l.contains("resource=\"leases\"")
-    })
-}
-
-/// Reconciles done so far.
-pub fn reconciles(metrics: &str) -> f64 {
-    metric_sum(metrics, "berth_agent_reconciles_total", |_| true)
-}
+pub use berth_tests::bench::process::{metric_sum, reconciles, writes};
 
 /// A namespace with berth identity labels, CRDs installed, and a
 /// RuntimeClass `<ns>-bounded` (handler `bounded-runc`).

@@ -236,19 +236,13 @@ pub async fn run(opts: &Options) -> Report {
 
     progress(started, "idle window");
     tokio::time::sleep(Duration::from_secs(opts.resync_seconds)).await;
-    let agent_writes = |m: &str| {
-        process::metric_sum(m, "berth_agent_api_requests_total", |l| {
-            !l.contains("method=\"GET\"") && !l.contains("resource=\"leases\"")
-        })
-    };
-    let reconciles = |m: &str| process::metric_sum(m, "berth_agent_reconciles_total", |_| true);
     let m0 = agent.metrics().await;
     let s0 = harness::apiserver_requests(&client, harness::agent_kind_write).await;
     tokio::time::sleep(Duration::from_secs(opts.idle_seconds)).await;
     let m1 = agent.metrics().await;
     let s1 = harness::apiserver_requests(&client, harness::agent_kind_write).await;
-    let idle_reconciles = reconciles(&m1) - reconciles(&m0);
-    let idle_agent_writes = agent_writes(&m1) - agent_writes(&m0);
+    let idle_reconciles = process::reconciles(&m1) - process::reconciles(&m0);
+    let idle_agent_writes = process::writes(&m1) - process::writes(&m0);
     let idle_server_writes = s1 - s0;
     let agent_rss_idle = process::rss_bytes(agent.pid()).unwrap_or(0) as f64;
 

@@ -46,7 +46,8 @@ fn clock_ticks() -> u64 {
         .unwrap_or(100)
 }
 
-fn free_port() -> u16 {
+/// A free local TCP port.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -104,26 +105,7 @@ impl AgentProcess {
 
     /// GET a path on the agent's HTTP port: (status code, body).
     pub async fn get(&self, path: &str) -> Option<(u16, String)> {
-        let port = self.port;
-        let path = path.to_string();
-        tokio::task::spawn_blocking(move || {
-            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-            s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-            write!(
-                s,
-                "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-            )
-            .ok()?;
-            let mut buf = Vec::new();
-            let _ = s.read_to_end(&mut buf);
-            let out = String::from_utf8_lossy(&buf).into_owned();
-            let code = out.split_whitespace().nth(1)?.parse().ok()?;
-            let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-            Some((code, body))
-        })
-        .await
-        .ok()
-        .flatten()
+        http_get(self.port, path, Duration::from_secs(10)).await
     }
 
     /// Leads with synced caches.
@@ -148,6 +130,43 @@ impl Drop for AgentProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// GET `path` on 127.0.0.1:`port` (the agent's operations endpoints):
+/// (status code, body), `None` when nothing answers.
+pub async fn http_get(port: u16, path: &str, timeout: Duration) -> Option<(u16, String)> {
+    let path = path.to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.set_read_timeout(Some(timeout)).ok()?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut buf = Vec::new();
+        // A timeout after a complete response is fine: use what arrived.
+        let _ = s.read_to_end(&mut buf);
+        let out = String::from_utf8_lossy(&buf).into_owned();
+        let code = out.split_whitespace().nth(1)?.parse().ok()?;
+        let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+        Some((code, body))
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// Write requests the agent sent, excluding Lease renewals.
+pub fn writes(metrics: &str) -> f64 {
+    metric_sum(metrics, "berth_agent_api_requests_total", |l| {
+        !l.contains("method=\"GET\"") && !l.contains("resource=\"leases\"")
+    })
+}
+
+/// Reconciles done so far.
+pub fn reconciles(metrics: &str) -> f64 {
+    metric_sum(metrics, "berth_agent_reconciles_total", |_| true)
 }
 
 /// Sum of the samples of `metric` whose label set satisfies `filter`.
