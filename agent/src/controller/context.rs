@@ -102,31 +102,69 @@ pub struct Settings {
     pub concurrency: usize,
 }
 
-/// What the agent last wrote from, per object: the resourceVersion of the
-/// cached object it acted on and the hash of what it sent. Two reconciles
-/// can run back to back before the cache has seen the first one's write
-/// (a Deployment event and a status event of the same change); the second
-/// must not send the same write again. Keyed `Kind/namespace/name`.
+/// What the agent last wrote, per object: the resourceVersion of the cached
+/// object it acted on, the resourceVersion its write produced, and the hash
+/// of what it sent. Two reconciles can run back to back before the cache
+/// has seen the first one's write (a Deployment event and a status event of
+/// the same change, or another controller's status update landing between
+/// the foreign change and berth's correction); the second must not send the
+/// same write again. Keyed `Kind/namespace/name`.
 #[derive(Debug, Default)]
-pub struct WriteMemory(std::sync::Mutex<std::collections::HashMap<String, (String, String)>>);
+pub struct WriteMemory(std::sync::Mutex<std::collections::HashMap<String, SentWrite>>);
+
+/// One remembered write.
+#[derive(Debug, Clone)]
+pub struct SentWrite {
+    from: String,
+    produced: Option<String>,
+    hash: String,
+}
+
+/// Whether `cached` is older than `produced`. Since Kubernetes 1.35
+/// resourceVersions are comparable integers (KEP-5504); a version that does
+/// not parse compares as "not older", so the memory falls back to the
+/// exact-version check.
+fn older(cached: &str, produced: &str) -> bool {
+    match (cached.parse::<u64>(), produced.parse::<u64>()) {
+        (Ok(c), Ok(p)) => c < p,
+        _ => false,
+    }
+}
 
 impl WriteMemory {
-    /// Whether a write from this cached version with this content was
-    /// already sent (the cache has not caught up yet).
+    /// Whether this write was already sent and the cache has not caught up
+    /// with it yet: the cached version is the one the write was sent from,
+    /// or any version older than the one the write produced.
     pub fn already_sent(&self, key: &str, cached_version: Option<&str>, sent: &str) -> bool {
         let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         cached_version.is_some_and(|v| {
-            map.get(key)
-                .is_some_and(|(rv, hash)| rv == v && hash == sent)
+            map.get(key).is_some_and(|w| {
+                w.hash == sent
+                    && (w.from == v || w.produced.as_deref().is_some_and(|p| older(v, p)))
+            })
         })
     }
 
-    /// Remembers a write sent from `cached_version`.
-    pub fn sent(&self, key: &str, cached_version: Option<&str>, sent: &str) {
+    /// Remembers a write sent from `cached_version` that produced
+    /// `produced_version` (the version in the write's response).
+    pub fn sent(
+        &self,
+        key: &str,
+        cached_version: Option<&str>,
+        produced_version: Option<&str>,
+        sent: &str,
+    ) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match cached_version {
             Some(v) => {
-                map.insert(key.to_string(), (v.to_string(), sent.to_string()));
+                map.insert(
+                    key.to_string(),
+                    SentWrite {
+                        from: v.to_string(),
+                        produced: produced_version.map(str::to_string),
+                        hash: sent.to_string(),
+                    },
+                );
             }
             None => {
                 map.remove(key);
@@ -248,13 +286,30 @@ mod tests {
     fn a_write_is_not_sent_twice_from_the_same_cached_version() {
         let m = WriteMemory::default();
         assert!(!m.already_sent("Deployment/web/ns", Some("7"), "h1"));
-        m.sent("Deployment/web/ns", Some("7"), "h1");
+        m.sent("Deployment/web/ns", Some("7"), None, "h1");
         assert!(m.already_sent("Deployment/web/ns", Some("7"), "h1"));
         // The cache caught up (new version), or the content changed: send.
         assert!(!m.already_sent("Deployment/web/ns", Some("8"), "h1"));
         assert!(!m.already_sent("Deployment/web/ns", Some("7"), "h2"));
         // Created objects (no cached version) are never skipped.
-        m.sent("ConfigMap/c/ns", None, "h");
+        m.sent("ConfigMap/c/ns", None, Some("3"), "h");
         assert!(!m.already_sent("ConfigMap/c/ns", None, "h"));
+    }
+
+    #[test]
+    fn a_version_between_the_write_and_its_result_is_the_cache_lagging() {
+        // Sent from 7, the write produced 10; another controller's status
+        // update made 8 in between. A reconcile on 8 must not send again.
+        let m = WriteMemory::default();
+        m.sent("PodDisruptionBudget/web/ns", Some("7"), Some("10"), "h");
+        assert!(m.already_sent("PodDisruptionBudget/web/ns", Some("8"), "h"));
+        assert!(m.already_sent("PodDisruptionBudget/web/ns", Some("9"), "h"));
+        // The cache shows the write (or anything after it): decide afresh.
+        assert!(!m.already_sent("PodDisruptionBudget/web/ns", Some("10"), "h"));
+        assert!(!m.already_sent("PodDisruptionBudget/web/ns", Some("11"), "h"));
+        // Versions that are not integers fall back to the exact check.
+        m.sent("Service/web/ns", Some("a"), Some("c"), "h");
+        assert!(m.already_sent("Service/web/ns", Some("a"), "h"));
+        assert!(!m.already_sent("Service/web/ns", Some("b"), "h"));
     }
 }

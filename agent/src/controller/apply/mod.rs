@@ -160,10 +160,15 @@ async fn ensure<K>(
                 )
                 .await
             {
-                Ok(_) => {
+                Ok(corrected) => {
                     out.writes += 1;
                     ctx.metrics.write(&kind, "correct");
-                    ctx.written.sent(&memory_key, version, &hash(&patch));
+                    ctx.written.sent(
+                        &memory_key,
+                        version,
+                        corrected.meta().resource_version.as_deref(),
+                        &hash(&patch),
+                    );
                 }
                 Err(source) => out.errors.push(ApplyError::Correct {
                     object: label,
@@ -200,6 +205,7 @@ async fn ensure<K>(
                 &format!("{label}/{ns}"),
                 live.as_ref()
                     .and_then(|l| l.meta().resource_version.as_deref()),
+                applied.meta().resource_version.as_deref(),
                 &hash(&desired_value),
             );
             // Server-side apply merges keyed lists: an entry someone else
