@@ -1,6 +1,7 @@
 //! Prometheus metrics (`/metrics`): reconciles by result, reconcile
 //! duration, writes by kind and verb, API requests by verb and resource (as
-//! counted by the client's transport layer), runtimes by grant state, grants
+//! counted by the client's transport layer), apply failures by kind and
+//! failed step, runtimes by grant state, grants
 //! loaded, grants file stale, leadership.
 
 use std::sync::Arc;
@@ -27,6 +28,16 @@ pub struct WriteLabels {
     pub kind: String,
     /// `apply`, `delete`, `status`, `event`.
     pub verb: String,
+}
+
+/// `kind` + `reason` labels of apply failures.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApplyErrorLabels {
+    /// Object kind.
+    pub kind: String,
+    /// The failed step's reason (`ApplyFailed`, `CorrectionFailed`, …), the
+    /// same word as the `Degraded` reason and the Warning Event's.
+    pub reason: String,
 }
 
 /// `method` + `resource` labels of raw API requests.
@@ -63,6 +74,8 @@ pub struct Metrics {
     pub writes: Family<WriteLabels, Counter>,
     /// Raw API requests sent, by method and resource.
     pub requests: Family<RequestLabels, Counter>,
+    /// Apply failures, by object kind and failed step.
+    pub apply_errors: Family<ApplyErrorLabels, Counter>,
     /// Runtimes by grant state.
     pub runtimes: Family<StateLabels, Gauge>,
     /// Blocked runtimes.
@@ -108,6 +121,12 @@ impl Metrics {
             "Kubernetes API requests sent, by method and resource",
             requests.clone(),
         );
+        let apply_errors = Family::<ApplyErrorLabels, Counter>::default();
+        registry.register(
+            "apply_errors",
+            "Failures to apply a managed object, by kind and failed step (the Degraded reason)",
+            apply_errors.clone(),
+        );
         let runtimes = Family::<StateLabels, Gauge>::default();
         registry.register("runtimes", "Runtimes by grant state", runtimes.clone());
         let blocked_runtimes = Gauge::default();
@@ -146,6 +165,7 @@ impl Metrics {
             reconcile_duration,
             writes,
             requests,
+            apply_errors,
             runtimes,
             blocked_runtimes,
             retained_workloads,
@@ -161,6 +181,16 @@ impl Metrics {
             .get_or_create(&WriteLabels {
                 kind: kind.to_string(),
                 verb: verb.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts one apply failure.
+    pub fn apply_failed(&self, kind: &str, reason: &str) {
+        self.apply_errors
+            .get_or_create(&ApplyErrorLabels {
+                kind: kind.to_string(),
+                reason: reason.to_string(),
             })
             .inc();
     }

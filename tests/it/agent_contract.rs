@@ -502,3 +502,179 @@ async fn agent_contract_idle_writes_at_scale() {
     assert_eq!(agent_writes, 0.0, "agent log:\n{}", agent.log_text());
     assert_eq!(server_writes, 0.0);
 }
+
+/// A ValidatingAdmissionPolicy (in the apiserver, nothing mocked) that
+/// refuses any update of this namespace's Deployments that takes
+/// `hostNetwork: true` away: the agent's correction of a foreign
+/// `hostNetwork` then fails, as it would behind a site's own policy.
+fn keep_host_network_policy(ns: &str) -> (Value, Value) {
+    let name = format!("{ns}-keep-host-network");
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "resourceRules": [{
+                    "apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["UPDATE"], "resources": ["deployments"],
+                }],
+            },
+            "validations": [{
+                "expression": "!(has(oldObject.spec.template.spec.hostNetwork) && oldObject.spec.template.spec.hostNetwork) || (has(object.spec.template.spec.hostNetwork) && object.spec.template.spec.hostNetwork)",
+                "message": "test policy: hostNetwork stays",
+            }],
+        },
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    });
+    (policy, binding)
+}
+
+#[tokio::test]
+async fn agent_contract_a_failed_step_names_itself_in_status_events_and_metrics() {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    let (ns, class) = setup("agent-failstep").await;
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": bw, "replicas": 1})).await;
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+
+    let (policy, policy_binding) = keep_host_network_policy(&ns.name);
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(ns.client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(ns.client.clone());
+    let policy: ValidatingAdmissionPolicy = serde_json::from_value(policy).expect("policy");
+    let policy_binding: ValidatingAdmissionPolicyBinding =
+        serde_json::from_value(policy_binding).expect("binding");
+    let pp = PostParams::default();
+    policies.create(&pp, &policy).await.expect("create policy");
+    bindings
+        .create(&pp, &policy_binding)
+        .await
+        .expect("create binding");
+    // The policy takes a moment to load: probe it on a Deployment nobody
+    // manages until it refuses the same kind of change.
+    let deployments: Api<Deployment> = Api::namespaced(ns.client.clone(), &ns.name);
+    let probe: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "probe"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "probe"}},
+            "template": {
+                "metadata": {"labels": {"app": "probe"}},
+                "spec": {"hostNetwork": true, "containers": [{"name": "c", "image": "registry.invalid/x:1"}]},
+            },
+        },
+    }))
+    .expect("probe");
+    deployments.create(&pp, &probe).await.expect("create probe");
+    wait_for(
+        "the test policy refuses taking hostNetwork away",
+        Duration::from_secs(30),
+        || {
+            let deployments = deployments.clone();
+            async move {
+                let dry = PatchParams {
+                    dry_run: true,
+                    ..Default::default()
+                };
+                deployments
+                    .patch(
+                        "probe",
+                        &dry,
+                        &Patch::Merge(
+                            &json!({"spec": {"template": {"spec": {"hostNetwork": null}}}}),
+                        ),
+                    )
+                    .await
+                    .is_err()
+            }
+        },
+    )
+    .await;
+
+    // A foreign hostNetwork the agent cannot take away: the correction step
+    // fails, and says so under its own name.
+    intrude(
+        &deployments,
+        "web",
+        json!({"spec": {"template": {"spec": {"hostNetwork": true}}}}),
+    )
+    .await;
+    let rt = wait_condition(&ns, "web", "Degraded", "True", Some("CorrectionFailed")).await;
+    let degraded = rt
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter())
+        .find(|c| c.type_ == "Degraded")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(
+        degraded.starts_with("Deployment/web: ") && degraded.contains("hostNetwork stays"),
+        "the message names the object and the cause: {degraded}"
+    );
+    let failures = |metrics: &str| {
+        metric_sum(metrics, "berth_agent_apply_errors_total", |l| {
+            l.contains("kind=\"Deployment\"") && l.contains("reason=\"CorrectionFailed\"")
+        })
+    };
+    let metrics = agent.metrics().await;
+    assert!(
+        failures(&metrics) >= 1.0,
+        "apply_errors_total counts the failed step: {metrics}"
+    );
+    let warned = wait_for_value(
+        "a Warning Event whose reason is the failed step",
+        Duration::from_secs(20),
+        || {
+            let client = ns.client.clone();
+            let name = ns.name.clone();
+            async move {
+                events_for(&client, &name, "web")
+                    .await
+                    .into_iter()
+                    .find(|e| {
+                        e.type_.as_deref() == Some("Warning")
+                            && e.reason.as_deref() == Some("CorrectionFailed")
+                    })
+            }
+        },
+    )
+    .await;
+    assert!(
+        warned
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("Deployment/web"),
+        "{warned:?}"
+    );
+
+    // The policy goes: the correction goes through, the Runtime recovers.
+    let name = format!("{}-keep-host-network", ns.name);
+    bindings
+        .delete(&name, &Default::default())
+        .await
+        .expect("delete binding");
+    policies
+        .delete(&name, &Default::default())
+        .await
+        .expect("delete policy");
+    wait_condition(&ns, "web", "Degraded", "False", None).await;
+    let d = deployments.get("web").await.expect("deployment");
+    let v = serde_json::to_value(&d).expect("json");
+    assert_ne!(
+        v["spec"]["template"]["spec"]["hostNetwork"],
+        json!(true),
+        "hostNetwork removed once the policy is gone"
+    );
+}

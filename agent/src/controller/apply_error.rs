@@ -1,9 +1,12 @@
 //! Why applying a managed object failed, typed with its source: the
-//! variant says which step failed ([`ApplyError::reason`], a stable word
-//! for logs and labels), the message names the object the way the
-//! `Degraded` condition shows it (`Kind/name: cause`).
+//! variant says which step failed ([`ApplyError::reason`]: the `Degraded`
+//! reason, so the Warning Event's reason, and the `reason` label of
+//! `berth_agent_apply_errors_total`), the message names the object the way
+//! the `Degraded` condition shows it (`Kind/name: cause`).
 
 use std::fmt;
+
+use berth_shared::api::reasons;
 
 /// One failure of the apply step, for one object.
 #[derive(Debug, thiserror::Error)]
@@ -81,18 +84,38 @@ pub enum ApplyError {
 }
 
 impl ApplyError {
-    /// The variant's stable name: a log field and metric label value.
+    /// The variant's stable reason (one of `reasons::APPLY_FAILURES`): the
+    /// `Degraded` reason, the Event reason, a log field and metric label.
     pub fn reason(&self) -> &'static str {
         match self {
-            ApplyError::Read { .. } => "Read",
-            ApplyError::Apply { .. } => "Apply",
-            ApplyError::Correct { .. } => "Correct",
-            ApplyError::Replace { .. } => "Replace",
-            ApplyError::Handover { .. } => "Handover",
-            ApplyError::Delete { .. } => "Delete",
-            ApplyError::Json { .. } => "Json",
-            ApplyError::NotOwned { .. } => "NotOwned",
+            ApplyError::Read { .. } => reasons::READ_FAILED,
+            ApplyError::Apply { .. } => reasons::APPLY_FAILED,
+            ApplyError::Correct { .. } => reasons::CORRECTION_FAILED,
+            ApplyError::Replace { .. } => reasons::REPLACE_FAILED,
+            ApplyError::Handover { .. } => reasons::HANDOVER_FAILED,
+            ApplyError::Delete { .. } => reasons::DELETE_FAILED,
+            ApplyError::Json { .. } => reasons::ENCODE_FAILED,
+            ApplyError::NotOwned { .. } => reasons::OWNERSHIP_LOST,
         }
+    }
+
+    /// The object's `Kind/name`.
+    pub fn object(&self) -> &str {
+        match self {
+            ApplyError::Read { object, .. }
+            | ApplyError::Apply { object, .. }
+            | ApplyError::Correct { object, .. }
+            | ApplyError::Replace { object, .. }
+            | ApplyError::Handover { object, .. }
+            | ApplyError::Delete { object, .. }
+            | ApplyError::Json { object, .. }
+            | ApplyError::NotOwned { object } => object,
+        }
+    }
+
+    /// The object's kind (a metric label: names would be unbounded).
+    pub fn kind(&self) -> &str {
+        self.object().split('/').next().unwrap_or_default()
     }
 
     /// The same failure for another object label (a helper that does not
@@ -151,7 +174,7 @@ mod tests {
                     object: "ConfigMap/web".into(),
                     source: api(403),
                 },
-                "Read",
+                reasons::READ_FAILED,
                 "ConfigMap/web: ",
             ),
             (
@@ -159,7 +182,7 @@ mod tests {
                     object: "Service/web".into(),
                     source: api(422),
                 },
-                "Apply",
+                reasons::APPLY_FAILED,
                 "Service/web: ",
             ),
             (
@@ -167,7 +190,7 @@ mod tests {
                     object: "Deployment/web".into(),
                     source: api(409),
                 },
-                "Correct",
+                reasons::CORRECTION_FAILED,
                 "Deployment/web: ",
             ),
             (
@@ -175,7 +198,7 @@ mod tests {
                     object: "Service/web".into(),
                     source: api(409),
                 },
-                "Replace",
+                reasons::REPLACE_FAILED,
                 "Service/web: ",
             ),
             (
@@ -183,7 +206,7 @@ mod tests {
                     object: "Deployment/web".into(),
                     source: api(409),
                 },
-                "Handover",
+                reasons::HANDOVER_FAILED,
                 "Deployment/web: replica handover: ",
             ),
             (
@@ -191,7 +214,7 @@ mod tests {
                     object: "Job/web-job-a".into(),
                     source: api(403),
                 },
-                "Delete",
+                reasons::DELETE_FAILED,
                 "Job/web-job-a: ",
             ),
             (
@@ -199,25 +222,33 @@ mod tests {
                     object: "Job/web-job-a".into(),
                     source: json,
                 },
-                "Json",
+                reasons::ENCODE_FAILED,
                 "Job/web-job-a: ",
             ),
             (
                 ApplyError::NotOwned {
                     object: "Service/web".into(),
                 },
-                "NotOwned",
+                reasons::OWNERSHIP_LOST,
                 "Service/web: no longer owned by this Runtime",
             ),
         ];
+        let mut seen: Vec<&str> = Vec::new();
         for (e, reason, prefix) in cases {
             assert_eq!(e.reason(), reason);
+            seen.push(reason);
+            assert_eq!(e.kind(), prefix.split('/').next().unwrap_or_default());
             let msg = e.to_string();
             assert!(msg.starts_with(prefix), "{msg}");
             let relabelled = e.for_object("X/y");
             assert_eq!(relabelled.reason(), reason);
             assert!(relabelled.to_string().starts_with("X/y: "), "{relabelled}");
         }
+        // Every variant has its own reason, and every reason status knows.
+        seen.sort_unstable();
+        let mut all = reasons::APPLY_FAILURES.to_vec();
+        all.sort_unstable();
+        assert_eq!(seen, all);
     }
 
     #[test]

@@ -233,14 +233,16 @@ mod tests {
     #[test]
     fn each_bad_state_is_trouble() {
         let mut cases = Vec::new();
-        for (t, s, r) in [
+        let mut bad = vec![
             (ct::DEGRADED, "True", "Conflict"),
-            (ct::DEGRADED, "True", "ApplyFailed"),
             (ct::PROFILE_GRANTED, "False", "ClassMissing"),
             (ct::HANDLER_READY, "False", "HandlerAbsent"),
             (ct::HANDLER_READY, "False", "PlacementIncomplete"),
             (ct::PROGRESSING, "False", "ProgressDeadlineExceeded"),
-        ] {
+        ];
+        // Each failed apply step is its own Warning reason.
+        bad.extend(reasons::APPLY_FAILURES.map(|r| (ct::DEGRADED, "True", r)));
+        for (t, s, r) in bad {
             let mut st = healthy();
             for cond in &mut st.conditions {
                 if cond.type_ == t {

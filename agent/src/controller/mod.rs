@@ -533,7 +533,8 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
     let conflicts = applied.as_ref().is_some_and(|a| !a.conflicts.is_empty());
     if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
         for e in &a.errors {
-            tracing::warn!(runtime = %runtime.name_any(), error = %e, step = e.reason(), "apply failed");
+            tracing::warn!(runtime = %runtime.name_any(), error = %e, reason = e.reason(), "apply failed");
+            ctx.metrics.apply_failed(e.kind(), e.reason());
         }
         return Err(Error::Apply(apply_error::ApplyErrors(a.errors)));
     }

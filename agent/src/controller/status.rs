@@ -10,7 +10,7 @@ use std::fmt::Debug;
 
 use berth_shared::api::condition::{self, merge_transition_times};
 use berth_shared::api::{Runtime, RuntimeStatus};
-use berth_shared::status::{self as pure, Applied, Hold, Observed};
+use berth_shared::status::{self as pure, Applied, ApplyFailure, Hold, Observed};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource};
 use serde::Serialize;
@@ -29,8 +29,16 @@ pub fn compute(
     applied: Option<&ApplyOutcome>,
     render_error: Option<&str>,
 ) -> RuntimeStatus {
-    let errors: Vec<String> = applied
-        .map(|a| a.errors.iter().map(ToString::to_string).collect())
+    let errors: Vec<ApplyFailure> = applied
+        .map(|a| {
+            a.errors
+                .iter()
+                .map(|e| ApplyFailure {
+                    reason: e.reason(),
+                    message: e.to_string(),
+                })
+                .collect()
+        })
         .unwrap_or_default();
     let replica_sets: Vec<_> = snapshot.replica_sets.iter().map(|r| &**r).collect();
     let mut status = pure::compute(&Observed {

@@ -96,8 +96,35 @@ pub mod reasons {
     pub const AS_EXPECTED: &str = "AsExpected";
     /// An object with a managed name exists and is not owned by the Runtime.
     pub const CONFLICT: &str = "Conflict";
-    /// Applying a managed object failed.
+    /// Applying a managed object failed (the server-side apply itself).
     pub const APPLY_FAILED: &str = "ApplyFailed";
+    /// Reading a managed object before writing it failed.
+    pub const READ_FAILED: &str = "ReadFailed";
+    /// Removing what the production contract forbids from a managed object
+    /// failed.
+    pub const CORRECTION_FAILED: &str = "CorrectionFailed";
+    /// Replacing the desired fields after an apply that left drift failed.
+    pub const REPLACE_FAILED: &str = "ReplaceFailed";
+    /// Handing the replica count over to the HorizontalPodAutoscaler failed.
+    pub const HANDOVER_FAILED: &str = "HandoverFailed";
+    /// Deleting an owned object no longer desired failed.
+    pub const DELETE_FAILED: &str = "DeleteFailed";
+    /// An object could not be encoded or decoded.
+    pub const ENCODE_FAILED: &str = "EncodeFailed";
+    /// An object stopped being the Runtime's between read and write.
+    pub const OWNERSHIP_LOST: &str = "OwnershipLost";
+    /// Every reason an apply failure can give `Degraded` (and its Event),
+    /// one per step of the apply.
+    pub const APPLY_FAILURES: [&str; 8] = [
+        APPLY_FAILED,
+        READ_FAILED,
+        CORRECTION_FAILED,
+        REPLACE_FAILED,
+        HANDOVER_FAILED,
+        DELETE_FAILED,
+        ENCODE_FAILED,
+        OWNERSHIP_LOST,
+    ];
     /// Rendering the desired objects failed.
     pub const RENDER_FAILED: &str = "RenderFailed";
     /// The image is changing.

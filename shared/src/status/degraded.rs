@@ -27,13 +27,13 @@ pub fn degraded(
                 a.conflicts.join(", ")
             ),
         )
-    } else if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
-        build(
-            ct::DEGRADED,
-            true,
-            reasons::APPLY_FAILED,
-            a.errors.join("; "),
-        )
+    } else if let Some(first) = applied.and_then(|a| a.errors.first()) {
+        // The first failure's step is the reason (and so the Event's);
+        // the message lists every failure.
+        let all: Vec<&str> = applied
+            .map(|a| a.errors.iter().map(|e| e.message.as_str()).collect())
+            .unwrap_or_default();
+        build(ct::DEGRADED, true, first.reason, all.join("; "))
     } else if phase == RolloutPhase::Failed {
         build(
             ct::DEGRADED,
@@ -61,11 +61,15 @@ pub fn degraded(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::status::ApplyFailure;
 
     #[test]
     fn table() {
         let conflicts = ["ConfigMap web".to_string()];
-        let errors = ["Deployment web: forbidden".to_string()];
+        let errors = [ApplyFailure {
+            reason: reasons::APPLY_FAILED,
+            message: "Deployment web: forbidden".to_string(),
+        }];
         let both = Applied {
             conflicts: &conflicts,
             errors: &errors,
@@ -165,5 +169,33 @@ mod tests {
             degraded(None, Some(&failed), ok, &present).message,
             "Deployment web: forbidden"
         );
+    }
+
+    #[test]
+    fn an_apply_failure_gives_its_step_as_the_reason_and_lists_every_failure() {
+        for reason in reasons::APPLY_FAILURES {
+            let errors = [
+                ApplyFailure {
+                    reason,
+                    message: "Deployment/web: boom".to_string(),
+                },
+                ApplyFailure {
+                    reason: reasons::DELETE_FAILED,
+                    message: "Job/web-migrate: gone wrong".to_string(),
+                },
+            ];
+            let applied = Applied {
+                conflicts: &[],
+                errors: &errors,
+                jobs: &[],
+            };
+            let present = build(ct::HANDLER_READY, true, reasons::HANDLER_PRESENT, "");
+            let c = degraded(None, Some(&applied), RolloutPhase::Complete, &present);
+            assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", reason));
+            assert_eq!(
+                c.message,
+                "Deployment/web: boom; Job/web-migrate: gone wrong"
+            );
+        }
     }
 }

@@ -41,13 +41,24 @@ pub use ready::{ReadyFacts, ready};
 pub use rollout::{Rollout, rollout};
 pub use upgrading::upgrading;
 
+/// One failure of the apply step: the reason names the step that failed
+/// (one of [`crate::api::reasons::APPLY_FAILURES`]), the message the object
+/// and the cause.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApplyFailure {
+    /// The step's reason, also the `Degraded` reason and Event reason.
+    pub reason: &'static str,
+    /// `Kind/name: cause`.
+    pub message: String,
+}
+
 /// What the apply step did, as far as status reports it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Applied<'a> {
     /// Objects with a managed name not owned by the Runtime (left alone).
     pub conflicts: &'a [String],
-    /// Why applying some object failed, one message per failure.
-    pub errors: &'a [String],
+    /// Why applying some object failed, one per failure.
+    pub errors: &'a [ApplyFailure],
     /// The one-time Jobs apply recorded.
     pub jobs: &'a [JobRunStatus],
 }

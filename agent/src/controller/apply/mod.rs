@@ -14,7 +14,7 @@
 //! the production contract forbids (`berth_shared::contract`: host
 //! namespaces, extra containers or volumes, privilege, a reshaped PDB, …)
 //! is corrected by replacing the governed part of the object with the
-//! rendered one, conditional on the resourceVersion read: one write.
+//! rendered one: one merge patch carrying the object's uid, one write.
 //!
 //! Objects are never adopted: an existing object with a managed name and no
 //! controller reference to this Runtime is a conflict and is left untouched.
