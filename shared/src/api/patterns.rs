@@ -69,3 +69,97 @@ pub const MAX_ARG_LEN: u32 = 1024;
 
 /// Most ingress peers of the NetworkPolicy.
 pub const MAX_INGRESS_PEERS: u32 = 16;
+
+#[cfg(test)]
+mod tests {
+    //! The schema's patterns (what the apiserver enforces) and the pure
+    //! functions (what the grants loader, decide and the console check)
+    //! must accept exactly the same values: compared on every string up to
+    //! five characters over an alphabet that hits every rule, and on the
+    //! length limits.
+    use super::{DNS_LABEL, DNS_SUBDOMAIN, SCOPE_NAME};
+    use crate::decide::is_scope_name;
+    use crate::grants::validate;
+
+    /// Every string of up to `max` characters over `alphabet`.
+    fn all_strings(alphabet: &[char], max: usize) -> Vec<String> {
+        let mut out = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..max {
+            let next: Vec<String> = last
+                .iter()
+                .flat_map(|s| {
+                    alphabet.iter().map(move |c| {
+                        let mut t = s.clone();
+                        t.push(*c);
+                        t
+                    })
+                })
+                .collect();
+            out.extend(next.iter().cloned());
+            last = next;
+        }
+        out
+    }
+
+    /// Long values around each limit, valid and not.
+    fn edges() -> Vec<String> {
+        let mut out = Vec::new();
+        for n in [38, 39, 40, 41, 62, 63, 64, 252, 253, 254] {
+            out.push("a".repeat(n));
+            out.push(format!("{}-", "a".repeat(n - 1)));
+            out.push(format!("{}9", "a".repeat(n - 1)));
+            out.push(format!("{}.b", "a".repeat(n - 2)));
+        }
+        // Subdomains made of many labels.
+        out.push(vec!["abc"; 63].join("."));
+        out.push(vec!["abc"; 64].join("."));
+        out
+    }
+
+    fn cross_check(name: &str, pattern: &str, max_len: usize, function: impl Fn(&str) -> bool) {
+        let re = regex::Regex::new(pattern).expect("pattern compiles");
+        // `.` and `_` and an uppercase letter and a non-ASCII one hit the
+        // character rules; `-` and digits the start/end rules.
+        let alphabet = ['a', 'z', '0', '9', '-', '.', 'A', '_', 'ä'];
+        let mut values = all_strings(&alphabet, 5);
+        values.extend(edges());
+        let mut disagree = Vec::new();
+        for v in &values {
+            // The schema pairs the pattern with maxLength.
+            let schema = re.is_match(v) && v.chars().count() <= max_len;
+            if schema != function(v) {
+                disagree.push(format!("{v:?}: schema {schema}, function {}", !schema));
+            }
+        }
+        assert!(
+            disagree.is_empty(),
+            "{name}: {} of {} values disagree, e.g. {:?}",
+            disagree.len(),
+            values.len(),
+            &disagree[..disagree.len().min(5)]
+        );
+    }
+
+    #[test]
+    fn scope_name_pattern_and_function_agree() {
+        cross_check("scope name (identity)", SCOPE_NAME, 40, |v| {
+            validate::identity(v).is_ok()
+        });
+        cross_check("scope name (decide)", SCOPE_NAME, 40, is_scope_name);
+    }
+
+    #[test]
+    fn dns_label_pattern_and_function_agree() {
+        cross_check("DNS label", DNS_LABEL, 63, |v| {
+            validate::dns_label(v).is_ok()
+        });
+    }
+
+    #[test]
+    fn dns_subdomain_pattern_and_function_agree() {
+        cross_check("DNS subdomain", DNS_SUBDOMAIN, 253, |v| {
+            validate::dns_subdomain(v).is_ok()
+        });
+    }
+}
