@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
+use berth_tests::grants_file::TestBinding;
 use berth_tests::harness::{self, TestNamespace, wait_for, wait_for_value};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
@@ -406,11 +407,16 @@ async fn agent_contract_idle_writes_at_scale() {
     TestNamespace::create(client.clone(), ns_name.to_string(), &identity_labels()).await;
     let bindings: Vec<String> = (0..granted)
         .map(|i| {
-            format!(
-                "[[bindings]]\nname = \"b{i}\"\nproject = \"{PROJECT}\"\nenvironment = \"{ENVIRONMENT}\"\n\
-                 application = \"app\"\nservice = \"svc-{i}\"\nruntime_class = \"class-{}\"\nhandler = \"bounded-runc\"\n",
-                i % classes
-            )
+            TestBinding {
+                name: &format!("b{i}"),
+                project: PROJECT,
+                environment: ENVIRONMENT,
+                application: "app",
+                service: &format!("svc-{i}"),
+                runtime_class: &format!("class-{}", i % classes),
+                handler: "bounded-runc",
+            }
+            .toml()
         })
         .collect();
     let grants = write_grants(&bindings);

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod bench;
+pub mod grants_file;
 pub mod harness;
 pub mod localcluster;
 pub mod proxy;

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use berth_shared::api::Runtime;
 use berth_tests::bench::process::{free_port, http_get};
+use berth_tests::grants_file::{self, TestBinding};
 use berth_tests::harness::{self, TestNamespace, wait_for_value};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Api;
@@ -48,27 +49,28 @@ pub fn binding(name: &str, class: &str, handler: &str) -> String {
 /// Runtime in one namespace needs its own identity (one Runtime per
 /// identity).
 pub fn binding_for_service(name: &str, class: &str, handler: &str, service: &str) -> String {
-    format!(
-        "[[bindings]]\nname = \"{name}\"\nproject = \"{PROJECT}\"\nenvironment = \"{ENVIRONMENT}\"\n\
-         application = \"{APPLICATION}\"\nservice = \"{service}\"\nruntime_class = \"{class}\"\nhandler = \"{handler}\"\n"
-    )
+    TestBinding {
+        name,
+        project: PROJECT,
+        environment: ENVIRONMENT,
+        application: APPLICATION,
+        service,
+        runtime_class: class,
+        handler,
+    }
+    .toml()
 }
 
 /// Writes a grants file (0600 in a 0700 directory) with these bindings.
 pub fn write_grants(bindings: &[String]) -> PathBuf {
     let dir = private_dir("grants");
     let n = N.fetch_add(1, Ordering::SeqCst);
-    let path = dir.join(format!("grants-{n}.toml"));
-    let mut text = String::from("schema_version = 1\n");
-    if bindings.is_empty() {
-        text.push_str("bindings = []\n");
-    }
-    for b in bindings {
-        text.push_str(b);
-    }
-    std::fs::write(&path, text).expect("write grants");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    path
+    grants_file::write_private(
+        &dir,
+        &format!("grants-{n}.toml"),
+        &grants_file::text(bindings),
+    )
+    .expect("write grants")
 }
 
 /// A running agent child process.

@@ -7,13 +7,13 @@
 //! `berth.dev/it-webhook` label, so tests running in parallel on the shared
 //! cluster never see each other's admission.
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use berth_shared::api::Runtime;
+use berth_tests::grants_file::{self, TestBinding};
 use berth_tests::harness::{TestNamespace, cluster, install_crds};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::node::v1::RuntimeClass;
@@ -72,22 +72,23 @@ pub(crate) fn grants_file_with(id: &str, bindings: &[(&str, &str, &str, &str)]) 
         }
     }
     let dir = base.join(format!("admission-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir grants dir");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod 0700");
-    let mut text = String::from("schema_version = 1\n");
-    if bindings.is_empty() {
-        text.push_str("bindings = []\n");
-    }
-    for (name, class, handler, service) in bindings {
-        text.push_str(&format!(
-            "[[bindings]]\nname = \"{name}\"\nproject = \"demo\"\nenvironment = \"production\"\n\
-             application = \"analytics\"\nservice = \"{service}\"\nruntime_class = \"{class}\"\nhandler = \"{handler}\"\n"
-        ));
-    }
-    let path = dir.join(format!("{id}.toml"));
-    std::fs::write(&path, text).expect("write grants");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    path
+    let tables: Vec<String> = bindings
+        .iter()
+        .map(|&(name, runtime_class, handler, service)| {
+            TestBinding {
+                name,
+                project: "demo",
+                environment: "production",
+                application: "analytics",
+                service,
+                runtime_class,
+                handler,
+            }
+            .toml()
+        })
+        .collect();
+    grants_file::write_private(&dir, &format!("{id}.toml"), &grants_file::text(&tables))
+        .expect("write grants")
 }
 
 /// One running `berth-agent webhook` process.

@@ -3,7 +3,6 @@
 //! grants them. Shared by the floor (which renders the same objects) and
 //! the agent run.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use berth_shared::api::Runtime;
@@ -13,6 +12,7 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
+use crate::grants_file::{self, TestBinding};
 use crate::harness;
 
 /// Identity labels of every benchmark namespace.
@@ -121,26 +121,25 @@ impl Planned {
 /// Writes the grants file (0600 in a 0700 directory, as the agent's
 /// file-safety rules require).
 pub fn write_grants(dir: &Path, plan: &[Planned]) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    let mut text = String::from("schema_version = 1\n");
-    let granted: Vec<_> = plan.iter().filter(|p| p.grant.is_some()).collect();
-    if granted.is_empty() {
-        text.push_str("bindings = []\n");
-    }
-    for p in granted {
-        if let Some((alias, class)) = &p.grant {
-            text.push_str(&format!(
-                "[[bindings]]\nname = \"{alias}\"\nproject = \"{PROJECT}\"\nenvironment = \"{ENVIRONMENT}\"\n\
-                 application = \"app\"\nservice = \"{}\"\nruntime_class = \"{class}\"\nhandler = \"{HANDLER}\"\n",
-                p.service
-            ));
-        }
-    }
-    let path = dir.join("grants.toml");
-    std::fs::write(&path, text)?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(path)
+    let bindings: Vec<String> = plan
+        .iter()
+        .filter_map(|p| {
+            let (alias, class) = p.grant.as_ref()?;
+            Some(
+                TestBinding {
+                    name: alias,
+                    project: PROJECT,
+                    environment: ENVIRONMENT,
+                    application: "app",
+                    service: &p.service,
+                    runtime_class: class,
+                    handler: HANDLER,
+                }
+                .toml(),
+            )
+        })
+        .collect();
+    grants_file::write_private(dir, "grants.toml", &grants_file::text(&bindings))
 }
 
 /// Creates the classes, the namespaces and every Runtime (16 at a time).

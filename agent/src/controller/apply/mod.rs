@@ -57,6 +57,32 @@ pub struct ApplyOutcome {
     pub jobs: Vec<JobRunStatus>,
 }
 
+/// A namespaced kind the apply step reads from a cache and writes (every
+/// managed kind is one; written once here rather than on each function).
+pub trait Managed:
+    Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+    + Clone
+    + Serialize
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Managed for K where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// How an object is kept in line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -67,24 +93,14 @@ enum Mode {
     CreateOnly,
 }
 
-async fn ensure<K>(
+async fn ensure<K: Managed + Governed>(
     ctx: &Context,
     store: &Store<K>,
     desired: &K,
     uid: &str,
     mode: Mode,
     out: &mut ApplyOutcome,
-) where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Governed
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
-{
+) {
     let kind = K::kind(&());
     let name = desired.name_any();
     let ns = desired.namespace().unwrap_or_default();
@@ -384,13 +400,7 @@ async fn run_jobs_once(
 }
 
 /// Deletes one owned object (uid precondition, background propagation).
-async fn delete_owned<K>(ctx: &Context, obj: &K, out: &mut ApplyOutcome)
-where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug,
-{
+async fn delete_owned<K: Managed>(ctx: &Context, obj: &K, out: &mut ApplyOutcome) {
     let kind = K::kind(&());
     let name = obj.name_any();
     let ns = obj.namespace().unwrap_or_default();
@@ -530,18 +540,12 @@ struct OwnedSet<'a> {
 
 impl OwnedSet<'_> {
     /// Applies `desired` and deletes the rest of the owned set.
-    async fn converge<K>(&self, store: &Store<K>, desired: &[&K], out: &mut ApplyOutcome)
-    where
-        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-            + Governed
-            + Clone
-            + Serialize
-            + DeserializeOwned
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-    {
+    async fn converge<K: Managed + Governed>(
+        &self,
+        store: &Store<K>,
+        desired: &[&K],
+        out: &mut ApplyOutcome,
+    ) {
         for obj in desired {
             ensure(self.ctx, store, obj, self.uid, Mode::Converge, out).await;
         }
@@ -550,16 +554,12 @@ impl OwnedSet<'_> {
     }
 
     /// Deletes every owned object whose name is not in `keep`.
-    async fn prune<K>(&self, store: &Store<K>, keep: &BTreeSet<String>, out: &mut ApplyOutcome)
-    where
-        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-    {
+    async fn prune<K: Managed>(
+        &self,
+        store: &Store<K>,
+        keep: &BTreeSet<String>,
+        out: &mut ApplyOutcome,
+    ) {
         let cached = store.state();
         let kind = K::kind(&());
         for obj in not_desired(&cached, self.ns, self.uid, keep) {
