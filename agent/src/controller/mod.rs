@@ -11,6 +11,7 @@ pub mod apply_error;
 pub mod context;
 pub mod events;
 pub mod identity;
+pub mod live;
 pub mod read;
 pub mod status;
 
@@ -496,7 +497,9 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
             service: runtime.spec.service.clone(),
         });
         match render::render(runtime, &identity, &snapshot.decision) {
-            Ok(rendered) => applied = Some(apply::apply_all(ctx, runtime, &rendered).await),
+            Ok(rendered) => {
+                applied = Some(apply::apply_all(ctx, runtime, &rendered, &snapshot.live).await);
+            }
             Err(e) => render_error = Some(e.to_string()),
         }
     }
@@ -509,26 +512,7 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         applied.as_ref(),
         render_error.as_deref(),
     );
-    // A change that only moves counts waits out the pacing interval (and
-    // is written by the requeue then); anything else is written at once.
-    let mut progress_wait = None;
-    if runtime.status.as_ref() != Some(&new_status) {
-        let key = format!(
-            "{}/{}",
-            runtime.namespace().unwrap_or_default(),
-            runtime.name_any()
-        );
-        let now = Instant::now();
-        progress_wait = runtime
-            .status
-            .as_ref()
-            .filter(|old| berth_shared::status::progress_only(old, &new_status))
-            .and_then(|_| ctx.status_pacer.wait(&key, now));
-        if progress_wait.is_none() {
-            write_status(ctx, runtime, &new_status).await?;
-            ctx.status_pacer.wrote(&key, now);
-        }
-    }
+    let progress_wait = publish_status(ctx, runtime, &new_status).await?;
 
     let conflicts = applied.as_ref().is_some_and(|a| !a.conflicts.is_empty());
     if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
@@ -547,6 +531,35 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         Action::requeue(ctx.settings.resync)
     };
     Ok((action, hold.is_blocked()))
+}
+
+/// Writes the status if it changed. A change that only moves counts waits
+/// out the pacing interval: the wait is returned, and the requeue then
+/// writes it; anything else is written at once.
+async fn publish_status(
+    ctx: &Context,
+    runtime: &Runtime,
+    new_status: &RuntimeStatus,
+) -> Result<Option<Duration>, Error> {
+    if runtime.status.as_ref() == Some(new_status) {
+        return Ok(None);
+    }
+    let key = format!(
+        "{}/{}",
+        runtime.namespace().unwrap_or_default(),
+        runtime.name_any()
+    );
+    let now = Instant::now();
+    let progress_wait = runtime
+        .status
+        .as_ref()
+        .filter(|old| berth_shared::status::progress_only(old, new_status))
+        .and_then(|_| ctx.status_pacer.wait(&key, now));
+    if progress_wait.is_none() {
+        write_status(ctx, runtime, new_status).await?;
+        ctx.status_pacer.wrote(&key, now);
+    }
+    Ok(progress_wait)
 }
 
 /// Writes a changed status and raises the Events its transitions call for.

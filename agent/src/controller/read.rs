@@ -1,7 +1,9 @@
 //! Step 1 (read) and 2 (decide): everything a reconcile needs, from the
-//! caches only — no API request. The snapshot holds every read the decide
-//! and status steps use; apply reads the live copies of the objects it
-//! compares against itself.
+//! caches only — no API request. The snapshot holds every read the decide,
+//! apply and status steps use: apply compares against the cached copies
+//! read here ([`Live`]) and only reads the API itself as a precondition of
+//! a write (an object missing from the label-filtered cache before a
+//! create, a fresh copy before a replace).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
 use super::context::Context;
+use super::live::{self, Live};
 
 /// What was read and decided for one Runtime.
 #[derive(Debug)]
@@ -36,6 +39,8 @@ pub struct Snapshot {
     pub replica_sets: Vec<Arc<ReplicaSet>>,
     /// Every node, reduced to what placement reads.
     pub nodes: Vec<NodeInfo>,
+    /// The cached objects the apply step compares against.
+    pub live: Live,
 }
 
 /// Reads and decides.
@@ -93,6 +98,7 @@ pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
         deployment,
         replica_sets,
         nodes,
+        live: live::read(&ctx.stores, runtime),
     }
 }
 

@@ -4,12 +4,12 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
 
 use super::super::apply_error::ApplyError;
 use super::super::context::{Context, FIELD_MANAGER};
+use super::super::live::Cached;
 use super::diff::{contains, with_hash};
 use super::{ApplyOutcome, owned_by};
 
@@ -40,7 +40,7 @@ fn agent_owns_replicas(managed: &[ManagedFieldsEntry]) -> bool {
 /// per transition; the write is conditional on the resourceVersion read.
 pub(super) async fn hand_over_replicas(
     ctx: &Context,
-    store: &Store<Deployment>,
+    cached: &Cached<Deployment>,
     desired: &Deployment,
     uid: &str,
     min_replicas: i32,
@@ -49,7 +49,7 @@ pub(super) async fn hand_over_replicas(
     let name = desired.name_any();
     let ns = desired.namespace().unwrap_or_default();
     let label = format!("Deployment/{name}");
-    let Some(cached) = store.get(&ObjectRef::new(&name).within(&ns)) else {
+    let Some(cached) = cached.get(&name) else {
         return;
     };
     if !owned_by(cached.meta(), uid) || cached.spec.as_ref().and_then(|s| s.replicas).is_none() {
@@ -58,7 +58,7 @@ pub(super) async fn hand_over_replicas(
     let Ok(desired_value) = with_hash(desired) else {
         return;
     };
-    let cached_value = serde_json::to_value(&*cached).unwrap_or(Value::Null);
+    let cached_value = serde_json::to_value(&**cached).unwrap_or(Value::Null);
     if contains(Some(&cached_value), &desired_value) {
         // Nothing to apply, so nothing to hand over.
         return;

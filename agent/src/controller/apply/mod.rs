@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use berth_shared::api::{JobRunStatus, Runtime};
 use berth_shared::render::{self, Rendered};
+use k8s_openapi::api::batch::v1::Job;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -41,6 +41,7 @@ use self::diff::{applied_hash, hash};
 use self::handover::hand_over_replicas;
 use super::apply_error::ApplyError;
 use super::context::{Context, FIELD_MANAGER};
+use super::live::{Cached, Live};
 // Only objects whose controller is the Runtime are ever changed or deleted.
 use berth_shared::api::meta::controlled_by_uid as owned_by;
 
@@ -95,7 +96,7 @@ enum Mode {
 
 async fn ensure<K: Managed + Governed>(
     ctx: &Context,
-    store: &Store<K>,
+    cached: &Cached<K>,
     desired: &K,
     uid: &str,
     mode: Mode,
@@ -106,11 +107,11 @@ async fn ensure<K: Managed + Governed>(
     let ns = desired.namespace().unwrap_or_default();
     let label = format!("{kind}/{name}");
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
-    let cached = store.get(&ObjectRef::new(&name).within(&ns));
-    let live: Option<K> = match cached {
-        Some(obj) => Some((*obj).clone()),
+    let live: Option<K> = match cached.get(&name) {
+        Some(obj) => Some((**obj).clone()),
         // Not in the (label-filtered) cache: it may still exist without
-        // berth's labels. Look before creating, so nothing is adopted.
+        // berth's labels. Look before creating, so nothing is adopted —
+        // the one read apply makes itself: a precondition of the create.
         None => match api.get_opt(&name).await {
             Ok(found) => found,
             Err(source) => {
@@ -332,6 +333,7 @@ async fn run_jobs_once(
     ctx: &Context,
     runtime: &Runtime,
     rendered: &Rendered,
+    cached: &Cached<Job>,
     out: &mut ApplyOutcome,
 ) {
     let uid = runtime.uid().unwrap_or_default();
@@ -359,8 +361,7 @@ async fn run_jobs_once(
             job: job_name.clone(),
             template_hash: hash.clone(),
         };
-        let live = ctx.stores.jobs.get(&ObjectRef::new(&job_name).within(&ns));
-        match live {
+        match cached.get(&job_name) {
             Some(job) if owned_by(job.meta(), &uid) => {
                 let live_hash = job.annotations().get(APPLIED_HASH_ANNOTATION).cloned();
                 if live_hash.as_deref() == Some(hash.as_str()) {
@@ -372,13 +373,13 @@ async fn run_jobs_once(
                     records.extend(recorded.cloned());
                     if job.meta().deletion_timestamp.is_none() {
                         tracing::info!(job = %job_name, namespace = %ns, "job definition changed; replacing the old Job to run it once more");
-                        delete_owned(ctx, &*job, out).await;
+                        delete_owned(ctx, &**job, out).await;
                     }
                 }
             }
             Some(_) => {
                 // Not ours: ensure reports the conflict and touches nothing.
-                ensure(ctx, &ctx.stores.jobs, desired, &uid, Mode::CreateOnly, out).await;
+                ensure(ctx, cached, desired, &uid, Mode::CreateOnly, out).await;
                 records.extend(recorded.cloned());
             }
             None if recorded.is_some_and(|r| r.template_hash == hash) => {
@@ -387,7 +388,7 @@ async fn run_jobs_once(
             }
             None => {
                 let before = out.writes;
-                ensure(ctx, &ctx.stores.jobs, desired, &uid, Mode::CreateOnly, out).await;
+                ensure(ctx, cached, desired, &uid, Mode::CreateOnly, out).await;
                 if out.writes > before {
                     records.push(record);
                 } else {
@@ -430,12 +431,17 @@ async fn delete_owned<K: Managed>(ctx: &Context, obj: &K, out: &mut ApplyOutcome
 /// are no longer desired (NetworkPolicy/HPA turned off, a job or schedule
 /// removed from the spec). Jobs are not deleted because the Runtime is
 /// suspended — only when their entry left `spec.jobs`.
-pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) -> ApplyOutcome {
+pub async fn apply_all(
+    ctx: &Context,
+    runtime: &Runtime,
+    rendered: &Rendered,
+    live: &Live,
+) -> ApplyOutcome {
     let mut out = ApplyOutcome::default();
     let uid = runtime.uid().unwrap_or_default();
     let ns = runtime.namespace().unwrap_or_default();
     let name = runtime.name_any();
-    let s = &ctx.stores;
+    let s = live;
     ensure(
         ctx,
         &s.config_maps,
@@ -516,7 +522,7 @@ pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) ->
     owned.converge(&s.hpas, &hpa, &mut out).await;
     // Jobs are created once per definition (run_jobs_once), and one stays
     // while its entry is in the spec, even suspended (not rendered then).
-    run_jobs_once(ctx, runtime, rendered, &mut out).await;
+    run_jobs_once(ctx, runtime, rendered, &s.jobs, &mut out).await;
     let entries: BTreeSet<String> = runtime
         .spec
         .jobs
@@ -542,27 +548,26 @@ impl OwnedSet<'_> {
     /// Applies `desired` and deletes the rest of the owned set.
     async fn converge<K: Managed + Governed>(
         &self,
-        store: &Store<K>,
+        cached: &Cached<K>,
         desired: &[&K],
         out: &mut ApplyOutcome,
     ) {
         for obj in desired {
-            ensure(self.ctx, store, obj, self.uid, Mode::Converge, out).await;
+            ensure(self.ctx, cached, obj, self.uid, Mode::Converge, out).await;
         }
         let names = desired.iter().map(|o| o.name_any()).collect();
-        self.prune(store, &names, out).await;
+        self.prune(cached, &names, out).await;
     }
 
     /// Deletes every owned object whose name is not in `keep`.
     async fn prune<K: Managed>(
         &self,
-        store: &Store<K>,
+        cached: &Cached<K>,
         keep: &BTreeSet<String>,
         out: &mut ApplyOutcome,
     ) {
-        let cached = store.state();
         let kind = K::kind(&());
-        for obj in not_desired(&cached, self.ns, self.uid, keep) {
+        for obj in not_desired(cached.all(), self.ns, self.uid, keep) {
             tracing::info!(object = %format!("{kind}/{}", obj.name_any()), namespace = %self.ns, "deleting own object no longer desired");
             delete_owned(self.ctx, obj, out).await;
         }
@@ -571,14 +576,14 @@ impl OwnedSet<'_> {
 
 /// Of the cached objects of one kind, those this Runtime (`uid`) owns in
 /// `ns`, not being deleted already, whose name is not in `keep`.
-fn not_desired<'a, K: Resource>(
-    cached: &'a [Arc<K>],
+fn not_desired<'a, K: Resource + 'a>(
+    cached: impl IntoIterator<Item = &'a Arc<K>>,
     ns: &str,
     uid: &str,
     keep: &BTreeSet<String>,
 ) -> Vec<&'a K> {
     cached
-        .iter()
+        .into_iter()
         .map(|o| &**o)
         .filter(|o| {
             let meta = o.meta();
