@@ -133,12 +133,19 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
     use kube::runtime::watcher::Event;
 
-    fn cm(ns: &str, name: &str, controller_uid: Option<&str>) -> ConfigMap {
+    /// A ConfigMap in `ns` controlled by the Runtime with `controller_uid`
+    /// (none: nobody's), optionally being deleted.
+    pub(crate) fn owned_cm(
+        ns: &str,
+        name: &str,
+        controller_uid: Option<&str>,
+        deleting: bool,
+    ) -> ConfigMap {
         ConfigMap {
             metadata: ObjectMeta {
                 namespace: Some(ns.into()),
@@ -152,10 +159,16 @@ mod tests {
                         ..Default::default()
                     }]
                 }),
+                deletion_timestamp: deleting
+                    .then_some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
                 ..Default::default()
             },
             ..Default::default()
         }
+    }
+
+    fn cm(ns: &str, name: &str, controller_uid: Option<&str>) -> ConfigMap {
+        owned_cm(ns, name, controller_uid, false)
     }
 
     #[test]

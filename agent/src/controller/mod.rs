@@ -152,13 +152,7 @@ fn reflect<K>(
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    let (reader, writer) = reflector::store();
-    let stream = watcher(api, config)
-        .default_backoff()
-        .modify(strip::<K>)
-        .reflect(writer)
-        .applied_objects();
-    (reader, stream)
+    reflect_with(api, config, strip::<K>)
 }
 
 /// Polls a stream that only feeds a store.

@@ -355,24 +355,30 @@ pub fn decide(input: DecideInput<'_>) -> Decision {
             && matches!(p.state, ProfileState::Granted | ProfileState::Revoked)
     });
     let previous_class = input.previous.and_then(|p| p.class.clone());
+    // No grant now: a revocation if there was one, else a refusal.
+    let refuse = |detail: String, reason: &'static str| {
+        if previously_granted {
+            Decision::Revoked {
+                alias: alias_owned.clone(),
+                runtime_class: previous_class.clone(),
+                detail,
+            }
+        } else {
+            Decision::NotGranted {
+                alias: alias_owned.clone(),
+                detail,
+                reason,
+            }
+        }
+    };
 
     let identity = match input.identity {
         Ok(identity) => identity,
         Err(error) => {
-            let detail = format!("the Runtime's identity is incomplete: {error}");
-            return if previously_granted {
-                Decision::Revoked {
-                    alias: alias_owned,
-                    runtime_class: previous_class,
-                    detail,
-                }
-            } else {
-                Decision::NotGranted {
-                    alias: alias_owned,
-                    detail,
-                    reason: reasons::IDENTITY_INCOMPLETE,
-                }
-            };
+            return refuse(
+                format!("the Runtime's identity is incomplete: {error}"),
+                reasons::IDENTITY_INCOMPLETE,
+            );
         }
     };
 
@@ -384,19 +390,7 @@ pub fn decide(input: DecideInput<'_>) -> Decision {
         } else {
             format!("no binding named {alias} in the grants file")
         };
-        return if previously_granted {
-            Decision::Revoked {
-                alias: alias_owned,
-                runtime_class: previous_class,
-                detail,
-            }
-        } else {
-            Decision::NotGranted {
-                alias: alias_owned,
-                detail,
-                reason: reasons::NOT_GRANTED,
-            }
-        };
+        return refuse(detail, reasons::NOT_GRANTED);
     };
 
     let runtime_class = binding.runtime_class.clone();

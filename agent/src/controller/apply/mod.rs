@@ -598,29 +598,11 @@ fn not_desired<'a, K: Resource + 'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::live::tests::owned_cm;
     use k8s_openapi::api::core::v1::ConfigMap;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
     fn cm(ns: &str, name: &str, controller_uid: Option<&str>, deleting: bool) -> Arc<ConfigMap> {
-        Arc::new(ConfigMap {
-            metadata: ObjectMeta {
-                namespace: Some(ns.into()),
-                name: Some(name.into()),
-                owner_references: controller_uid.map(|uid| {
-                    vec![OwnerReference {
-                        kind: "Runtime".into(),
-                        name: "web".into(),
-                        uid: uid.into(),
-                        controller: Some(true),
-                        ..Default::default()
-                    }]
-                }),
-                deletion_timestamp: deleting
-                    .then_some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
-                ..Default::default()
-            },
-            ..Default::default()
-        })
+        Arc::new(owned_cm(ns, name, controller_uid, deleting))
     }
 
     #[test]
