@@ -16,6 +16,8 @@ mod leader;
 mod lease_timing;
 mod metrics;
 mod pending_grants;
+#[cfg(feature = "profile")]
+mod profile;
 mod run;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -169,6 +169,8 @@ pub fn run(args: RunArgs) -> color_eyre::Result<()> {
 }
 
 async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::Result<()> {
+    #[cfg(feature = "profile")]
+    crate::profile::start();
     let metrics = Metrics::new();
     metrics
         .grants_loaded

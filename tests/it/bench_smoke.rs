@@ -19,6 +19,7 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         churn_pods: 20,
         presses: 5,
         no_console: false,
+        profile: false,
     };
     let report = bench::run(&opts).await;
     println!("{}", report.render());
@@ -56,6 +57,16 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
             .is_some_and(|f| f.measured > 1e6),
         "the agent's RSS was read from /proc"
     );
+    // Where the CPU went: the control plane's processes were found by
+    // their command lines, each with a floor-window share.
+    for component in ["kube-apiserver", "etcd", "berth-agent"] {
+        let name =
+            format!("cpu while the agent converged (floor: while the floor ran): {component}");
+        let f = report
+            .figure(&name)
+            .unwrap_or_else(|| panic!("no figure {name:?} in\n{}", report.render()));
+        assert!(f.measured > 0.0, "{name}: {f:?}");
+    }
     // A contract at every size, counted by the apiserver.
     assert_eq!(
         report

@@ -4,6 +4,7 @@
 //! are noisy). See the README's "Benchmark" section.
 
 pub mod console;
+pub mod cpu;
 pub mod floor;
 pub mod process;
 pub mod table;
@@ -62,6 +63,11 @@ pub struct Options {
     /// Skip the console figures.
     #[arg(long)]
     pub no_console: bool,
+    /// Profile the agent while it converges: needs an agent built with
+    /// `--features profile` (BERTH_AGENT_BIN); writes `agent.folded` and
+    /// `agent.top.txt` into the run's directory and prints the top.
+    #[arg(long)]
+    pub profile: bool,
 }
 
 fn progress(started: Instant, what: &str) {
@@ -181,8 +187,10 @@ pub async fn run(opts: &Options) -> Report {
     let stored = world::stored(&client, &plan).await;
 
     progress(started, "floor: server-side apply of the rendered objects");
+    let floor_cpu0 = cpu::sample(&cluster.dir, None);
     let (floor_time, floor_objects) =
         floor::measure(&client, &stored, &plan, opts.concurrency).await;
+    let floor_cpu = cpu::usage(&floor_cpu0, &cpu::sample(&cluster.dir, None));
     progress(
         started,
         &format!("floor: {floor_objects} objects in {floor_time:.2?}; clearing them"),
@@ -199,8 +207,10 @@ pub async fn run(opts: &Options) -> Report {
         log: work.join("agent.log"),
         resync_seconds: opts.resync_seconds,
         concurrency: opts.concurrency,
+        profile_dir: opts.profile.then(|| work.clone()),
     });
     let agent_started = Instant::now();
+    let agent_cpu0 = cpu::sample(&cluster.dir, Some(agent.pid()));
     progress(
         started,
         "agent started; waiting until every Runtime is observed",
@@ -214,6 +224,10 @@ pub async fn run(opts: &Options) -> Report {
         observed,
     )
     .await;
+    let agent_cpu = cpu::usage(&agent_cpu0, &cpu::sample(&cluster.dir, Some(agent.pid())));
+    if opts.profile {
+        profile_report(&agent, &work).await;
+    }
     assert!(
         !agent.exited(),
         "the agent exited; see {}",
@@ -319,6 +333,7 @@ pub async fn run(opts: &Options) -> Report {
             Target::AtMost(80e6),
         ),
     ];
+    figures.extend(cpu_figures(&agent_cpu, &floor_cpu));
     if let Some(d) = class_deletion {
         figures.push(Figure::time(
             &format!(
@@ -351,6 +366,60 @@ pub async fn run(opts: &Options) -> Report {
         started.elapsed().as_secs_f64()
     );
     Report { title, figures }
+}
+
+/// Asks the agent for its profile of the convergence (SIGUSR1) and prints
+/// the top of it.
+async fn profile_report(agent: &process::AgentProcess, work: &std::path::Path) {
+    let top = work.join("agent.top.txt");
+    let _ = std::fs::remove_file(&top);
+    let sent = std::process::Command::new("kill")
+        .args(["-USR1", &agent.pid().to_string()])
+        .status();
+    if !sent.is_ok_and(|s| s.success()) {
+        eprintln!("profile: could not signal the agent");
+        return;
+    }
+    for _ in 0..100 {
+        if let Ok(text) = std::fs::read_to_string(&top) {
+            let head: Vec<&str> = text.lines().take(40).collect();
+            eprintln!(
+                "profile of the agent while it converged ({}):\n{}",
+                work.join("agent.folded").display(),
+                head.join("\n")
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!("profile: none written; was the agent built with --features profile?");
+}
+
+/// Where the CPU went while the agent converged, each against the same
+/// component while the floor ran: which process held the cores.
+fn cpu_figures(agent: &cpu::Usage, floor: &cpu::Usage) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for (name, share) in &agent.cores {
+        let mut f = Figure::of(
+            &format!("cpu while the agent converged (floor: while the floor ran): {name}"),
+            Unit::Cpu,
+            *share,
+            Target::None,
+        );
+        f.floor = floor.cores.get(name).copied();
+        out.push(f);
+    }
+    if let Some(busy) = agent.machine_busy {
+        let mut f = Figure::of(
+            "cpu: the whole machine busy (share of all cores; others' work included)",
+            Unit::Cpu,
+            busy,
+            Target::None,
+        );
+        f.floor = floor.machine_busy;
+        out.push(f);
+    }
+    out
 }
 
 async fn console_figures(

@@ -69,6 +69,8 @@ pub struct AgentRun<'a> {
     pub log: PathBuf,
     pub resync_seconds: u64,
     pub concurrency: usize,
+    /// Where an agent built with `--features profile` writes its profile.
+    pub profile_dir: Option<PathBuf>,
 }
 
 impl AgentProcess {
@@ -76,7 +78,11 @@ impl AgentProcess {
     pub fn start(run: AgentRun<'_>) -> AgentProcess {
         let port = free_port();
         let file = std::fs::File::create(&run.log).expect("agent log file");
-        let child = Command::new(run.binary)
+        let mut command = Command::new(run.binary);
+        if let Some(dir) = &run.profile_dir {
+            command.env("BERTH_PROFILE_DIR", dir);
+        }
+        let child = command
             .arg("run")
             .args(["--http-addr", &format!("127.0.0.1:{port}")])
             .args(["--lease-namespace", "berth-system"])
