@@ -55,6 +55,7 @@ fn write(dir: &std::path::Path, report: &pprof::Report) {
             .frames
             .iter()
             .flat_map(|f| f.iter().map(|s| s.name()))
+            .skip_while(|n| is_profiler(n))
             .collect();
         let mut seen = std::collections::HashSet::new();
         for (i, name) in names.iter().enumerate() {
@@ -70,11 +71,18 @@ fn write(dir: &std::path::Path, report: &pprof::Report) {
         let _ = writeln!(folded, "{};{} {count}", frames.thread_name, stack.join(";"));
     }
     let mut top: Vec<(String, (isize, isize))> = by_function.into_iter().collect();
-    top.sort_by_key(|t| std::cmp::Reverse(t.1.1));
-    let mut text = format!("{total} samples at 199 Hz\ninclusive%  self%  function\n");
     let pct = |n: isize| 100.0 * n as f64 / total.max(1) as f64;
-    for (name, (own, all)) in top.iter().take(60) {
-        let _ = writeln!(text, "{:9.1}  {:5.1}  {name}", pct(*all), pct(*own));
+    let mut text = format!("{total} samples at 199 Hz\n\nby self share:\n  self%  function\n");
+    top.sort_by_key(|t| std::cmp::Reverse(t.1.0));
+    for (name, (own, _)) in top.iter().take(25) {
+        let _ = writeln!(text, "{:7.1}  {name}", pct(*own));
+    }
+    // Inclusive, without the runtime's and the standard library's frames
+    // that sit under everything.
+    text.push_str("\nby inclusive share (runtime plumbing left out):\ninclusive%  function\n");
+    top.sort_by_key(|t| std::cmp::Reverse(t.1.1));
+    for (name, (_, all)) in top.iter().filter(|t| !is_plumbing(&t.0)).take(40) {
+        let _ = writeln!(text, "{:9.1}  {name}", pct(*all));
     }
     for (file, body) in [("agent.folded", folded), ("agent.top.txt", text)] {
         if let Err(e) = std::fs::write(dir.join(file), body) {
@@ -82,4 +90,29 @@ fn write(dir: &std::path::Path, report: &pprof::Report) {
         }
     }
     tracing::info!(dir = %dir.display(), samples = total, "profile written");
+}
+
+/// The profiler's own frames at the leaf of every sample.
+fn is_profiler(name: &str) -> bool {
+    ["backtrace::", "<pprof::", "pprof::", "perf_signal_handler"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || name.contains("pprof::profiler")
+}
+
+/// Frames that sit under every sample (the async runtime, unwinding).
+fn is_plumbing(name: &str) -> bool {
+    [
+        "tokio::runtime::",
+        "std::",
+        "core::",
+        "<core::",
+        "__rust",
+        "<std::",
+        "start_thread",
+        "clone",
+        "<tokio::runtime::",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
