@@ -12,6 +12,7 @@ pub mod context;
 pub mod events;
 pub mod identity;
 pub mod read;
+pub mod reduce;
 pub mod status;
 
 use std::collections::HashMap;
@@ -55,51 +56,9 @@ pub enum Error {
     Status(#[source] kube::Error),
 }
 
-/// Strips what the agent never reads, to keep caches small.
-fn strip<K: Resource>(obj: &mut K) {
-    obj.meta_mut().managed_fields = None;
-}
-
-/// Keeps of a Pod only what the retained-workload analysis reads (bare
-/// pods: owner, class, profile annotation, berth label, phase, Ready):
-/// pods are the most numerous objects of a cluster.
-fn strip_pod(pod: &mut Pod) {
-    use berth_shared::api::meta::MANAGED_BY_LABEL;
-    use berth_shared::render::RUNTIME_PROFILE_ANNOTATION;
-    let meta = &mut pod.metadata;
-    meta.managed_fields = None;
-    meta.labels = meta.labels.take().map(|l| {
-        l.into_iter()
-            .filter(|(k, _)| k == MANAGED_BY_LABEL)
-            .collect()
-    });
-    meta.annotations = meta.annotations.take().map(|a| {
-        a.into_iter()
-            .filter(|(k, _)| k == RUNTIME_PROFILE_ANNOTATION)
-            .collect()
-    });
-    pod.spec = pod
-        .spec
-        .take()
-        .map(|s| k8s_openapi::api::core::v1::PodSpec {
-            runtime_class_name: s.runtime_class_name,
-            ..Default::default()
-        });
-    pod.status = pod
-        .status
-        .take()
-        .map(|s| k8s_openapi::api::core::v1::PodStatus {
-            phase: s.phase,
-            conditions: s
-                .conditions
-                .map(|cs| cs.into_iter().filter(|c| c.type_ == "Ready").collect()),
-            ..Default::default()
-        });
-}
-
 /// Keeps of a ControllerRevision only its template's class and profile.
 fn strip_revision(rev: &mut ControllerRevision) {
-    rev.metadata.managed_fields = None;
+    reduce::strip(rev);
     rev.metadata.annotations = None;
     if let Some(data) = rev.data.as_mut() {
         let template = data.0.pointer("/spec/template");
@@ -154,7 +113,7 @@ where
     let (reader, writer) = reflector::store();
     let stream = watcher(api, config)
         .default_backoff()
-        .modify(strip::<K>)
+        .modify(reduce::strip::<K>)
         .reflect(writer)
         .applied_objects();
     (reader, stream)
@@ -258,17 +217,40 @@ pub fn start(
     let (pdbs, pdb_s) = reflect(ns_api::<PodDisruptionBudget>(c, &scope), managed());
     let (network_policies, np_s) = reflect(ns_api::<NetworkPolicy>(c, &scope), managed());
     let (hpas, hpa_s) = reflect(ns_api::<HorizontalPodAutoscaler>(c, &scope), managed());
-    let (deployments, dep_s) = reflect(ns_api::<Deployment>(c, &scope), all());
-    let (replica_sets, rs_s) = reflect(ns_api::<ReplicaSet>(c, &scope), all());
-    let (jobs, job_s) = reflect(ns_api::<Job>(c, &scope), all());
-    let (cron_jobs, cron_s) = reflect(ns_api::<CronJob>(c, &scope), all());
-    let (stateful_sets, sts_s) = reflect(ns_api::<StatefulSet>(c, &scope), all());
-    let (daemon_sets, ds_s) = reflect(ns_api::<DaemonSet>(c, &scope), all());
+    // Workloads of every party: reduced to what reconcile and the analysis
+    // read before they enter the caches (see `reduce`).
+    let (deployments, dep_s) =
+        reflect_with(ns_api::<Deployment>(c, &scope), all(), reduce::deployment);
+    let (replica_sets, rs_s) =
+        reflect_with(ns_api::<ReplicaSet>(c, &scope), all(), reduce::replica_set);
+    let (jobs, job_s) = reflect_with(ns_api::<Job>(c, &scope), all(), reduce::job);
+    let (cron_jobs, cron_s) = reflect_with(ns_api::<CronJob>(c, &scope), all(), reduce::cron_job);
+    let (stateful_sets, sts_s) = reflect_with(
+        ns_api::<StatefulSet>(c, &scope),
+        all(),
+        reduce::stateful_set,
+    );
+    let (daemon_sets, ds_s) =
+        reflect_with(ns_api::<DaemonSet>(c, &scope), all(), reduce::daemon_set);
     let (classes, class_s) = reflect(Api::<RuntimeClass>::all(c.clone()), all());
-    let (nodes, node_s) = reflect(Api::<Node>::all(c.clone()), all());
+    let (nodes, node_s) = reflect_with(Api::<Node>::all(c.clone()), all(), reduce::node);
     let node_s = node_s.predicate_filter(node_fingerprint, PredicateConfig::default());
     let (namespaces, ns_s) = reflect(Api::<PartialObjectMeta<Namespace>>::all(c.clone()), all());
-    let (pods, pod_s) = reflect_with(ns_api::<Pod>(c, &scope), all(), strip_pod);
+    let (pods, pod_s) = {
+        let (reader, writer) = reflector::store();
+        let stream = watcher(ns_api::<Pod>(c, &scope), all())
+            .default_backoff()
+            .filter_map(|event| {
+                futures::future::ready(match event {
+                    Ok(e) => reduce::bare_pods_only(e).map(Ok),
+                    Err(e) => Some(Err(e)),
+                })
+            })
+            .modify(reduce::pod)
+            .reflect(writer)
+            .applied_objects();
+        (reader, stream)
+    };
     let (controller_revisions, cr_s) = reflect_with(
         ns_api::<ControllerRevision>(c, &scope),
         all(),
