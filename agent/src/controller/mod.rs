@@ -11,6 +11,7 @@ pub mod apply_error;
 pub mod context;
 pub mod events;
 pub mod identity;
+pub mod index;
 pub mod read;
 pub mod reduce;
 pub mod status;
@@ -95,6 +96,34 @@ where
         .default_backoff()
         .modify(reduce)
         .reflect(writer)
+        .applied_objects();
+    (reader, stream)
+}
+
+/// [`reflect_with`], also feeding an owner index from the same events,
+/// right after the store applied each.
+fn reflect_indexed<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    reduce: fn(&mut K),
+    index: index::OwnerIndex<K>,
+) -> (
+    Store<K>,
+    impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(reduce)
+        .reflect(writer)
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                index.apply(event);
+            }
+        })
         .applied_objects();
     (reader, stream)
 }
@@ -215,16 +244,43 @@ pub fn start(
     let (service_accounts, sa_s) = reflect(ns_api::<ServiceAccount>(c, &scope), managed());
     let (services, svc_s) = reflect(ns_api::<Service>(c, &scope), managed());
     let (pdbs, pdb_s) = reflect(ns_api::<PodDisruptionBudget>(c, &scope), managed());
-    let (network_policies, np_s) = reflect(ns_api::<NetworkPolicy>(c, &scope), managed());
-    let (hpas, hpa_s) = reflect(ns_api::<HorizontalPodAutoscaler>(c, &scope), managed());
+    // Owner indexes: a reconcile looks up what one Deployment or Runtime
+    // controls instead of scanning the kind's whole cache.
+    let owners = context::OwnerIndexes::default();
+    let (network_policies, np_s) = reflect_indexed(
+        ns_api::<NetworkPolicy>(c, &scope),
+        managed(),
+        reduce::strip,
+        owners.network_policies.clone(),
+    );
+    let (hpas, hpa_s) = reflect_indexed(
+        ns_api::<HorizontalPodAutoscaler>(c, &scope),
+        managed(),
+        reduce::strip,
+        owners.hpas.clone(),
+    );
     // Workloads of every party: reduced to what reconcile and the analysis
     // read before they enter the caches (see `reduce`).
     let (deployments, dep_s) =
         reflect_with(ns_api::<Deployment>(c, &scope), all(), reduce::deployment);
-    let (replica_sets, rs_s) =
-        reflect_with(ns_api::<ReplicaSet>(c, &scope), all(), reduce::replica_set);
-    let (jobs, job_s) = reflect_with(ns_api::<Job>(c, &scope), all(), reduce::job);
-    let (cron_jobs, cron_s) = reflect_with(ns_api::<CronJob>(c, &scope), all(), reduce::cron_job);
+    let (replica_sets, rs_s) = reflect_indexed(
+        ns_api::<ReplicaSet>(c, &scope),
+        all(),
+        reduce::replica_set,
+        owners.replica_sets.clone(),
+    );
+    let (jobs, job_s) = reflect_indexed(
+        ns_api::<Job>(c, &scope),
+        all(),
+        reduce::job,
+        owners.jobs.clone(),
+    );
+    let (cron_jobs, cron_s) = reflect_indexed(
+        ns_api::<CronJob>(c, &scope),
+        all(),
+        reduce::cron_job,
+        owners.cron_jobs.clone(),
+    );
     let (stateful_sets, sts_s) = reflect_with(
         ns_api::<StatefulSet>(c, &scope),
         all(),
@@ -295,6 +351,7 @@ pub fn start(
         daemon_sets,
         pods,
         controller_revisions,
+        owners,
     };
     let context = Arc::new(Context {
         client: client.clone(),

@@ -41,6 +41,7 @@ use self::diff::{applied_hash, hash};
 use self::handover::hand_over_replicas;
 use super::apply_error::ApplyError;
 use super::context::{Context, FIELD_MANAGER};
+use super::index::OwnerIndex;
 // Only objects whose controller is the Runtime are ever changed or deleted.
 use berth_shared::api::meta::controlled_by_uid as owned_by;
 
@@ -501,9 +502,18 @@ pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) ->
         uid: &uid,
     };
     let np: Vec<_> = rendered.network_policy.iter().collect();
-    owned.converge(&s.network_policies, &np, &mut out).await;
+    owned
+        .converge(
+            &s.network_policies,
+            &s.owners.network_policies,
+            &np,
+            &mut out,
+        )
+        .await;
     let hpa: Vec<_> = rendered.horizontal_pod_autoscaler.iter().collect();
-    owned.converge(&s.hpas, &hpa, &mut out).await;
+    owned
+        .converge(&s.hpas, &s.owners.hpas, &hpa, &mut out)
+        .await;
     // Jobs are created once per definition (run_jobs_once), and one stays
     // while its entry is in the spec, even suspended (not rendered then).
     run_jobs_once(ctx, runtime, rendered, &mut out).await;
@@ -513,9 +523,13 @@ pub async fn apply_all(ctx: &Context, runtime: &Runtime, rendered: &Rendered) ->
         .iter()
         .map(|j| render::names::job_name(&name, &j.name))
         .collect();
-    owned.prune(&s.jobs, &entries, &mut out).await;
+    owned
+        .prune(&s.jobs, &s.owners.jobs, &entries, &mut out)
+        .await;
     let crons: Vec<_> = rendered.cron_jobs.iter().collect();
-    owned.converge(&s.cron_jobs, &crons, &mut out).await;
+    owned
+        .converge(&s.cron_jobs, &s.owners.cron_jobs, &crons, &mut out)
+        .await;
     out
 }
 
@@ -530,8 +544,13 @@ struct OwnedSet<'a> {
 
 impl OwnedSet<'_> {
     /// Applies `desired` and deletes the rest of the owned set.
-    async fn converge<K>(&self, store: &Store<K>, desired: &[&K], out: &mut ApplyOutcome)
-    where
+    async fn converge<K>(
+        &self,
+        store: &Store<K>,
+        index: &OwnerIndex<K>,
+        desired: &[&K],
+        out: &mut ApplyOutcome,
+    ) where
         K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
             + Governed
             + Clone
@@ -546,12 +565,17 @@ impl OwnedSet<'_> {
             ensure(self.ctx, store, obj, self.uid, Mode::Converge, out).await;
         }
         let names = desired.iter().map(|o| o.name_any()).collect();
-        self.prune(store, &names, out).await;
+        self.prune(store, index, &names, out).await;
     }
 
     /// Deletes every owned object whose name is not in `keep`.
-    async fn prune<K>(&self, store: &Store<K>, keep: &BTreeSet<String>, out: &mut ApplyOutcome)
-    where
+    async fn prune<K>(
+        &self,
+        store: &Store<K>,
+        index: &OwnerIndex<K>,
+        keep: &BTreeSet<String>,
+        out: &mut ApplyOutcome,
+    ) where
         K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
             + Clone
             + DeserializeOwned
@@ -560,7 +584,8 @@ impl OwnedSet<'_> {
             + Sync
             + 'static,
     {
-        let cached = store.state();
+        // Only what this Runtime controls (the index), not the whole cache.
+        let cached = index.controlled_by(store, self.uid);
         let kind = K::kind(&());
         for obj in not_desired(&cached, self.ns, self.uid, keep) {
             tracing::info!(object = %format!("{kind}/{}", obj.name_any()), namespace = %self.ns, "deleting own object no longer desired");
