@@ -322,8 +322,12 @@ pub fn start(
     // `identity::with_rivals`, also wakes the next claimant of an identity
     // whose holder goes away.
     let (runtimes, runtime_writer) = reflector::store();
-    let runtime_events =
-        reflector::reflector(runtime_writer, watcher(ns_api::<Runtime>(c, &scope), all()));
+    // Without managedFields: the agent's status writes alone make them a
+    // few kilobytes per Runtime, and nothing reads them.
+    let runtime_events = reflector::reflector(
+        runtime_writer,
+        watcher(ns_api::<Runtime>(c, &scope), all()).modify(reduce::strip),
+    );
     let controller = Controller::for_stream(
         identity::with_rivals(runtime_events, runtimes.clone()),
         runtimes.clone(),
