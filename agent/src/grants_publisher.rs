@@ -69,7 +69,7 @@ pub fn grant_status(
     binding: &GrantBinding,
     generation: Option<i64>,
     nodes: &[NodeInfo],
-    workloads: &[analysis::Workload],
+    retained: &[WorkloadRef],
     file: &FileState,
 ) -> RuntimeGrantStatus {
     let class = ctx
@@ -110,18 +110,8 @@ pub fn grant_status(
         })
         .collect();
     runtimes.sort();
-    let classes = [binding.runtime_class.as_str()];
-    let mut retained: Vec<WorkloadRef> =
-        analysis::retained(workloads, &ctx.grants.bindings, Some(&classes))
-            .into_iter()
-            .map(|r| WorkloadRef {
-                kind: r.workload.kind.as_str().to_string(),
-                namespace: r.workload.namespace,
-                name: r.workload.name,
-            })
-            .collect();
-    retained.sort();
-    retained.dedup();
+    // Sorted and deduplicated by `retained_by_class`.
+    let mut retained = retained.to_vec();
     retained.truncate(MAX_RETAINED);
 
     let (class_ok, reason, message) = match &class {
@@ -236,41 +226,48 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
     update_runtime_gauges(ctx);
 
     let s = &ctx.stores;
-    // The caches' own objects, shared (Arc), not copied: at scale a deep
-    // copy of every workload each pass doubled the agent's memory.
-    let (deps, rss, stss, dss, jobs, crons, revisions, pods) = (
-        s.deployments.state(),
-        s.replica_sets.state(),
-        s.stateful_sets.state(),
-        s.daemon_sets.state(),
-        s.jobs.state(),
-        s.cron_jobs.state(),
-        s.controller_revisions.state(),
-        s.pods.state(),
-    );
-    // Only bare pods: a controller's pods are counted through it.
-    let bare_pods: Vec<&k8s_openapi::api::core::v1::Pod> = pods
-        .iter()
-        .filter(|p| {
-            p.metadata
-                .owner_references
-                .as_ref()
-                .is_none_or(|refs| refs.iter().all(|r| r.controller != Some(true)))
-        })
-        .map(|p| &**p)
+    // Once per pass, by class: each grant then reads its class's list
+    // instead of analysing every workload again. In a block: the cache
+    // snapshots and the workloads are gone before the first write, so a
+    // slow pass does not keep replaced objects alive.
+    let retained_by_class = {
+        // The caches' own objects, shared (Arc), not copied: at scale a
+        // deep copy of every workload each pass doubled the agent's memory.
+        let (deps, rss, stss, dss, jobs, crons, revisions, pods) = (
+            s.deployments.state(),
+            s.replica_sets.state(),
+            s.stateful_sets.state(),
+            s.daemon_sets.state(),
+            s.jobs.state(),
+            s.cron_jobs.state(),
+            s.controller_revisions.state(),
+            s.pods.state(),
+        );
+        // Only bare pods: a controller's pods are counted through it (the
+        // Pod cache holds no others; the filter keeps that explicit).
+        let bare_pods: Vec<&k8s_openapi::api::core::v1::Pod> = pods
+            .iter()
+            .filter(|p| {
+                p.metadata
+                    .owner_references
+                    .as_ref()
+                    .is_none_or(|refs| refs.iter().all(|r| r.controller != Some(true)))
+            })
+            .map(|p| &**p)
+            .collect();
+        let workloads = WorkloadSources {
+            deployments: &refs(&deps),
+            replica_sets: &refs(&rss),
+            stateful_sets: &refs(&stss),
+            daemon_sets: &refs(&dss),
+            jobs: &refs(&jobs),
+            cron_jobs: &refs(&crons),
+            pods: &bare_pods,
+            controller_revisions: &refs(&revisions),
+        }
         .collect();
-    let workloads = WorkloadSources {
-        deployments: &refs(&deps),
-        replica_sets: &refs(&rss),
-        stateful_sets: &refs(&stss),
-        daemon_sets: &refs(&dss),
-        jobs: &refs(&jobs),
-        cron_jobs: &refs(&crons),
-        pods: &bare_pods,
-        controller_revisions: &refs(&revisions),
-    }
-    .collect();
-    let retained_by_class = retained_by_class(ctx, &workloads);
+        retained_by_class(ctx, &workloads)
+    };
     ctx.metrics.retained_workloads.clear();
     for (class, refs) in &retained_by_class {
         ctx.metrics
@@ -340,7 +337,9 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
             binding,
             existing.metadata.generation,
             &nodes,
-            &workloads,
+            retained_by_class
+                .get(&binding.runtime_class)
+                .map_or(&[][..], Vec::as_slice),
             &file,
         );
         merge_times(&mut status, existing.status.as_ref());

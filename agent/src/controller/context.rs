@@ -21,6 +21,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 
+use super::index::OwnerIndex;
 use crate::metrics::Metrics;
 
 /// The field manager of every write.
@@ -85,6 +86,32 @@ pub struct Stores {
     pub pods: Store<Pod>,
     /// Every ControllerRevision, reduced to its template's class.
     pub controller_revisions: Store<ControllerRevision>,
+    /// Who controls what, for the kinds a reconcile looks up by owner.
+    pub owners: OwnerIndexes,
+}
+
+/// The owner indexes over [`Stores`] (each fed by its store's events).
+#[derive(Clone, Default)]
+pub struct OwnerIndexes {
+    /// ReplicaSets by Deployment uid.
+    pub replica_sets: OwnerIndex<ReplicaSet>,
+    /// Jobs by controller uid (a Runtime's own one-time Jobs).
+    pub jobs: OwnerIndex<Job>,
+    /// CronJobs by Runtime uid.
+    pub cron_jobs: OwnerIndex<CronJob>,
+    /// NetworkPolicies by Runtime uid.
+    pub network_policies: OwnerIndex<NetworkPolicy>,
+    /// HPAs by Runtime uid.
+    pub hpas: OwnerIndex<HorizontalPodAutoscaler>,
+}
+
+impl Stores {
+    /// The ReplicaSets the Deployment with `uid` controls.
+    pub fn replica_sets_of(&self, deployment_uid: &str) -> Vec<Arc<ReplicaSet>> {
+        self.owners
+            .replica_sets
+            .controlled_by(&self.replica_sets, deployment_uid)
+    }
 }
 
 /// Agent settings that reconciles need.

@@ -21,6 +21,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
 use super::context::Stores;
+use super::index::OwnerIndex;
 
 /// The cached objects of one kind that matter to one Runtime, by name.
 #[derive(Debug)]
@@ -40,21 +41,27 @@ impl<K> Cached<K>
 where
     K: Resource<DynamicType = ()> + Clone,
 {
-    /// The objects at `names` in `ns`, plus, when `owned_too`, every object
-    /// in `ns` controlled by `uid`.
-    fn read(store: &Store<K>, ns: &str, uid: &str, names: &[String], owned_too: bool) -> Self {
+    /// The objects at `names` in `ns`, plus, with an owner index, every
+    /// object in `ns` controlled by `uid` (looked up, not scanned).
+    fn read(
+        store: &Store<K>,
+        ns: &str,
+        uid: &str,
+        names: &[String],
+        owned: Option<&OwnerIndex<K>>,
+    ) -> Self {
         let mut by_name = BTreeMap::new();
         for name in names {
             if let Some(obj) = store.get(&ObjectRef::new(name).within(ns)) {
                 by_name.insert(name.clone(), obj);
             }
         }
-        if owned_too {
-            for obj in store.state() {
-                if obj.meta().namespace.as_deref() == Some(ns) && controlled_by_uid(obj.meta(), uid)
-                {
-                    by_name.insert(obj.name_any(), obj);
-                }
+        for obj in owned
+            .map(|i| i.controlled_by(store, uid))
+            .unwrap_or_default()
+        {
+            if obj.meta().namespace.as_deref() == Some(ns) && controlled_by_uid(obj.meta(), uid) {
+                by_name.insert(obj.name_any(), obj);
             }
         }
         Self { by_name }
@@ -113,22 +120,29 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         .iter()
         .map(|s| names::cronjob_name(&name, &s.name))
         .collect();
+    let o = &stores.owners;
     Live {
         config_maps: Cached::read(
             &stores.config_maps,
             &ns,
             &uid,
             std::slice::from_ref(&n.config_map),
-            false,
+            None,
         ),
-        service_accounts: Cached::read(&stores.service_accounts, &ns, &uid, workload, false),
-        services: Cached::read(&stores.services, &ns, &uid, workload, false),
-        deployments: Cached::read(&stores.deployments, &ns, &uid, workload, false),
-        pdbs: Cached::read(&stores.pdbs, &ns, &uid, workload, false),
-        network_policies: Cached::read(&stores.network_policies, &ns, &uid, workload, true),
-        hpas: Cached::read(&stores.hpas, &ns, &uid, workload, true),
-        jobs: Cached::read(&stores.jobs, &ns, &uid, &jobs, true),
-        cron_jobs: Cached::read(&stores.cron_jobs, &ns, &uid, &crons, true),
+        service_accounts: Cached::read(&stores.service_accounts, &ns, &uid, workload, None),
+        services: Cached::read(&stores.services, &ns, &uid, workload, None),
+        deployments: Cached::read(&stores.deployments, &ns, &uid, workload, None),
+        pdbs: Cached::read(&stores.pdbs, &ns, &uid, workload, None),
+        network_policies: Cached::read(
+            &stores.network_policies,
+            &ns,
+            &uid,
+            workload,
+            Some(&o.network_policies),
+        ),
+        hpas: Cached::read(&stores.hpas, &ns, &uid, workload, Some(&o.hpas)),
+        jobs: Cached::read(&stores.jobs, &ns, &uid, &jobs, Some(&o.jobs)),
+        cron_jobs: Cached::read(&stores.cron_jobs, &ns, &uid, &crons, Some(&o.cron_jobs)),
     }
 }
 
@@ -174,21 +188,24 @@ pub(crate) mod tests {
     #[test]
     fn reads_the_named_objects_and_with_owned_too_every_owned_one() {
         let (store, mut writer) = kube::runtime::reflector::store::<ConfigMap>();
+        let index = OwnerIndex::<ConfigMap>::default();
         for obj in [
             cm("team", "web", Some("other")),    // at a rendered name, not ours
             cm("team", "web-np-old", Some("u")), // ours, no longer rendered
             cm("team", "unrelated", None),
             cm("elsewhere", "web-x", Some("u")),
         ] {
-            writer.apply_watcher_event(&Event::Apply(obj));
+            let event = Event::Apply(obj);
+            writer.apply_watcher_event(&event);
+            index.apply(&event);
         }
         let names = vec!["web".to_string(), "web-missing".to_string()];
-        let named = Cached::read(&store, "team", "u", &names, false);
+        let named = Cached::read(&store, "team", "u", &names, None);
         let got: Vec<String> = named.all().map(|o| o.name_any()).collect();
         assert_eq!(got, ["web"], "the object at the name, whoever owns it");
         assert!(named.get("web-missing").is_none());
 
-        let with_owned = Cached::read(&store, "team", "u", &names, true);
+        let with_owned = Cached::read(&store, "team", "u", &names, Some(&index));
         let got: Vec<String> = with_owned.all().map(|o| o.name_any()).collect();
         assert_eq!(
             got,

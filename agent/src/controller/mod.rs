@@ -11,8 +11,10 @@ pub mod apply_error;
 pub mod context;
 pub mod events;
 pub mod identity;
+pub mod index;
 pub mod live;
 pub mod read;
+pub mod reduce;
 pub mod status;
 
 use std::collections::HashMap;
@@ -56,51 +58,9 @@ pub enum Error {
     Status(#[source] kube::Error),
 }
 
-/// Strips what the agent never reads, to keep caches small.
-fn strip<K: Resource>(obj: &mut K) {
-    obj.meta_mut().managed_fields = None;
-}
-
-/// Keeps of a Pod only what the retained-workload analysis reads (bare
-/// pods: owner, class, profile annotation, berth label, phase, Ready):
-/// pods are the most numerous objects of a cluster.
-fn strip_pod(pod: &mut Pod) {
-    use berth_shared::api::meta::MANAGED_BY_LABEL;
-    use berth_shared::render::RUNTIME_PROFILE_ANNOTATION;
-    let meta = &mut pod.metadata;
-    meta.managed_fields = None;
-    meta.labels = meta.labels.take().map(|l| {
-        l.into_iter()
-            .filter(|(k, _)| k == MANAGED_BY_LABEL)
-            .collect()
-    });
-    meta.annotations = meta.annotations.take().map(|a| {
-        a.into_iter()
-            .filter(|(k, _)| k == RUNTIME_PROFILE_ANNOTATION)
-            .collect()
-    });
-    pod.spec = pod
-        .spec
-        .take()
-        .map(|s| k8s_openapi::api::core::v1::PodSpec {
-            runtime_class_name: s.runtime_class_name,
-            ..Default::default()
-        });
-    pod.status = pod
-        .status
-        .take()
-        .map(|s| k8s_openapi::api::core::v1::PodStatus {
-            phase: s.phase,
-            conditions: s
-                .conditions
-                .map(|cs| cs.into_iter().filter(|c| c.type_ == "Ready").collect()),
-            ..Default::default()
-        });
-}
-
 /// Keeps of a ControllerRevision only its template's class and profile.
 fn strip_revision(rev: &mut ControllerRevision) {
-    rev.metadata.managed_fields = None;
+    reduce::strip(rev);
     rev.metadata.annotations = None;
     if let Some(data) = rev.data.as_mut() {
         let template = data.0.pointer("/spec/template");
@@ -141,6 +101,34 @@ where
     (reader, stream)
 }
 
+/// [`reflect_with`], also feeding an owner index from the same events,
+/// right after the store applied each.
+fn reflect_indexed<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    reduce: fn(&mut K),
+    index: index::OwnerIndex<K>,
+) -> (
+    Store<K>,
+    impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(reduce)
+        .reflect(writer)
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                index.apply(event);
+            }
+        })
+        .applied_objects();
+    (reader, stream)
+}
+
 /// A reflector: its store and its (to be polled) stream of applied objects.
 fn reflect<K>(
     api: Api<K>,
@@ -152,7 +140,7 @@ fn reflect<K>(
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    reflect_with(api, config, strip::<K>)
+    reflect_with(api, config, reduce::strip::<K>)
 }
 
 /// Polls a stream that only feeds a store.
@@ -251,19 +239,69 @@ pub fn start(
     let (service_accounts, sa_s) = reflect(ns_api::<ServiceAccount>(c, &scope), managed());
     let (services, svc_s) = reflect(ns_api::<Service>(c, &scope), managed());
     let (pdbs, pdb_s) = reflect(ns_api::<PodDisruptionBudget>(c, &scope), managed());
-    let (network_policies, np_s) = reflect(ns_api::<NetworkPolicy>(c, &scope), managed());
-    let (hpas, hpa_s) = reflect(ns_api::<HorizontalPodAutoscaler>(c, &scope), managed());
-    let (deployments, dep_s) = reflect(ns_api::<Deployment>(c, &scope), all());
-    let (replica_sets, rs_s) = reflect(ns_api::<ReplicaSet>(c, &scope), all());
-    let (jobs, job_s) = reflect(ns_api::<Job>(c, &scope), all());
-    let (cron_jobs, cron_s) = reflect(ns_api::<CronJob>(c, &scope), all());
-    let (stateful_sets, sts_s) = reflect(ns_api::<StatefulSet>(c, &scope), all());
-    let (daemon_sets, ds_s) = reflect(ns_api::<DaemonSet>(c, &scope), all());
+    // Owner indexes: a reconcile looks up what one Deployment or Runtime
+    // controls instead of scanning the kind's whole cache.
+    let owners = context::OwnerIndexes::default();
+    let (network_policies, np_s) = reflect_indexed(
+        ns_api::<NetworkPolicy>(c, &scope),
+        managed(),
+        reduce::strip,
+        owners.network_policies.clone(),
+    );
+    let (hpas, hpa_s) = reflect_indexed(
+        ns_api::<HorizontalPodAutoscaler>(c, &scope),
+        managed(),
+        reduce::strip,
+        owners.hpas.clone(),
+    );
+    // Workloads of every party: reduced to what reconcile and the analysis
+    // read before they enter the caches (see `reduce`).
+    let (deployments, dep_s) =
+        reflect_with(ns_api::<Deployment>(c, &scope), all(), reduce::deployment);
+    let (replica_sets, rs_s) = reflect_indexed(
+        ns_api::<ReplicaSet>(c, &scope),
+        all(),
+        reduce::replica_set,
+        owners.replica_sets.clone(),
+    );
+    let (jobs, job_s) = reflect_indexed(
+        ns_api::<Job>(c, &scope),
+        all(),
+        reduce::job,
+        owners.jobs.clone(),
+    );
+    let (cron_jobs, cron_s) = reflect_indexed(
+        ns_api::<CronJob>(c, &scope),
+        all(),
+        reduce::cron_job,
+        owners.cron_jobs.clone(),
+    );
+    let (stateful_sets, sts_s) = reflect_with(
+        ns_api::<StatefulSet>(c, &scope),
+        all(),
+        reduce::stateful_set,
+    );
+    let (daemon_sets, ds_s) =
+        reflect_with(ns_api::<DaemonSet>(c, &scope), all(), reduce::daemon_set);
     let (classes, class_s) = reflect(Api::<RuntimeClass>::all(c.clone()), all());
-    let (nodes, node_s) = reflect(Api::<Node>::all(c.clone()), all());
+    let (nodes, node_s) = reflect_with(Api::<Node>::all(c.clone()), all(), reduce::node);
     let node_s = node_s.predicate_filter(node_fingerprint, PredicateConfig::default());
     let (namespaces, ns_s) = reflect(Api::<PartialObjectMeta<Namespace>>::all(c.clone()), all());
-    let (pods, pod_s) = reflect_with(ns_api::<Pod>(c, &scope), all(), strip_pod);
+    let (pods, pod_s) = {
+        let (reader, writer) = reflector::store();
+        let stream = watcher(ns_api::<Pod>(c, &scope), all())
+            .default_backoff()
+            .filter_map(|event| {
+                futures::future::ready(match event {
+                    Ok(e) => reduce::bare_pods_only(e).map(Ok),
+                    Err(e) => Some(Err(e)),
+                })
+            })
+            .modify(reduce::pod)
+            .reflect(writer)
+            .applied_objects();
+        (reader, stream)
+    };
     let (controller_revisions, cr_s) = reflect_with(
         ns_api::<ControllerRevision>(c, &scope),
         all(),
@@ -279,8 +317,12 @@ pub fn start(
     // `identity::with_rivals`, also wakes the next claimant of an identity
     // whose holder goes away.
     let (runtimes, runtime_writer) = reflector::store();
-    let runtime_events =
-        reflector::reflector(runtime_writer, watcher(ns_api::<Runtime>(c, &scope), all()));
+    // Without managedFields: the agent's status writes alone make them a
+    // few kilobytes per Runtime, and nothing reads them.
+    let runtime_events = reflector::reflector(
+        runtime_writer,
+        watcher(ns_api::<Runtime>(c, &scope), all()).modify(reduce::strip),
+    );
     let controller = Controller::for_stream(
         identity::with_rivals(runtime_events, runtimes.clone()),
         runtimes.clone(),
@@ -308,6 +350,7 @@ pub fn start(
         daemon_sets,
         pods,
         controller_revisions,
+        owners,
     };
     let context = Arc::new(Context {
         client: client.clone(),

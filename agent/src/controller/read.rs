@@ -113,15 +113,7 @@ fn workload(ctx: &Context, runtime: &Runtime) -> (Option<Arc<Deployment>>, Vec<A
         .get(&ObjectRef::new(&names.workload).within(&ns))
         .filter(|d| controlled_by_uid(d.meta(), &uid));
     let replica_sets = match &deployment {
-        Some(d) => {
-            let duid = d.uid().unwrap_or_default();
-            ctx.stores
-                .replica_sets
-                .state()
-                .into_iter()
-                .filter(|rs| controlled_by_uid(rs.meta(), &duid))
-                .collect()
-        }
+        Some(d) => ctx.stores.replica_sets_of(&d.uid().unwrap_or_default()),
         None => Vec::new(),
     };
     (deployment, replica_sets)

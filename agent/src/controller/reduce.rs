@@ -1,0 +1,380 @@
+//! What the caches keep of each object (issue 14): the agent watches every
+//! workload of the cluster, but reconcile and the retained-workload
+//! analysis read only a few fields of most of them. Each watch event is
+//! reduced before it enters its store, so memory grows with what is read,
+//! not with the size of other parties' objects.
+//!
+//! Two classes of object:
+//! - **Owned** (the controller is a Runtime): the apply step compares them
+//!   with the rendered object (every desired field must be present, and the
+//!   production contract inspects the whole pod spec for hostNetwork,
+//!   privilege, extra containers, …). They keep everything but
+//!   `managedFields` and kubectl's last-applied annotation, which neither
+//!   the diff nor the contract reads (the HPA handover reads managedFields
+//!   from a fresh GET, not from the cache).
+//! - **Foreign** (everyone else's, and ReplicaSets, which the Deployment
+//!   controller owns): only what `berth_shared::analysis::Workload` and the
+//!   rollout summary read — identity metadata, owner references, berth's
+//!   labels, the revision and profile annotations, replica counts, and a
+//!   pod template cut down to its class, berth's labels, the profile
+//!   annotation and the first container's image.
+//!
+//! Pure functions; `mod.rs` plugs them into the watch streams.
+
+use std::collections::BTreeMap;
+
+use berth_shared::api::meta::{MANAGED_BY_LABEL, REVISION_ANNOTATION, controller_of};
+use berth_shared::api::{GROUP, Runtime};
+use berth_shared::render::RUNTIME_PROFILE_ANNOTATION;
+use k8s_openapi::api::apps::v1::{
+    DaemonSet, DaemonSetSpec, DaemonSetStatus, Deployment, DeploymentSpec, DeploymentStatus,
+    ReplicaSet, ReplicaSetSpec, ReplicaSetStatus, StatefulSet, StatefulSetSpec, StatefulSetStatus,
+};
+use k8s_openapi::api::batch::v1::{
+    CronJob, CronJobSpec, CronJobStatus, Job, JobCondition, JobSpec, JobStatus, JobTemplateSpec,
+};
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, PodTemplateSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use kube::runtime::watcher;
+
+/// kubectl's copy of the whole object as last applied: often the largest
+/// field of an object, and never read.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Whether a Runtime is the object's controller (the apply step's own
+/// objects, compared for drift).
+pub fn owned_by_runtime(meta: &ObjectMeta) -> bool {
+    controller_of(meta).is_some_and(|r| {
+        r.kind == Runtime::kind(&()) && r.api_version.split('/').next() == Some(GROUP)
+    })
+}
+
+/// Every cache: no managedFields, no last-applied copy.
+pub fn strip<K: Resource>(obj: &mut K) {
+    strip_meta(obj.meta_mut());
+}
+
+fn strip_meta(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(a) = meta.annotations.as_mut() {
+        a.remove(LAST_APPLIED_ANNOTATION);
+    }
+}
+
+/// Labels the analysis reads: `app.kubernetes.io/managed-by` and berth's
+/// own (`berth.dev/…`: the identity labels).
+fn berth_labels(labels: Option<BTreeMap<String, String>>) -> Option<BTreeMap<String, String>> {
+    labels.map(|l| {
+        l.into_iter()
+            .filter(|(k, _)| k == MANAGED_BY_LABEL || k.starts_with("berth.dev/"))
+            .collect()
+    })
+}
+
+/// Annotations the analysis and the rollout summary read.
+fn read_annotations(
+    annotations: Option<BTreeMap<String, String>>,
+) -> Option<BTreeMap<String, String>> {
+    annotations.map(|a| {
+        a.into_iter()
+            .filter(|(k, _)| k == REVISION_ANNOTATION || k == RUNTIME_PROFILE_ANNOTATION)
+            .collect()
+    })
+}
+
+/// A foreign object's metadata: what identifies it, who controls it, and
+/// the labels and annotations read.
+fn foreign_meta(meta: ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        generation: meta.generation,
+        creation_timestamp: meta.creation_timestamp,
+        deletion_timestamp: meta.deletion_timestamp,
+        owner_references: meta.owner_references,
+        labels: berth_labels(meta.labels),
+        annotations: read_annotations(meta.annotations),
+        ..Default::default()
+    }
+}
+
+/// A pod template cut to what the analysis and the rollout summary read:
+/// the class, berth's labels, the profile annotation, and the first
+/// container's image (the image a rollout runs).
+pub fn reduce_template(t: PodTemplateSpec) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: t.metadata.map(|m| ObjectMeta {
+            labels: berth_labels(m.labels),
+            annotations: m.annotations.map(|a| {
+                a.into_iter()
+                    .filter(|(k, _)| k == RUNTIME_PROFILE_ANNOTATION)
+                    .collect()
+            }),
+            ..Default::default()
+        }),
+        spec: t.spec.map(|s| PodSpec {
+            runtime_class_name: s.runtime_class_name,
+            containers: s
+                .containers
+                .into_iter()
+                .take(1)
+                .map(|c| Container {
+                    name: c.name,
+                    image: c.image,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+    }
+}
+
+/// Deployments: the Runtime's own kept whole (drift), others reduced.
+pub fn deployment(d: &mut Deployment) {
+    strip(d);
+    if owned_by_runtime(&d.metadata) {
+        return;
+    }
+    let metadata = foreign_meta(std::mem::take(&mut d.metadata));
+    let spec = d.spec.take().map(|s| DeploymentSpec {
+        replicas: s.replicas,
+        template: reduce_template(s.template),
+        ..Default::default()
+    });
+    let status = d.status.take().map(|s| DeploymentStatus {
+        observed_generation: s.observed_generation,
+        replicas: s.replicas,
+        ready_replicas: s.ready_replicas,
+        available_replicas: s.available_replicas,
+        updated_replicas: s.updated_replicas,
+        unavailable_replicas: s.unavailable_replicas,
+        ..Default::default()
+    });
+    *d = Deployment {
+        metadata,
+        spec,
+        status,
+    };
+}
+
+/// ReplicaSets (the Deployment controller's, never compared for drift):
+/// always reduced; the rollout summary reads ready counts, the revision
+/// annotation and the first container's image.
+pub fn replica_set(rs: &mut ReplicaSet) {
+    let metadata = foreign_meta(std::mem::take(&mut rs.metadata));
+    let spec = rs.spec.take().map(|s| ReplicaSetSpec {
+        replicas: s.replicas,
+        template: s.template.map(reduce_template),
+        ..Default::default()
+    });
+    let status = rs.status.take().map(|s| ReplicaSetStatus {
+        replicas: s.replicas,
+        ready_replicas: s.ready_replicas,
+        available_replicas: s.available_replicas,
+        ..Default::default()
+    });
+    *rs = ReplicaSet {
+        metadata,
+        spec,
+        status,
+    };
+}
+
+/// Jobs: the Runtime's own kept whole, others reduced to what tells
+/// whether they still want pods (finished, suspended, parallelism, ready).
+pub fn job(j: &mut Job) {
+    strip(j);
+    if owned_by_runtime(&j.metadata) {
+        return;
+    }
+    let metadata = foreign_meta(std::mem::take(&mut j.metadata));
+    let spec = j.spec.take().map(|s| JobSpec {
+        parallelism: s.parallelism,
+        suspend: s.suspend,
+        template: reduce_template(s.template),
+        ..Default::default()
+    });
+    let status = j.status.take().map(|s| JobStatus {
+        ready: s.ready,
+        conditions: s.conditions.map(|cs| {
+            cs.into_iter()
+                .filter(|c| c.type_ == "Complete" || c.type_ == "Failed")
+                .map(|c| JobCondition {
+                    type_: c.type_,
+                    status: c.status,
+                    ..Default::default()
+                })
+                .collect()
+        }),
+        ..Default::default()
+    });
+    *j = Job {
+        metadata,
+        spec,
+        status,
+    };
+}
+
+/// CronJobs: the Runtime's own kept whole, others reduced to suspend, the
+/// template and the active Jobs (counted).
+pub fn cron_job(c: &mut CronJob) {
+    strip(c);
+    if owned_by_runtime(&c.metadata) {
+        return;
+    }
+    let metadata = foreign_meta(std::mem::take(&mut c.metadata));
+    let spec = c.spec.take().map(|s| CronJobSpec {
+        schedule: s.schedule,
+        suspend: s.suspend,
+        job_template: JobTemplateSpec {
+            metadata: None,
+            spec: s.job_template.spec.map(|js| JobSpec {
+                template: reduce_template(js.template),
+                ..Default::default()
+            }),
+        },
+        ..Default::default()
+    });
+    let status = c.status.take().map(|s| CronJobStatus {
+        active: s.active,
+        ..Default::default()
+    });
+    *c = CronJob {
+        metadata,
+        spec,
+        status,
+    };
+}
+
+/// StatefulSets (berth renders none): reduced.
+pub fn stateful_set(s: &mut StatefulSet) {
+    let metadata = foreign_meta(std::mem::take(&mut s.metadata));
+    let spec = s.spec.take().map(|sp| StatefulSetSpec {
+        replicas: sp.replicas,
+        template: reduce_template(sp.template),
+        ..Default::default()
+    });
+    let status = s.status.take().map(|st| StatefulSetStatus {
+        replicas: st.replicas,
+        ready_replicas: st.ready_replicas,
+        ..Default::default()
+    });
+    *s = StatefulSet {
+        metadata,
+        spec,
+        status,
+    };
+}
+
+/// DaemonSets (berth renders none): reduced.
+pub fn daemon_set(d: &mut DaemonSet) {
+    let metadata = foreign_meta(std::mem::take(&mut d.metadata));
+    let spec = d.spec.take().map(|sp| DaemonSetSpec {
+        template: reduce_template(sp.template),
+        ..Default::default()
+    });
+    let status = d.status.take().map(|st| DaemonSetStatus {
+        desired_number_scheduled: st.desired_number_scheduled,
+        number_ready: st.number_ready,
+        ..Default::default()
+    });
+    *d = DaemonSet {
+        metadata,
+        spec,
+        status,
+    };
+}
+
+/// Nodes: what placement and handler coverage read (`NodeInfo`): labels,
+/// taints, cordon, the Ready condition and the runtime handlers. Images,
+/// addresses, capacity, annotations and the heartbeat times go.
+pub fn node(n: &mut Node) {
+    let meta = std::mem::take(&mut n.metadata);
+    let metadata = ObjectMeta {
+        name: meta.name,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        deletion_timestamp: meta.deletion_timestamp,
+        labels: meta.labels,
+        ..Default::default()
+    };
+    let spec = n.spec.take().map(|s| NodeSpec {
+        unschedulable: s.unschedulable,
+        taints: s.taints,
+        ..Default::default()
+    });
+    let status = n.status.take().map(|s| NodeStatus {
+        conditions: s.conditions.map(|cs| {
+            cs.into_iter()
+                .filter(|c| c.type_ == "Ready")
+                .map(|c| NodeCondition {
+                    type_: c.type_,
+                    status: c.status,
+                    ..Default::default()
+                })
+                .collect()
+        }),
+        runtime_handlers: s.runtime_handlers,
+        ..Default::default()
+    });
+    *n = Node {
+        metadata,
+        spec,
+        status,
+    };
+}
+
+/// Keeps of a Pod only what the retained-workload analysis reads (bare
+/// pods: owner, class, profile annotation, berth's labels, phase, Ready):
+/// pods are the most numerous objects of a cluster.
+pub fn pod(pod: &mut Pod) {
+    let meta = &mut pod.metadata;
+    meta.managed_fields = None;
+    // berth's identity labels too: `covered_by_grant` reads them.
+    meta.labels = berth_labels(meta.labels.take());
+    meta.annotations = meta.annotations.take().map(|a| {
+        a.into_iter()
+            .filter(|(k, _)| k == RUNTIME_PROFILE_ANNOTATION)
+            .collect()
+    });
+    pod.spec = pod.spec.take().map(|s| PodSpec {
+        runtime_class_name: s.runtime_class_name,
+        ..Default::default()
+    });
+    pod.status = pod
+        .status
+        .take()
+        .map(|s| k8s_openapi::api::core::v1::PodStatus {
+            phase: s.phase,
+            conditions: s
+                .conditions
+                .map(|cs| cs.into_iter().filter(|c| c.type_ == "Ready").collect()),
+            ..Default::default()
+        });
+}
+
+/// Whether a Pod has a controller (counted through it by the analysis, so
+/// never read from the Pod cache).
+fn controlled(pod: &Pod) -> bool {
+    controller_of(&pod.metadata).is_some()
+}
+
+/// Only bare pods enter the Pod cache: the analysis counts a controller's
+/// pods through their controller, and at scale nearly every pod has one.
+/// A pod that gains a controller (adoption) leaves the cache as if it were
+/// deleted; one that loses it (orphaned) enters it.
+pub fn bare_pods_only(event: watcher::Event<Pod>) -> Option<watcher::Event<Pod>> {
+    match event {
+        watcher::Event::InitApply(p) if controlled(&p) => None,
+        watcher::Event::Apply(p) if controlled(&p) => Some(watcher::Event::Delete(p)),
+        other => Some(other),
+    }
+}
+
+#[cfg(test)]
+mod tests;
