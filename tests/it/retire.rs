@@ -262,8 +262,17 @@ async fn replica_sets_with_class(ns: &TestNamespace, deployment: &str, class: &s
         .collect()
 }
 
-fn rv(rt: &Runtime) -> String {
-    rt.metadata.resource_version.clone().unwrap_or_default()
+/// What a retirement would change: the spec (and so the generation),
+/// labels and annotations. Not the resourceVersion: the agent's paced
+/// status writes move it at any time, and they are not a retirement.
+fn retirable(rt: &Runtime) -> String {
+    serde_json::json!({
+        "generation": rt.metadata.generation,
+        "spec": rt.spec,
+        "labels": rt.metadata.labels,
+        "annotations": rt.metadata.annotations,
+    })
+    .to_string()
 }
 
 #[tokio::test]
@@ -343,7 +352,7 @@ async fn retire_prune_suspend_delete_through_the_berth_binary() {
     assert!(out.contains(&format!("as user: {user}")), "{out}");
     assert!(out.contains("Dry-run: accepted by the API server"), "{out}");
     assert!(out.contains("dry-run: nothing was changed"), "{out}");
-    assert_eq!(rv(&runtime(&ns, "worker").await.expect("rt")), rv(&before));
+    assert_eq!(retirable(&runtime(&ns, "worker").await.expect("rt")), retirable(&before));
 
     // --read-only refuses before connecting.
     let (code, _, err) = berth(
@@ -380,7 +389,7 @@ async fn retire_prune_suspend_delete_through_the_berth_binary() {
     assert_eq!(code, 1);
     assert!(err.contains("cannot delete replicasets.apps"), "{err}");
     let still = runtime(&ns, "worker").await.expect("rt");
-    assert_eq!(rv(&still), rv(&before), "nothing changed");
+    assert_eq!(retirable(&still), retirable(&before), "nothing changed");
     assert_eq!(
         still.spec.runtime_profile.as_deref(),
         Some("bounded-worker")
@@ -481,7 +490,7 @@ async fn retire_prune_suspend_delete_through_the_berth_binary() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("+ suspend: true"), "{out}");
     assert!(out.contains("replicas 2 → 0, 2 pod(s) will stop"), "{out}");
-    assert_eq!(rv(&runtime(&ns, "worker").await.expect("rt")), rv(&before));
+    assert_eq!(retirable(&runtime(&ns, "worker").await.expect("rt")), retirable(&before));
     let (code, out, err) = berth(&admin, &["retire", &target, "--suspend", "--yes"]).await;
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(runtime(&ns, "worker").await.expect("rt").spec.suspend);
@@ -516,8 +525,8 @@ async fn retire_prune_suspend_delete_through_the_berth_binary() {
         "{err}"
     );
     assert_eq!(
-        rv(&runtime(&ns, "other").await.expect("other")),
-        rv(&before)
+        retirable(&runtime(&ns, "other").await.expect("other")),
+        retirable(&before)
     );
     assert!(
         events(&ns, "Runtime", "other", "RetiredBySuspend")
