@@ -772,16 +772,17 @@ async fn faults_world_survives_every_fault() {
         let c = &w.cluster;
         tokio::task::block_in_place(|| c.restart("kube-apiserver", Duration::from_secs(180)))
             .expect("restart kube-apiserver");
-        worst = worst.max(w.converge(t, "after kube-apiserver restart").await);
-        tokio::task::block_in_place(|| {
+        // From the moment the apiserver answers again.
+        let (_, back) = tokio::task::block_in_place(|| {
             console.wait(
-                "the converged world after a kube-apiserver restart",
+                "the world after a kube-apiserver restart",
                 Duration::from_secs(120),
                 &world_shown,
             )
         });
-        console_worst = console_worst.max(t.elapsed());
+        console_worst = console_worst.max(back);
         console_seen.push(observer.finish());
+        worst = worst.max(w.converge(t, "after kube-apiserver restart").await);
     }
     rows.push(w.check("kube-apiserver restart", restarts, worst).await);
     let relists_after_restarts = pane::console_lists(&w.audit_log) - lists_at_start;
@@ -791,7 +792,6 @@ async fn faults_world_survives_every_fault() {
     let lists_before_cut = pane::console_lists(&w.audit_log);
     let watches_before_cut = pane::console_watches(&w.audit_log);
     let observer = console.observe();
-    let t = Instant::now();
     console.proxy.refuse();
     let scale = |replicas: i32| {
         let api: Api<Runtime> = Api::namespaced(w.client.clone(), &w.ns.name);
@@ -830,7 +830,7 @@ async fn faults_world_survives_every_fault() {
         )
     });
     let cut_recovered = t_restore.elapsed();
-    console_worst = console_worst.max(t.elapsed());
+    console_worst = console_worst.max(cut_recovered);
     let cut_seen = observer.finish();
     let relists_after_cut = pane::console_lists(&w.audit_log) - lists_before_cut;
     let rewatches_after_cut = pane::console_watches(&w.audit_log) - watches_before_cut;
@@ -846,12 +846,15 @@ async fn faults_world_survives_every_fault() {
         .await,
     );
     eprintln!(
-        "console: kube-apiserver restarts: shown reconnecting {}/{restarts}, rows dimmed {}/{restarts}, relists {relists_after_restarts} (Runtimes LISTs by berth-console/ in the audit log); cut: reconnecting {}, dimmed {}, relists {relists_after_cut}, watches resumed {rewatches_after_cut}, recovered {cut_recovered:.1?} after the path was restored",
+        "console: kube-apiserver restarts: shown reconnecting {}/{restarts}, rows dimmed {}/{restarts}, relists {relists_after_restarts} (Runtimes LISTs by berth-console/ in the audit log); cut: reconnecting {}, dimmed {}, relists {relists_after_cut}, watches resumed {rewatches_after_cut}, recovered {cut_recovered:.1?} after the path was restored; the table's time for the console is the longest from the apiserver (path) being back to the console showing the world",
         console_seen.iter().filter(|s| s.reconnecting).count(),
         console_seen.iter().filter(|s| s.dimmed).count(),
         cut_seen.reconnecting,
         cut_seen.dimmed,
     );
+    for s in console_seen.iter().chain([&cut_seen]) {
+        eprintln!("console errors shown: {:?}", s.errors);
+    }
     for (i, s) in console_seen.iter().enumerate() {
         assert!(
             s.reconnecting && s.dimmed,

@@ -796,9 +796,12 @@ fn on_watch(app: &mut App, kind: Kind, ev: WatchEvent) {
         }
         WatchEvent::Resumed => {
             // Only a watch whose list completed recovers this way; one in a
-            // (re)list is complete only at its InitDone.
-            if matches!(app.watches.get(&kind), Some(WatchState::Reconnecting(_)))
-                && app.synced.contains(&kind)
+            // (re)list is complete only at its InitDone. (A refused watch
+            // that starts again was allowed meanwhile.)
+            if matches!(
+                app.watches.get(&kind),
+                Some(WatchState::Reconnecting(_) | WatchState::Denied(_))
+            ) && app.synced.contains(&kind)
                 && !app.pending.contains_key(&kind)
             {
                 app.watches.insert(kind, WatchState::Synced);

@@ -621,4 +621,13 @@ fn a_resumed_watch_keeps_its_data_and_is_synced_again() {
     ));
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::InitDone));
     assert_eq!(app.connection(), None);
+
+    // A watch refused after its list, then allowed: running again.
+    update(
+        &mut app,
+        Msg::Watch(Kind::Node, WatchEvent::Denied("forbidden".into())),
+    );
+    assert_eq!(app.denied().len(), 1);
+    update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Resumed));
+    assert!(app.denied().is_empty());
 }

@@ -21,12 +21,14 @@ pub struct Console {
 }
 
 /// What a pane showed while a fault lasted.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Seen {
     /// The status bar said "reconnecting…".
     pub reconnecting: bool,
     /// Runtime rows were drawn dimmed, the heading said "last known data".
     pub dimmed: bool,
+    /// The distinct "reconnecting… KIND: error" texts (the first few).
+    pub errors: Vec<String>,
 }
 
 impl Console {
@@ -113,6 +115,13 @@ impl Console {
                     let (r, d) = judge(&styled);
                     seen.reconnecting |= r;
                     seen.dimmed |= d;
+                    let plain = tmux(&socket, &["capture-pane", "-p", "-t", "berth"]);
+                    if let Some(e) = reconnecting_text(&plain)
+                        && seen.errors.len() < 4
+                        && !seen.errors.contains(&e)
+                    {
+                        seen.errors.push(e);
+                    }
                     std::thread::sleep(Duration::from_millis(150));
                 }
                 seen
@@ -146,11 +155,24 @@ impl Drop for Console {
 /// whether the table says "last known data" with every world Runtime row
 /// dimmed (SGR 2).
 pub fn judge(styled: &str) -> (bool, bool) {
-    let reconnecting = styled.contains("reconnecting…");
+    // The status bar's, not the table heading's ("last known data, reconnecting…").
+    let reconnecting = styled
+        .lines()
+        .any(|l| l.contains("reconnecting…") && !l.contains("last known data"));
     let rows: Vec<&str> = styled.lines().filter(|l| l.contains("rt-")).collect();
     let dimmed =
         styled.contains("last known data") && !rows.is_empty() && rows.iter().all(|l| sets_dim(l));
     (reconnecting, dimmed)
+}
+
+/// The status bar's "reconnecting… KIND: error" part, if shown.
+fn reconnecting_text(pane: &str) -> Option<String> {
+    let line = pane
+        .lines()
+        .find(|l| l.contains("reconnecting… ") && !l.contains("last known data"))?;
+    let rest = &line[line.find("reconnecting… ")?..];
+    let end = rest.find(" │").unwrap_or(rest.len());
+    Some(rest[..end].trim().to_string())
 }
 
 /// Whether a line of a styled capture turns on dim/faint (SGR 2), skipping
@@ -209,6 +231,17 @@ fn dim_is_found_in_styled_lines() {
     assert!(!sets_dim("rt-001"));
     let (r, d) = judge("x last known data\n\u{1b}[2m rt-001\n\u{1b}[2;7m rt-002\n");
     assert!(!r && d);
+    let (r, _) = judge(
+        "x last known data, reconnecting… ──\n rt-001\n ctx │ reconnecting… Runtime: refused │ ns\n",
+    );
+    assert!(r);
+    assert_eq!(
+        reconnecting_text(
+            "x last known data, reconnecting… ──\n ctx │ reconnecting… Runtime: refused │ ns\n"
+        )
+        .as_deref(),
+        Some("reconnecting… Runtime: refused")
+    );
     let (_, d) = judge("x last known data\n\u{1b}[2m rt-001\n rt-002\n");
     assert!(!d);
 }
