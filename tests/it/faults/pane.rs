@@ -115,14 +115,14 @@ impl Console {
                     let (r, d) = judge(&styled);
                     seen.reconnecting |= r;
                     seen.dimmed |= d;
-                    let plain = tmux(&socket, &["capture-pane", "-p", "-t", "berth"]);
-                    if let Some(e) = reconnecting_text(&plain)
+                    if let Some(e) = reconnecting_text(&strip_escapes(&styled))
                         && seen.errors.len() < 4
                         && !seen.errors.contains(&e)
                     {
                         seen.errors.push(e);
                     }
-                    std::thread::sleep(Duration::from_millis(150));
+                    // Often: a state may last well under a second.
+                    std::thread::sleep(Duration::from_millis(50));
                 }
                 seen
             }
@@ -163,6 +163,27 @@ pub fn judge(styled: &str) -> (bool, bool) {
     let dimmed =
         styled.contains("last known data") && !rows.is_empty() && rows.iter().all(|l| sets_dim(l));
     (reconnecting, dimmed)
+}
+
+/// A styled capture without its CSI sequences.
+fn strip_escapes(styled: &str) -> String {
+    let mut out = String::with_capacity(styled.len());
+    let mut chars = styled.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.next() == Some('[') {
+                // Parameters up to the final byte (@ to ~).
+                for f in chars.by_ref() {
+                    if ('@'..='~').contains(&f) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The status bar's "reconnecting… KIND: error" part, if shown.
@@ -235,6 +256,10 @@ fn dim_is_found_in_styled_lines() {
         "x last known data, reconnecting… ──\n rt-001\n ctx │ reconnecting… Runtime: refused │ ns\n",
     );
     assert!(r);
+    assert_eq!(
+        strip_escapes("a\u{1b}[2;33mb\u{1b}[0m c\u{1b}[38;2;1;2;3md"),
+        "ab cd"
+    );
     assert_eq!(
         reconnecting_text(
             "x last known data, reconnecting… ──\n ctx │ reconnecting… Runtime: refused │ ns\n"
