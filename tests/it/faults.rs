@@ -744,20 +744,22 @@ async fn faults_world_survives_every_fault() {
 
     // (b) kube-apiserver restarted, agents and the console running, work
     // in flight.
-    let console = pane::Console::start(
-        &w.cluster.kubeconfig,
-        w.cluster.apiserver_addr(),
-        &w.cluster.dir,
-        &w.ns.name,
-        &w.lease,
-    )
-    .await;
-    let world_shown = world_shown(w.n);
+    let console = Arc::new(
+        pane::Console::start(
+            &w.cluster.kubeconfig,
+            w.cluster.apiserver_addr(),
+            &w.cluster.dir,
+            &w.ns.name,
+            &w.lease,
+        )
+        .await,
+    );
+    let shows_world = world_shown(w.n);
     tokio::task::block_in_place(|| {
         console.wait(
             "the converged world",
             Duration::from_secs(120),
-            &world_shown,
+            &shows_world,
         )
     });
     let lists_at_start = pane::console_lists(&w.audit_log);
@@ -772,17 +774,22 @@ async fn faults_world_survives_every_fault() {
         let c = &w.cluster;
         tokio::task::block_in_place(|| c.restart("kube-apiserver", Duration::from_secs(180)))
             .expect("restart kube-apiserver");
-        // From the moment the apiserver answers again.
-        let (_, back) = tokio::task::block_in_place(|| {
-            console.wait(
-                "the world after a kube-apiserver restart",
-                Duration::from_secs(120),
-                &world_shown,
-            )
+        // From the moment the apiserver answers again, beside the agents'
+        // convergence (which replaces the agents that exited).
+        let shown = tokio::task::spawn_blocking({
+            let (console, n) = (console.clone(), w.n);
+            move || {
+                console.wait(
+                    "the world after a kube-apiserver restart",
+                    Duration::from_secs(120),
+                    world_shown(n),
+                )
+            }
         });
+        worst = worst.max(w.converge(t, "after kube-apiserver restart").await);
+        let (_, back) = shown.await.expect("console wait");
         console_worst = console_worst.max(back);
         console_seen.push(observer.finish());
-        worst = worst.max(w.converge(t, "after kube-apiserver restart").await);
     }
     rows.push(w.check("kube-apiserver restart", restarts, worst).await);
     let relists_after_restarts = pane::console_lists(&w.audit_log) - lists_at_start;
@@ -818,7 +825,7 @@ async fn faults_world_survives_every_fault() {
     let t_restore = Instant::now();
     console.proxy.accept();
     let scaled_shown = |p: &str| {
-        world_shown(p)
+        shows_world(p)
             && p.lines()
                 .any(|l| l.contains(&rt_name(4)) && l.contains("/2 "))
     };
