@@ -121,8 +121,10 @@ impl Console {
                     {
                         seen.errors.push(e);
                     }
-                    // Often: a state may last well under a second.
-                    std::thread::sleep(Duration::from_millis(50));
+                    // Often enough for a state of a fraction of a second,
+                    // rarely enough not to load the machine (a tmux
+                    // process per look) while the agents hold 4 s leases.
+                    std::thread::sleep(Duration::from_millis(150));
                 }
                 seen
             }
