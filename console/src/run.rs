@@ -18,7 +18,8 @@ use crate::retire;
 use crate::tui::Tui;
 use crate::views;
 use crate::watch::{
-    ConnectOptions, Connection, Watchers, connect, connect_checked, prompts_on_terminal,
+    ConnectOptions, Connection, WatchStarts, Watchers, connect, connect_checked,
+    prompts_on_terminal,
 };
 
 /// Options of the interactive app.
@@ -44,14 +45,22 @@ const BATCH: usize = 4096;
 /// feed the app.
 struct Session {
     client: Client,
+    starts: WatchStarts,
     watchers: Watchers,
     tx: UnboundedSender<Msg>,
 }
 
 impl Session {
-    fn new(client: Client, app: &App, scope: Scope, tx: UnboundedSender<Msg>) -> Session {
+    fn new(
+        client: Client,
+        starts: WatchStarts,
+        app: &App,
+        scope: Scope,
+        tx: UnboundedSender<Msg>,
+    ) -> Session {
         let watchers = Watchers::new(
             client.clone(),
+            starts.clone(),
             scope,
             app.agent_lease.clone(),
             app.generation,
@@ -59,6 +68,7 @@ impl Session {
         );
         Session {
             client,
+            starts,
             watchers,
             tx,
         }
@@ -67,7 +77,13 @@ impl Session {
     /// Watches `scope` from now on (after the app reset its data).
     fn rescope(&mut self, app: &App, scope: Scope) {
         self.watchers.stop();
-        *self = Session::new(self.client.clone(), app, scope, self.tx.clone());
+        *self = Session::new(
+            self.client.clone(),
+            self.starts.clone(),
+            app,
+            scope,
+            self.tx.clone(),
+        );
     }
 
     /// Adopts a connection made for `:ctx`, if the app still wants it.
@@ -83,7 +99,13 @@ impl Session {
             },
         );
         self.watchers.stop();
-        *self = Session::new(conn.client, app, app.scope.clone(), self.tx.clone());
+        *self = Session::new(
+            conn.client,
+            conn.starts,
+            app,
+            app.scope.clone(),
+            self.tx.clone(),
+        );
         for e in effects {
             if let Effect::Watch(kinds) = e {
                 self.watchers.ensure(&kinds);
@@ -111,7 +133,13 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     // Connections made for `:ctx`, handed back to this task (a client is
     // not a message the pure model could hold).
     let (conn_tx, mut conn_rx) = unbounded_channel::<(String, Connection)>();
-    let mut session = Session::new(conn.client.clone(), &app, scope, tx.clone());
+    let mut session = Session::new(
+        conn.client.clone(),
+        conn.starts.clone(),
+        &app,
+        scope,
+        tx.clone(),
+    );
     session.watchers.ensure(&app.needed_kinds());
 
     let mut tui = Tui::start(opts.mouse, tx.clone()).wrap_err("setting up the terminal")?;

@@ -13,9 +13,13 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use berth_console::model::{App, Kind, ListView, Msg, ObjKey, Scope, WatchState, update};
+use berth_console::model::{
+    App, Kind, ListView, Msg, ObjKey, Scope, WatchEvent, WatchState, update,
+};
 use berth_console::rows;
-use berth_console::watch::{ConnectError, ConnectOptions, Watchers, connect_checked};
+use berth_console::watch::{
+    ConnectError, ConnectOptions, WatchStarts, Watchers, client_from_config, connect_checked,
+};
 use berth_tests::harness::{self, TestNamespace};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::node::v1::RuntimeClass;
@@ -38,20 +42,41 @@ struct Live {
     app: App,
     rx: UnboundedReceiver<Msg>,
     _watchers: Watchers,
+    /// (Re)lists started (`WatchEvent::Init`) per kind.
+    lists: std::collections::BTreeMap<Kind, usize>,
 }
 
 impl Live {
     fn start(client: Client, scope: Scope, lease: ObjKey, kinds: &[Kind]) -> Live {
+        Live::start_with(client, WatchStarts::default(), scope, lease, kinds)
+    }
+
+    /// With the watch starts of a client made by `client_from_config`.
+    fn start_with(
+        client: Client,
+        starts: WatchStarts,
+        scope: Scope,
+        lease: ObjKey,
+        kinds: &[Kind],
+    ) -> Live {
         let (tx, rx) = unbounded_channel();
         let mut app = App::new("test", scope.clone(), Timestamp::now());
         app.agent_lease = lease.clone();
-        let mut watchers = Watchers::new(client, scope, lease, app.generation, tx);
+        let mut watchers = Watchers::new(client, starts, scope, lease, app.generation, tx);
         watchers.ensure(kinds);
         Live {
             app,
             rx,
             _watchers: watchers,
+            lists: Default::default(),
         }
+    }
+
+    fn apply(&mut self, m: Msg) {
+        if let Msg::Watched(_, kind, WatchEvent::Init) = &m {
+            *self.lists.entry(*kind).or_default() += 1;
+        }
+        update(&mut self.app, m);
     }
 
     /// Applies messages until `check` yields a value; panics after `timeout`
@@ -79,9 +104,9 @@ impl Live {
             if let Ok(Some(m)) =
                 tokio::time::timeout(Duration::from_millis(250), self.rx.recv()).await
             {
-                update(&mut self.app, m);
+                self.apply(m);
                 while let Ok(m) = self.rx.try_recv() {
-                    update(&mut self.app, m);
+                    self.apply(m);
                 }
             }
         }
@@ -89,7 +114,7 @@ impl Live {
 }
 
 /// The `berth` binary: `BERTH_BIN`, or built once with cargo.
-fn berth_binary() -> PathBuf {
+pub(crate) fn berth_binary() -> PathBuf {
     harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
 }
 
@@ -427,17 +452,21 @@ async fn console_shows_reconnecting_and_recovers() {
     config.cluster_url = format!("https://127.0.0.1:{}", proxy.port)
         .parse()
         .expect("url");
-    let client = Client::try_from(config).expect("client");
-    let mut live = Live::start(
+    let (client, starts) = client_from_config(config).expect("client");
+    let mut live = Live::start_with(
         client,
+        starts,
         Scope::Namespace("default".into()),
         ("default".into(), "none".into()),
-        &[Kind::Node, Kind::Pod],
+        // RuntimeClasses: a kind nothing changes meanwhile, so only the
+        // watch start can tell that it runs again.
+        &[Kind::Node, Kind::Pod, Kind::RuntimeClass],
     );
     live.until("synced nodes", WAIT, |app| {
         (app.connection().is_none() && !app.store.nodes.is_empty()).then_some(())
     })
     .await;
+    let lists_before = live.lists.clone();
 
     proxy.down();
     let text = live
@@ -461,10 +490,12 @@ async fn console_shows_reconnecting_and_recovers() {
         (text == "connected" && !app.store.nodes.is_empty()).then_some(())
     })
     .await;
+    // Resumed from the last resourceVersion: no watcher listed again.
+    assert_eq!(live.lists, lists_before, "a watch relisted after the cut");
     proxy.down();
 }
 
-fn tmux(socket: &str, args: &[&str]) -> String {
+pub(crate) fn tmux(socket: &str, args: &[&str]) -> String {
     let out = Command::new("tmux")
         .args(["-L", socket])
         .args(args)

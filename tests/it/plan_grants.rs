@@ -591,7 +591,14 @@ async fn console_plan_text(ns: &TestNamespace, done: impl Fn(&str) -> bool) -> S
     app.agent_lease = lease.clone();
     let effects = app.open(Screen::Plan);
     assert!(!effects.is_empty(), "the Plan view asks for its watches");
-    let mut watchers = Watchers::new(ns.client.clone(), scope, lease, app.generation, tx);
+    let mut watchers = Watchers::new(
+        ns.client.clone(),
+        berth_console::watch::WatchStarts::default(),
+        scope,
+        lease,
+        app.generation,
+        tx,
+    );
     watchers.ensure(&Screen::Plan.kinds());
     let deadline = std::time::Instant::now() + WAIT;
     loop {

@@ -84,6 +84,20 @@ pub fn read(path: &Path) -> Vec<Event> {
         .collect()
 }
 
+/// Reads of berth's own resources (`list`, `watch`; the policy logs no
+/// other reads) whose User-Agent starts with `agent_prefix`, as
+/// (verb, resource, stage): a watch is logged when its response starts
+/// (`ResponseStarted`) and again when it ends.
+pub fn reads_by(path: &Path, agent_prefix: &str) -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Event>(l).ok())
+        .filter(|e| matches!(e.verb.as_str(), "list" | "watch"))
+        .filter(|e| e.user_agent.starts_with(agent_prefix))
+        .map(|e| (e.verb.clone(), e.resource().to_string(), e.stage.clone()))
+        .collect()
+}
+
 /// A write by an agent replica while it did not hold the lease.
 #[derive(Clone, Debug)]
 pub struct Violation {

@@ -11,6 +11,9 @@
 //!   reconnect.
 //! - [`Proxy::cut`]: every open connection is closed at once; new ones
 //!   work.
+//! - [`Proxy::refuse`] / [`Proxy::accept`]: the apiserver is unreachable
+//!   for a while (every open connection cut, new ones closed at once, as
+//!   when the apiserver is down), then reachable again.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -25,6 +28,8 @@ struct State {
     /// Connections from an older epoch are closed.
     epoch: u64,
     stalled: bool,
+    /// New connections are closed at once.
+    refusing: bool,
 }
 
 /// A running proxy; stops when dropped.
@@ -43,11 +48,16 @@ impl Proxy {
         let state = Arc::new(watch::Sender::new(State {
             epoch: 0,
             stalled: false,
+            refusing: false,
         }));
         let accept = tokio::spawn({
             let state = state.clone();
             async move {
                 while let Ok((client, _)) = listener.accept().await {
+                    if state.borrow().refusing {
+                        drop(client);
+                        continue;
+                    }
                     let state = state.clone();
                     tokio::spawn(async move {
                         let Ok(server) = TcpStream::connect(upstream).await else {
@@ -81,6 +91,19 @@ impl Proxy {
     /// Closes every open connection.
     pub fn cut(&self) {
         self.state.send_modify(|s| s.epoch += 1);
+    }
+
+    /// Closes every open connection and every new one until [`Proxy::accept`].
+    pub fn refuse(&self) {
+        self.state.send_modify(|s| {
+            s.refusing = true;
+            s.epoch += 1;
+        });
+    }
+
+    /// Lets connections through again after [`Proxy::refuse`].
+    pub fn accept(&self) {
+        self.state.send_modify(|s| s.refusing = false);
     }
 
     /// Writes a copy of `kubeconfig` whose server is this proxy, next to it.

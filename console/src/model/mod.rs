@@ -243,6 +243,9 @@ pub enum WatchEvent {
     Delete(Object),
     /// The watch failed; it retries with backoff.
     Error(String),
+    /// After an error, the watch runs again, resumed from the last
+    /// resourceVersion seen: what is known is current again (no relist).
+    Resumed,
     /// The apiserver refused the watch (403) or does not serve the
     /// resource (404); retried slowly.
     Denied(String),
@@ -493,6 +496,15 @@ impl App {
         Screen::List(v).kinds().iter().all(|k| {
             self.synced.contains(k) || matches!(self.watches.get(k), Some(WatchState::Denied(_)))
         })
+    }
+
+    /// Whether a watch this view needs is failing: its rows are the last
+    /// data known, drawn dimmed until the watch runs again.
+    pub fn reconnecting(&self, v: ListView) -> bool {
+        Screen::List(v)
+            .kinds()
+            .iter()
+            .any(|k| matches!(self.watches.get(k), Some(WatchState::Reconnecting(_))))
     }
 
     /// Watches the apiserver refuses, with the error.
@@ -781,6 +793,19 @@ fn on_watch(app: &mut App, kind: Kind, ev: WatchEvent) {
         }
         WatchEvent::Error(e) => {
             app.watches.insert(kind, WatchState::Reconnecting(e));
+        }
+        WatchEvent::Resumed => {
+            // Only a watch whose list completed recovers this way; one in a
+            // (re)list is complete only at its InitDone. (A refused watch
+            // that starts again was allowed meanwhile.)
+            if matches!(
+                app.watches.get(&kind),
+                Some(WatchState::Reconnecting(_) | WatchState::Denied(_))
+            ) && app.synced.contains(&kind)
+                && !app.pending.contains_key(&kind)
+            {
+                app.watches.insert(kind, WatchState::Synced);
+            }
         }
         WatchEvent::Denied(e) => {
             app.watches.insert(kind, WatchState::Denied(e));

@@ -583,3 +583,51 @@ fn events_of_an_old_connection_are_dropped_after_a_switch() {
     );
     assert_eq!(app.store.count(Kind::Runtime), 1);
 }
+
+#[test]
+fn a_resumed_watch_keeps_its_data_and_is_synced_again() {
+    let mut app = fixtures::app();
+    let before = app.store.runtimes.len();
+    assert!(before > 0);
+    update(
+        &mut app,
+        Msg::Watch(Kind::Runtime, WatchEvent::Error("refused".into())),
+    );
+    assert!(app.reconnecting(ListView::Runtimes));
+    assert!(matches!(
+        app.connection(),
+        Some((Kind::Runtime, WatchState::Reconnecting(_)))
+    ));
+    // The last data stays while reconnecting …
+    assert_eq!(app.store.runtimes.len(), before);
+    // … and a resume (no Init/InitDone) makes it current again.
+    update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Resumed));
+    assert!(!app.reconnecting(ListView::Runtimes));
+    assert_eq!(app.connection(), None);
+    assert_eq!(app.store.runtimes.len(), before);
+
+    // A watch still in its first list is not made Synced by a resume: only
+    // its InitDone says the data is complete.
+    update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Init));
+    update(
+        &mut app,
+        Msg::Watch(Kind::Node, WatchEvent::Error("refused".into())),
+    );
+    update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Init));
+    update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Resumed));
+    assert!(matches!(
+        app.connection(),
+        Some((Kind::Node, WatchState::Reconnecting(_)))
+    ));
+    update(&mut app, Msg::Watch(Kind::Node, WatchEvent::InitDone));
+    assert_eq!(app.connection(), None);
+
+    // A watch refused after its list, then allowed: running again.
+    update(
+        &mut app,
+        Msg::Watch(Kind::Node, WatchEvent::Denied("forbidden".into())),
+    );
+    assert_eq!(app.denied().len(), 1);
+    update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Resumed));
+    assert!(app.denied().is_empty());
+}

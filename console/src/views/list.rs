@@ -42,6 +42,13 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
         let name = t.headers.get(c).copied().unwrap_or("?");
         heading.push_str(&format!("sort: {name}{} ", if desc { "▼" } else { "▲" }));
     }
+    // The rows are the last data known while a watch they come from is
+    // failing: dimmed, and said in words (dim alone may not show on every
+    // terminal).
+    let stale = app.reconnecting(view);
+    if stale && loaded {
+        heading.push_str("· last known data, reconnecting… ");
+    }
     let mut block = Block::bordered().title(heading);
     if view.agent_status() && app.status_may_be_stale() {
         block = block.title(
@@ -135,6 +142,9 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
         let mut style = tone_style(t.tones[i]);
         if off + pos == sel {
             style = style.add_modifier(Modifier::REVERSED);
+        }
+        if stale {
+            style = style.add_modifier(Modifier::DIM);
         }
         Row::new(t.cells[i].iter().map(|c| Cell::from(c.as_str()))).style(style)
     });

@@ -398,6 +398,70 @@ fn statusbar_shows_reconnecting_with_the_error() {
     assert!(text.contains("connected"), "{text}");
 }
 
+/// The row of the table whose text contains `needle`: its y and whether
+/// every cell of its text is dimmed.
+fn row_dimmed(buf: &Buffer, needle: &str) -> Option<bool> {
+    let area = buf.area;
+    (0..area.height).find_map(|y| {
+        let line: String = (0..area.width).map(|x| buf[(x, y)].symbol()).collect();
+        line.contains(needle).then(|| {
+            // Inside the borders, on the cells that carry text.
+            (1..area.width - 1)
+                .filter(|&x| !buf[(x, y)].symbol().trim().is_empty())
+                .all(|x| buf[(x, y)].modifier.contains(Modifier::DIM))
+        })
+    })
+}
+
+#[test]
+fn rows_are_dimmed_while_their_watch_reconnects_and_not_after_a_resume() {
+    for no_color in [false, true] {
+        let mut app = fixtures::app();
+        app.no_color = no_color;
+        let buf = render(&mut app, 140, 24);
+        assert_eq!(row_dimmed(&buf, "shop/web"), Some(false));
+        assert!(!text_of(&buf).contains("last known data"));
+
+        // A watch another view needs does not dim this one's rows.
+        update(
+            &mut app,
+            Msg::Watch(Kind::RuntimeClass, WatchEvent::Error("refused".into())),
+        );
+        let buf = render(&mut app, 140, 24);
+        assert_eq!(row_dimmed(&buf, "shop/web"), Some(false));
+        update(
+            &mut app,
+            Msg::Watch(Kind::RuntimeClass, WatchEvent::Resumed),
+        );
+
+        update(
+            &mut app,
+            Msg::Watch(
+                Kind::Runtime,
+                WatchEvent::Error("connection refused".into()),
+            ),
+        );
+        let buf = render(&mut app, 140, 24);
+        let text = text_of(&buf);
+        // Every row, the selected one too, still shown but dimmed (a
+        // style attribute, so it survives --no-color), and said in words.
+        for row in ["shop/api", "shop/web", "shop/worker"] {
+            assert_eq!(row_dimmed(&buf, row), Some(true), "{row}\n{text}");
+        }
+        assert!(
+            text.contains("3/3 · last known data, reconnecting…"),
+            "{text}"
+        );
+        // A resumed watch (no relist) is current again: normal style.
+        update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Resumed));
+        let buf = render(&mut app, 140, 24);
+        let text = text_of(&buf);
+        assert_eq!(row_dimmed(&buf, "shop/web"), Some(false), "{text}");
+        assert!(!text.contains("last known data"), "{text}");
+        assert!(!text.contains("reconnecting"), "{text}");
+    }
+}
+
 #[test]
 fn empty_and_loading_states() {
     let mut app = App::new(

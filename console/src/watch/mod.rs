@@ -4,6 +4,8 @@
 //! to the app task. (Named `watch`, not `kube`, so that it does not shadow
 //! the `kube` crate.)
 
+mod starts;
+
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::path::PathBuf;
@@ -15,6 +17,7 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::client::ClientBuilder;
 use kube::config::{ExecInteractiveMode, KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kube::{Api, Client, Config, Resource, ResourceExt};
@@ -26,6 +29,8 @@ use tokio::task::JoinHandle;
 use crate::model::{Msg, Scope, WatchEvent};
 use crate::store::ingest::prepare;
 use crate::store::{Kind, ObjKey, Object, Store};
+use starts::StartsLayer;
+pub use starts::WatchStarts;
 
 /// How to connect: like kubectl's flags.
 #[derive(Clone, Debug, Default)]
@@ -40,6 +45,8 @@ pub struct ConnectOptions {
 #[derive(Clone)]
 pub struct Connection {
     pub client: Client,
+    /// Watch starts seen by `client` (for [`Watchers`]).
+    pub starts: WatchStarts,
     /// The context in use.
     pub context: String,
     /// Every context of the kubeconfig.
@@ -135,18 +142,53 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> 
     )
     .await?;
     let default_namespace = config.default_namespace.clone();
-    let client = Client::try_from(config)?;
+    let (client, starts) = client_from_config(config)?;
     Ok(Connection {
         client,
+        starts,
         context,
         contexts,
         default_namespace,
     })
 }
 
+/// The User-Agent of every request, so that the apiserver's audit log
+/// and metrics tell the console's requests from the agent's and kubectl's.
+pub fn user_agent() -> String {
+    format!("berth-console/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// How long one read from the apiserver may wait for bytes. kube 5 sets no
+/// read timeout and speaks HTTP/1.1 without pings: a connection that goes
+/// silent (a dropped NAT entry, a stalled path) would leave a watch hanging
+/// forever and the console saying "connected" over data that no longer
+/// changes. Every watch is ended by the server well before this
+/// ([`WATCH_TIMEOUT_SECONDS`]), so only a dead connection reaches it.
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(40);
+
+/// `timeoutSeconds` of every watch: the server ends it cleanly this often,
+/// inside [`READ_TIMEOUT`] even on a quiet kind, and the watcher resumes
+/// from its last resourceVersion (no relist, nothing shown).
+pub const WATCH_TIMEOUT_SECONDS: u32 = 30;
+
+/// The console's client for `config`: the User-Agent, the read timeout, and
+/// the layer that reports watch starts to the returned [`WatchStarts`].
+pub fn client_from_config(mut config: Config) -> Result<(Client, WatchStarts), kube::Error> {
+    config.read_timeout = Some(READ_TIMEOUT);
+    if let Ok(agent) = http::HeaderValue::from_str(&user_agent()) {
+        config.headers.push((http::header::USER_AGENT, agent));
+    }
+    let starts = WatchStarts::default();
+    let client = ClientBuilder::try_from(config)?
+        .with_layer(&StartsLayer(starts.clone()))
+        .build();
+    Ok((client, starts))
+}
+
 /// The running watchers of one connection.
 pub struct Watchers {
     client: Client,
+    starts: WatchStarts,
     scope: Scope,
     agent_lease: ObjKey,
     tx: UnboundedSender<Msg>,
@@ -156,9 +198,12 @@ pub struct Watchers {
 
 impl Watchers {
     /// No watcher runs yet. Events are sent as [`Msg::Watched`] tagged
-    /// with `generation` (the app's at connection time).
+    /// with `generation` (the app's at connection time). `starts` must be
+    /// the one of `client` ([`client_from_config`]); without it a resumed
+    /// watch is only noticed at its next event.
     pub fn new(
         client: Client,
+        starts: WatchStarts,
         scope: Scope,
         agent_lease: ObjKey,
         generation: u64,
@@ -166,6 +211,7 @@ impl Watchers {
     ) -> Self {
         Self {
             client,
+            starts,
             scope,
             agent_lease,
             tx,
@@ -185,6 +231,7 @@ impl Watchers {
                 .send(Msg::Watched(self.generation, kind, WatchEvent::Init));
             let handle = spawn_kind(
                 self.client.clone(),
+                &self.starts,
                 &self.scope,
                 &self.agent_lease,
                 kind,
@@ -240,41 +287,45 @@ where
 
 fn spawn_kind(
     client: Client,
+    starts: &WatchStarts,
     scope: &Scope,
     lease: &ObjKey,
     kind: Kind,
     tx: Sender,
 ) -> JoinHandle<()> {
-    let cfg = watcher::Config::default();
+    let cfg = watcher::Config::default().timeout(WATCH_TIMEOUT_SECONDS);
+    let s = starts.clone();
     match kind {
-        Kind::Runtime => spawn(api_for::<Runtime>(client, scope, kind), cfg, tx),
-        Kind::RuntimeGrant => spawn(Api::<RuntimeGrant>::all(client), cfg, tx),
-        Kind::RuntimeClass => spawn(Api::<RuntimeClass>::all(client), cfg, tx),
-        Kind::Node => spawn(Api::<Node>::all(client), cfg, tx),
-        Kind::Pod => spawn(api_for::<Pod>(client, scope, kind), cfg, tx),
-        Kind::Deployment => spawn(api_for::<Deployment>(client, scope, kind), cfg, tx),
-        Kind::ReplicaSet => spawn(api_for::<ReplicaSet>(client, scope, kind), cfg, tx),
-        Kind::StatefulSet => spawn(api_for::<StatefulSet>(client, scope, kind), cfg, tx),
-        Kind::DaemonSet => spawn(api_for::<DaemonSet>(client, scope, kind), cfg, tx),
-        Kind::Job => spawn(api_for::<Job>(client, scope, kind), cfg, tx),
-        Kind::CronJob => spawn(api_for::<CronJob>(client, scope, kind), cfg, tx),
-        Kind::Event => spawn(api_for::<Event>(client, scope, kind), cfg, tx),
+        Kind::Runtime => spawn(api_for::<Runtime>(client, scope, kind), cfg, s, tx),
+        Kind::RuntimeGrant => spawn(Api::<RuntimeGrant>::all(client), cfg, s, tx),
+        Kind::RuntimeClass => spawn(Api::<RuntimeClass>::all(client), cfg, s, tx),
+        Kind::Node => spawn(Api::<Node>::all(client), cfg, s, tx),
+        Kind::Pod => spawn(api_for::<Pod>(client, scope, kind), cfg, s, tx),
+        Kind::Deployment => spawn(api_for::<Deployment>(client, scope, kind), cfg, s, tx),
+        Kind::ReplicaSet => spawn(api_for::<ReplicaSet>(client, scope, kind), cfg, s, tx),
+        Kind::StatefulSet => spawn(api_for::<StatefulSet>(client, scope, kind), cfg, s, tx),
+        Kind::DaemonSet => spawn(api_for::<DaemonSet>(client, scope, kind), cfg, s, tx),
+        Kind::Job => spawn(api_for::<Job>(client, scope, kind), cfg, s, tx),
+        Kind::CronJob => spawn(api_for::<CronJob>(client, scope, kind), cfg, s, tx),
+        Kind::Event => spawn(api_for::<Event>(client, scope, kind), cfg, s, tx),
         Kind::Lease => spawn(
             Api::<Lease>::namespaced(client, &lease.0),
             cfg.fields(&format!("metadata.name={}", lease.1)),
+            s,
             tx,
         ),
-        Kind::Namespace => spawn(Api::<Namespace>::all(client), cfg, tx),
+        Kind::Namespace => spawn(Api::<Namespace>::all(client), cfg, s, tx),
         // Only this agent's (named after its Lease).
         Kind::PendingGrantsFile => spawn(
             Api::<PendingGrantsFile>::all(client),
             cfg.fields(&format!("metadata.name={}", lease.1)),
+            s,
             tx,
         ),
     }
 }
 
-fn spawn<K>(api: Api<K>, cfg: watcher::Config, tx: Sender) -> JoinHandle<()>
+fn spawn<K>(api: Api<K>, cfg: watcher::Config, starts: WatchStarts, tx: Sender) -> JoinHandle<()>
 where
     K: Resource
         + ResourceExt
@@ -288,56 +339,83 @@ where
     Object: From<K>,
 {
     tokio::spawn(async move {
-        // After an error the watch starts over with a fresh list: the
-        // relist's InitDone is the proof that the connection is back (a
-        // resumed watch on a quiet kind would otherwise say nothing).
+        // One watcher stream for the task's life: after an error it resumes
+        // from the last resourceVersion it saw and relists (Init …
+        // InitDone) only when the apiserver no longer has that version
+        // (410 Gone). Starting a new stream would relist every time.
+        let mut started = starts.subscribe(api.resource_url());
+        let mut stream = watcher(api, cfg).boxed();
         let mut delay = RETRY_MIN;
+        // Since the last error, until the watch runs again.
+        let mut failing = false;
         loop {
-            let mut stream = watcher(api.clone(), cfg.clone()).boxed();
-            while let Some(item) = stream.next().await {
-                let ev = match item {
-                    Ok(watcher::Event::Init) => WatchEvent::Init,
-                    Ok(watcher::Event::InitDone) => {
+            let item = if failing {
+                tokio::select! {
+                    item = stream.next() => item,
+                    // The resumed watch request succeeded: the watcher
+                    // itself says nothing until the kind's next change.
+                    changed = started.changed() => {
+                        // (Err: the registry is gone, which it is not
+                        // while this task holds it; stop waiting on it.)
+                        failing = false;
                         delay = RETRY_MIN;
-                        WatchEvent::InitDone
-                    }
-                    Ok(watcher::Event::InitApply(o)) => match prepare(o) {
-                        Some(o) => WatchEvent::InitApply(Object::from(o)),
-                        None => continue,
-                    },
-                    Ok(watcher::Event::Apply(o)) => match prepare(o) {
-                        Some(o) => WatchEvent::Apply(Object::from(o)),
-                        None => continue,
-                    },
-                    Ok(watcher::Event::Delete(o)) => match prepare(o) {
-                        Some(o) => WatchEvent::Delete(Object::from(o)),
-                        None => continue,
-                    },
-                    Err(e) => {
-                        let msg = e.to_string();
-                        let ev = if denied(&e) {
-                            // Not a connection problem: no rights, or the
-                            // API (e.g. berth's CRDs) is not installed.
-                            delay = RETRY_MAX;
-                            WatchEvent::Denied(msg)
-                        } else {
-                            WatchEvent::Error(msg)
-                        };
-                        if tx.send(ev).is_err() {
+                        if changed.is_ok() && tx.send(WatchEvent::Resumed).is_err() {
                             return;
                         }
-                        break;
+                        continue;
                     }
-                };
-                if tx.send(ev).is_err() {
-                    return;
                 }
+            } else {
+                stream.next().await
+            };
+            // The watcher's stream never ends.
+            let Some(item) = item else {
+                return;
+            };
+            let ev = match item {
+                Ok(watcher::Event::Init) => WatchEvent::Init,
+                Ok(watcher::Event::InitDone) => WatchEvent::InitDone,
+                Ok(watcher::Event::InitApply(o)) => match prepare(o) {
+                    Some(o) => WatchEvent::InitApply(Object::from(o)),
+                    None => continue,
+                },
+                Ok(watcher::Event::Apply(o)) => match prepare(o) {
+                    Some(o) => WatchEvent::Apply(Object::from(o)),
+                    None => continue,
+                },
+                Ok(watcher::Event::Delete(o)) => match prepare(o) {
+                    Some(o) => WatchEvent::Delete(Object::from(o)),
+                    None => continue,
+                },
+                Err(e) => {
+                    let msg = e.to_string();
+                    let ev = if denied(&e) {
+                        // Not a connection problem: no rights, or the API
+                        // (e.g. berth's CRDs) is not installed.
+                        delay = RETRY_MAX;
+                        WatchEvent::Denied(msg)
+                    } else {
+                        WatchEvent::Error(msg)
+                    };
+                    if tx.send(ev).is_err() {
+                        return;
+                    }
+                    // Only a watch started after this error proves recovery.
+                    started.borrow_and_update();
+                    failing = true;
+                    // Backoff: the watcher retries when it is polled next.
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(RETRY_MAX);
+                    continue;
+                }
+            };
+            if failing {
+                failing = false;
+                delay = RETRY_MIN;
             }
-            if tx.tx.is_closed() {
+            if tx.send(ev).is_err() {
                 return;
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(RETRY_MAX);
         }
     })
 }

@@ -136,11 +136,17 @@ pub struct LocalCluster {
 
 /// The audit policy of `Options::audit`: every write, at Metadata level
 /// (who, what, when, result), except the simulated nodes' own heartbeats
-/// and status updates, which would only make the log large.
+/// and status updates, which would only make the log large; and the lists
+/// and watches of berth's own resources (whether a client resumed its
+/// watches or listed everything again).
 const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
+  - level: Metadata
+    verbs: ["list", "watch"]
+    resources:
+      - group: "berth.dev"
   - level: None
     verbs: ["get", "list", "watch"]
   - level: None
