@@ -493,12 +493,21 @@ impl World {
             .filter_map(|r| r.uid())
             .collect();
         let (d, why) = damage(&self.baseline, &now, &uids);
-        let violations = audit::writes_by_non_leaders(
+        let judged = audit::judge_writes(
             &audit::read(&self.audit_log),
             &self.ns.name,
             &self.lease,
             LEASE_SECONDS,
         );
+        if !judged.lapsed_holder.is_empty() {
+            // Not two writers (nobody else held the lease), but worth seeing.
+            eprintln!(
+                "after {fault}: {} write(s) by the sole holder after its lease lapsed: {:#?}",
+                judged.lapsed_holder.len(),
+                judged.lapsed_holder
+            );
+        }
+        let violations = judged.non_leader;
         let spurious = self
             .spurious
             .lock()

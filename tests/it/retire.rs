@@ -352,7 +352,10 @@ async fn retire_prune_suspend_delete_through_the_berth_binary() {
     assert!(out.contains(&format!("as user: {user}")), "{out}");
     assert!(out.contains("Dry-run: accepted by the API server"), "{out}");
     assert!(out.contains("dry-run: nothing was changed"), "{out}");
-    assert_eq!(retirable(&runtime(&ns, "worker").await.expect("rt")), retirable(&before));
+    assert_eq!(
+        retirable(&runtime(&ns, "worker").await.expect("rt")),
+        retirable(&before)
+    );
 
     // --read-only refuses before connecting.
     let (code, _, err) = berth(
@@ -490,7 +493,10 @@ async fn retire_prune_suspend_delete_through_the_berth_binary() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("+ suspend: true"), "{out}");
     assert!(out.contains("replicas 2 → 0, 2 pod(s) will stop"), "{out}");
-    assert_eq!(retirable(&runtime(&ns, "worker").await.expect("rt")), retirable(&before));
+    assert_eq!(
+        retirable(&runtime(&ns, "worker").await.expect("rt")),
+        retirable(&before)
+    );
     let (code, out, err) = berth(&admin, &["retire", &target, "--suspend", "--yes"]).await;
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(runtime(&ns, "worker").await.expect("rt").spec.suspend);

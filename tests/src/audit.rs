@@ -111,17 +111,26 @@ pub struct Violation {
     pub holder: String,
 }
 
+/// How agent writes stand against the lease history.
+#[derive(Clone, Debug, Default)]
+pub struct Judged {
+    /// Received while another replica was the lease's holder (its
+    /// successful lease write came first), or before anyone held it: two
+    /// writers. Must be none.
+    pub non_leader: Vec<Violation>,
+    /// Received from the holder more than a lease duration after its last
+    /// lease write, while nobody else had taken the lease: the holder's
+    /// lease had lapsed (a renewal or the request itself was late, e.g. on
+    /// a starved machine) but no other writer existed. Reported, not a
+    /// split brain: a takeover would have been a lease write before it.
+    pub lapsed_holder: Vec<Violation>,
+}
+
 /// Writes by agent replicas (other than to the lease `lease` in
-/// `namespace`) received when that replica was not the leader: the last
-/// successful write of the lease before it came from another replica, or
-/// its own last one is older than the lease duration. Timestamps are the
-/// apiserver's, so no client clock enters the judgement.
-pub fn writes_by_non_leaders(
-    events: &[Event],
-    namespace: &str,
-    lease: &str,
-    lease_seconds: f64,
-) -> Vec<Violation> {
+/// `namespace`), judged against the lease's history ([`Judged`]).
+/// Timestamps are the apiserver's, so no client clock enters the
+/// judgement.
+pub fn judge_writes(events: &[Event], namespace: &str, lease: &str, lease_seconds: f64) -> Judged {
     let mut sorted: Vec<&Event> = events
         .iter()
         .filter(|e| e.agent_identity().is_some())
@@ -136,7 +145,7 @@ pub fn writes_by_non_leaders(
             .is_some_and(|o| o.resource == "leases" && o.namespace == namespace && o.name == lease)
     };
     let mut holder: Option<(String, String)> = None;
-    let mut out = Vec::new();
+    let mut out = Judged::default();
     for e in sorted {
         let Some(id) = e.agent_identity() else {
             continue;
@@ -154,12 +163,18 @@ pub fn writes_by_non_leaders(
         {
             continue;
         }
-        let ok = holder.as_ref().is_some_and(|(h, since)| {
-            h == id && seconds_between(since, &e.request_received_timestamp) < lease_seconds
+        let is_holder = holder.as_ref().is_some_and(|(h, _)| h == id);
+        let fresh = holder.as_ref().is_some_and(|(_, since)| {
+            seconds_between(since, &e.request_received_timestamp) < lease_seconds
         });
-        if !ok {
+        if !is_holder || !fresh {
             let o = e.object_ref.clone().unwrap_or_default();
-            out.push(Violation {
+            let list = if is_holder {
+                &mut out.lapsed_holder
+            } else {
+                &mut out.non_leader
+            };
+            list.push(Violation {
                 identity: id.to_string(),
                 what: format!(
                     "{} {}/{}/{} {}",
@@ -220,7 +235,8 @@ mod tests {
             ev(b, "leases", "l", "2026-01-01T00:00:09.000000Z", 200),
             ev(a, "deployments", "web", "2026-01-01T00:00:09.100000Z", 200),
             ev(b, "deployments", "web", "2026-01-01T00:00:10.000000Z", 200),
-            // b frozen: a write 5 s after its last renewal (lease 4 s).
+            // b late: a write 5 s after its last renewal (lease 4 s), and
+            // nobody else wrote the lease in between.
             ev(b, "deployments", "web", "2026-01-01T00:00:14.000000Z", 200),
             // Other clients are not judged.
             ev(
@@ -231,18 +247,25 @@ mod tests {
                 201,
             ),
         ];
-        let v = writes_by_non_leaders(&events, "ns", "l", 4.0);
-        let who: Vec<(&str, &str)> = v
-            .iter()
-            .map(|v| (v.identity.as_str(), v.at.as_str()))
-            .collect();
+        let judged = judge_writes(&events, "ns", "l", 4.0);
+        let who = |v: &[Violation]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|v| (v.identity.clone(), v.at.clone()))
+                .collect()
+        };
+        let at = |id: &str, t: &str| (id.to_string(), t.to_string());
         assert_eq!(
-            who,
+            who(&judged.non_leader),
             vec![
-                ("b", "2026-01-01T00:00:02.500000Z"),
-                ("a", "2026-01-01T00:00:09.100000Z"),
-                ("b", "2026-01-01T00:00:14.000000Z"),
-            ]
+                at("b", "2026-01-01T00:00:02.500000Z"),
+                at("a", "2026-01-01T00:00:09.100000Z"),
+            ],
+            "writes while another replica (or nobody) held the lease"
+        );
+        assert_eq!(
+            who(&judged.lapsed_holder),
+            vec![at("b", "2026-01-01T00:00:14.000000Z")],
+            "b's lease lapsed, nobody took it: reported apart"
         );
     }
 }
