@@ -65,7 +65,8 @@ impl Live {
         let deadline = Instant::now() + timeout;
         loop {
             self.app.now = Timestamp::now();
-            self.app.refresh();
+            // The checks read every view, shown or not.
+            self.app.refresh_all();
             if let Some(v) = check(&self.app) {
                 return v;
             }

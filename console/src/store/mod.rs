@@ -78,18 +78,21 @@ macro_rules! kinds {
             $( pub $field: BTreeMap<ObjKey, $ty>, )*
             /// Bumped on every change, so derived rows know when to rebuild.
             pub version: u64,
+            /// Bumped on every change of one kind, so that a view is rebuilt
+            /// only when one of the kinds it reads changed.
+            pub versions: BTreeMap<Kind, u64>,
         }
 
         impl Store {
             /// Inserts or replaces an object.
             pub fn apply(&mut self, obj: Object) {
-                self.version += 1;
+                self.touch(obj.kind());
                 match obj { $( Object::$variant(o) => { self.$field.insert(key_of(o.as_ref()), *o); } )* }
             }
 
             /// Removes an object.
             pub fn delete(&mut self, kind: Kind, key: &ObjKey) {
-                self.version += 1;
+                self.touch(kind);
                 match kind { $( Kind::$variant => { self.$field.remove(key); } )* }
             }
 
@@ -105,8 +108,20 @@ macro_rules! kinds {
 
             /// Forgets every object of a kind.
             pub fn clear(&mut self, kind: Kind) {
-                self.version += 1;
+                self.touch(kind);
                 match kind { $( Kind::$variant => self.$field.clear(), )* }
+            }
+
+            /// Records a change of `kind` (what every write does).
+            pub fn touch(&mut self, kind: Kind) {
+                self.version += 1;
+                *self.versions.entry(kind).or_default() += 1;
+            }
+
+            /// A number that changes whenever any of `kinds` changed: the
+            /// sum of their versions, each of which only grows.
+            pub fn stamp(&self, kinds: &[Kind]) -> u64 {
+                kinds.iter().map(|k| self.versions.get(k).copied().unwrap_or(0)).sum()
             }
 
             /// How many objects of a kind are known.

@@ -128,6 +128,28 @@ fn runtimes_view() {
 }
 
 #[test]
+fn ages_are_drawn_from_the_time_of_the_frame() {
+    let mut app = fixtures::app();
+    let text = text_of(&render(&mut app, 140, 24));
+    let web = |t: &str| {
+        t.lines()
+            .find(|l| l.contains("shop/web"))
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    assert!(web(&text).contains("Complete    24h"), "{text}");
+    let built = app.derived.built;
+    // Two days later: the rows are not rebuilt, the age drawn moves on.
+    update(
+        &mut app,
+        Msg::Tick("2026-12-01T12:00:00Z".parse().expect("time")),
+    );
+    let text = text_of(&render(&mut app, 140, 24));
+    assert_eq!(app.derived.built, built);
+    assert!(web(&text).contains("Complete    3d"), "{text}");
+}
+
+#[test]
 fn every_list_view_at_80x24() {
     for (key, name) in [('2', "grants"), ('3', "handlers"), ('4', "retained")] {
         let mut app = fixtures::app();
