@@ -24,7 +24,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use serde_json::json;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{Receiver, channel};
 
 use crate::agent_support::{
     Agent, AgentOpts, binding, create_class, create_runtime, setup, write_grants,
@@ -36,13 +36,13 @@ const WAIT: Duration = Duration::from_secs(120);
 /// (the one owner of the state, as in the app).
 struct Live {
     app: App,
-    rx: UnboundedReceiver<Msg>,
+    rx: Receiver<Msg>,
     _watchers: Watchers,
 }
 
 impl Live {
     fn start(client: Client, scope: Scope, lease: ObjKey, kinds: &[Kind]) -> Live {
-        let (tx, rx) = unbounded_channel();
+        let (tx, rx) = channel(1024);
         let mut app = App::new("test", scope.clone(), Timestamp::now());
         app.agent_lease = lease.clone();
         let mut watchers = Watchers::new(client, scope, lease, app.generation, tx);

@@ -20,7 +20,7 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Config, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender as MsgSender;
 use tokio::task::JoinHandle;
 
 use crate::model::{Msg, Scope, WatchEvent};
@@ -149,20 +149,22 @@ pub struct Watchers {
     client: Client,
     scope: Scope,
     agent_lease: ObjKey,
-    tx: UnboundedSender<Msg>,
+    tx: MsgSender<Msg>,
     generation: u64,
     tasks: BTreeMap<Kind, JoinHandle<()>>,
 }
 
 impl Watchers {
     /// No watcher runs yet. Events are sent as [`Msg::Watched`] tagged
-    /// with `generation` (the app's at connection time).
+    /// with `generation` (the app's at connection time) into a bounded
+    /// channel: a watcher waits while the app is behind (backpressure; no
+    /// event is dropped, the apiserver holds the rest).
     pub fn new(
         client: Client,
         scope: Scope,
         agent_lease: ObjKey,
         generation: u64,
-        tx: UnboundedSender<Msg>,
+        tx: MsgSender<Msg>,
     ) -> Self {
         Self {
             client,
@@ -180,9 +182,12 @@ impl Watchers {
             if self.tasks.contains_key(&kind) {
                 continue;
             }
+            // Not awaited (the app task calls this and is the receiver): if
+            // the channel is full this one is dropped, which loses nothing,
+            // as the watcher's own first event is an Init too.
             let _ = self
                 .tx
-                .send(Msg::Watched(self.generation, kind, WatchEvent::Init));
+                .try_send(Msg::Watched(self.generation, kind, WatchEvent::Init));
             let handle = spawn_kind(
                 self.client.clone(),
                 &self.scope,
@@ -214,15 +219,17 @@ impl Drop for Watchers {
 
 /// Sends one kind's events tagged with the connection's generation.
 struct Sender {
-    tx: UnboundedSender<Msg>,
+    tx: MsgSender<Msg>,
     generation: u64,
     kind: Kind,
 }
 
 impl Sender {
-    fn send(&self, ev: WatchEvent) -> Result<(), ()> {
+    /// Waits while the channel is full (backpressure).
+    async fn send(&self, ev: WatchEvent) -> Result<(), ()> {
         self.tx
             .send(Msg::Watched(self.generation, self.kind, ev))
+            .await
             .map_err(|_| ())
     }
 }
@@ -323,13 +330,13 @@ where
                         } else {
                             WatchEvent::Error(msg)
                         };
-                        if tx.send(ev).is_err() {
+                        if tx.send(ev).await.is_err() {
                             return;
                         }
                         break;
                     }
                 };
-                if tx.send(ev).is_err() {
+                if tx.send(ev).await.is_err() {
                     return;
                 }
             }
