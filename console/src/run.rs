@@ -21,7 +21,7 @@ use crate::retire;
 use crate::tui::Tui;
 use crate::views;
 use crate::watch::{
-    ConnectOptions, Connection, Watchers, connect, connect_checked, prompts_on_terminal,
+    self, ConnectOptions, Connection, Watchers, connect, connect_checked, prompts_on_terminal,
 };
 
 /// Options of the interactive app.
@@ -207,6 +207,16 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                             });
                         }
                         Effect::Watch(kinds) => session.watchers.ensure(&kinds),
+                        Effect::Fetch(kind, key) => {
+                            let (client, tx) = (session.client.clone(), tx.clone());
+                            let generation = app.generation;
+                            tokio::spawn(async move {
+                                let r = watch::fetch(client, kind, &key)
+                                    .await
+                                    .map_err(|e| e.to_string());
+                                let _ = tx.send(Msg::Fetched(generation, kind, key, r));
+                            });
+                        }
                         Effect::Rescope(scope) => session.rescope(&app, scope),
                         Effect::Connect { context } => {
                             let copts = ConnectOptions {

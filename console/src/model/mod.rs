@@ -310,6 +310,9 @@ pub enum Msg {
     Reviewed(Box<Result<Review, RetireError>>),
     /// A confirmed retirement was carried out (or failed).
     Executed(Box<Result<Outcome, RetireError>>),
+    /// The whole object asked for with [`Effect::Fetch`] (`Ok(None)`: it
+    /// does not exist), for the connection of generation `u64`.
+    Fetched(u64, Kind, ObjKey, Result<Option<Object>, String>),
 }
 
 /// What the I/O side must do after an update.
@@ -332,6 +335,9 @@ pub enum Effect {
     /// plugins run there too) and check that it answers; reply with
     /// [`Msg::Switched`] or [`Msg::SwitchFailed`].
     Connect { context: String },
+    /// Read one whole object (the store keeps some kinds reduced: see
+    /// [`crate::store::compact`]); answers with [`Msg::Fetched`].
+    Fetch(Kind, ObjKey),
     /// Leave the app.
     Quit,
 }
@@ -404,6 +410,9 @@ pub struct App {
     pub generation: u64,
     /// The retirement review shown, if any.
     pub review: Option<ReviewState>,
+    /// The whole object the Details screen shows, once fetched (kinds the
+    /// store keeps reduced), or why it could not be read.
+    pub details: Option<(Kind, ObjKey, Result<Option<Object>, String>)>,
 }
 
 /// Namespace and name of the agent's Lease unless configured otherwise.
@@ -443,6 +452,7 @@ impl App {
             scroll_max: Cell::new(usize::MAX),
             generation: 0,
             review: None,
+            details: None,
         }
     }
 
@@ -717,7 +727,28 @@ impl App {
             }
         }
         self.dirty = true;
-        vec![Effect::Watch(self.needed_kinds())]
+        let mut effects = vec![Effect::Watch(self.needed_kinds())];
+        effects.extend(self.fetch_details());
+        effects
+    }
+
+    /// Asks for the whole object of the Details screen shown, if its kind
+    /// is kept reduced in the store.
+    fn fetch_details(&mut self) -> Option<Effect> {
+        match self.screen() {
+            Screen::Details(kind, key) if crate::store::compact::compacted(*kind) => {
+                let (kind, key) = (*kind, key.clone());
+                if self
+                    .details
+                    .as_ref()
+                    .is_none_or(|d| (d.0, &d.1) != (kind, &key))
+                {
+                    self.details = None;
+                }
+                Some(Effect::Fetch(kind, key))
+            }
+            _ => None,
+        }
     }
 
     /// Forgets every object and watch (after a context or scope switch).
@@ -728,6 +759,7 @@ impl App {
         self.synced.clear();
         self.pending.clear();
         self.derived = Derived::default();
+        self.details = None;
         for l in &mut self.lists {
             l.selected = 0;
             l.offset.set(0);
@@ -802,8 +834,27 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::Watched(generation, kind, ev) => {
-            if generation == app.generation {
-                on_watch(app, kind, ev);
+            if generation != app.generation {
+                return Vec::new();
+            }
+            // The object shown whole changed: read it again.
+            let shown = match (&ev, app.screen()) {
+                (WatchEvent::Apply(o), Screen::Details(k, key)) => *k == kind && o.key() == *key,
+                _ => false,
+            };
+            on_watch(app, kind, ev);
+            if shown {
+                app.fetch_details().into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+        Msg::Fetched(generation, kind, key, result) => {
+            if generation == app.generation
+                && matches!(app.screen(), Screen::Details(k, sk) if *k == kind && *sk == key)
+            {
+                app.details = Some((kind, key, result));
+                app.dirty = true;
             }
             Vec::new()
         }

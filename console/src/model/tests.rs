@@ -639,3 +639,53 @@ fn time_passing_rebuilds_nothing_but_redraws() {
     assert_eq!(app.derived.built, built);
     assert_eq!(app.store.version, version);
 }
+
+#[test]
+fn details_of_a_reduced_kind_fetch_the_whole_object() {
+    let mut app = fixtures::app();
+    let pod = a_pod(&app);
+    let key = pod.key();
+    let eff = app.open(Screen::Details(Kind::Pod, key.clone()));
+    assert!(
+        eff.contains(&Effect::Fetch(Kind::Pod, key.clone())),
+        "{eff:?}"
+    );
+    // A Runtime is kept whole: nothing to fetch.
+    let rt = app.store.runtimes.keys().next().cloned().expect("runtime");
+    let eff = app.open(Screen::Details(Kind::Runtime, rt));
+    assert!(
+        !eff.iter().any(|e| matches!(e, Effect::Fetch(..))),
+        "{eff:?}"
+    );
+    app.screens.pop();
+
+    // The answer is kept for that screen only, and for this connection.
+    let g = app.generation;
+    update(
+        &mut app,
+        Msg::Fetched(g + 1, Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
+    );
+    assert!(app.details.is_none(), "an older connection's answer");
+    update(
+        &mut app,
+        Msg::Fetched(g, Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
+    );
+    assert!(matches!(&app.details, Some((Kind::Pod, k, Ok(Some(_)))) if *k == key));
+
+    // The pod changes: read again.
+    let eff = update(
+        &mut app,
+        Msg::Watched(g, Kind::Pod, WatchEvent::Apply(pod.clone())),
+    );
+    assert_eq!(eff, vec![Effect::Fetch(Kind::Pod, key)]);
+    // Another pod's change fetches nothing.
+    let mut other = pod;
+    if let Object::Pod(p) = &mut other {
+        p.metadata.name = Some("someone-else".into());
+    }
+    let eff = update(
+        &mut app,
+        Msg::Watched(g, Kind::Pod, WatchEvent::Apply(other)),
+    );
+    assert!(eff.is_empty(), "{eff:?}");
+}

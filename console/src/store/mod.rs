@@ -1,8 +1,10 @@
 //! The console's copy of the cluster: one map per watched kind, filled from
 //! watch events (the app task is the reflector's store). Every object in
-//! here went through [`ingest::prepare`] first. The bottom layer: it
+//! here went through [`ingest::admit`] first: reduced to what the views
+//! read ([`compact`]), stripped and sanitized. The bottom layer: it
 //! imports nothing else of the console.
 
+pub mod compact;
 pub mod ingest;
 
 use std::collections::BTreeMap;
@@ -57,6 +59,12 @@ macro_rules! kinds {
             /// The object's key.
             pub fn key(&self) -> ObjKey {
                 match self { $( Object::$variant(o) => key_of(o.as_ref()), )* }
+            }
+
+            /// The object stripped and sanitized ([`ingest::prepare`]);
+            /// `None` if it no longer deserializes.
+            pub fn prepared(self) -> Option<Object> {
+                match self { $( Object::$variant(o) => ingest::prepare(*o).map(Object::from), )* }
             }
 
             /// The object as YAML (already sanitized and stripped).

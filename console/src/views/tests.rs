@@ -227,6 +227,32 @@ fn details_view() {
 }
 
 #[test]
+fn pod_details_show_the_fetched_whole_object() {
+    let mut app = fixtures::app();
+    let key = app.store.pods.keys().next().cloned().expect("a pod");
+    app.open(crate::model::Screen::Details(Kind::Pod, key.clone()));
+    let text = text_of(&render(&mut app, 140, 40));
+    assert!(text.contains("summary; reading the whole object"), "{text}");
+    let mut full = app.store.pods.get(&key).cloned().expect("pod");
+    full.metadata.annotations = Some([("note".to_string(), "FULL-MARKER".to_string())].into());
+    let g = app.generation;
+    update(
+        &mut app,
+        Msg::Fetched(g, Kind::Pod, key.clone(), Ok(Some(full.into()))),
+    );
+    let text = text_of(&render(&mut app, 140, 40));
+    assert!(text.contains("FULL-MARKER"), "{text}");
+    assert!(!text.contains("summary"), "{text}");
+    update(
+        &mut app,
+        Msg::Fetched(g, Kind::Pod, key, Err("forbidden \u{1b}[2J".into())),
+    );
+    let text = text_of(&render(&mut app, 140, 40));
+    assert!(text.contains("cannot read the whole object"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+}
+
+#[test]
 fn handler_details_lists_workloads() {
     let mut app = fixtures::app();
     keys(&mut app, "3");

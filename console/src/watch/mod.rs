@@ -1,7 +1,7 @@
 //! Collecting data from the cluster: a client built from the kubeconfig
-//! like kubectl does, and one watcher task per kind that strips and
-//! sanitizes every object ([`crate::store::ingest::prepare`]) and sends it
-//! to the app task. (Named `watch`, not `kube`, so that it does not shadow
+//! like kubectl does, and one watcher task per kind that reduces, strips
+//! and sanitizes every object ([`crate::store::ingest::admit`]) and sends
+//! it to the app task. (Named `watch`, not `kube`, so that it does not shadow
 //! the `kube` crate.)
 
 use std::collections::BTreeMap;
@@ -23,9 +23,13 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::Sender as MsgSender;
 use tokio::task::JoinHandle;
 
+mod load;
+
+pub use load::{Loaded, PAGE, fetch, load, load_available, load_paged};
+
 use crate::model::{Msg, Scope, WatchEvent};
-use crate::store::ingest::prepare;
-use crate::store::{Kind, ObjKey, Object, Store};
+use crate::store::ingest::admit;
+use crate::store::{Kind, ObjKey, Object};
 
 /// How to connect: like kubectl's flags.
 #[derive(Clone, Debug, Default)]
@@ -308,16 +312,16 @@ where
                         delay = RETRY_MIN;
                         WatchEvent::InitDone
                     }
-                    Ok(watcher::Event::InitApply(o)) => match prepare(o) {
-                        Some(o) => WatchEvent::InitApply(Object::from(o)),
+                    Ok(watcher::Event::InitApply(o)) => match admit(o) {
+                        Some(o) => WatchEvent::InitApply(o),
                         None => continue,
                     },
-                    Ok(watcher::Event::Apply(o)) => match prepare(o) {
-                        Some(o) => WatchEvent::Apply(Object::from(o)),
+                    Ok(watcher::Event::Apply(o)) => match admit(o) {
+                        Some(o) => WatchEvent::Apply(o),
                         None => continue,
                     },
-                    Ok(watcher::Event::Delete(o)) => match prepare(o) {
-                        Some(o) => WatchEvent::Delete(Object::from(o)),
+                    Ok(watcher::Event::Delete(o)) => match admit(o) {
+                        Some(o) => WatchEvent::Delete(o),
                         None => continue,
                     },
                     Err(e) => {
@@ -366,67 +370,6 @@ fn denied(e: &watcher::Error) -> bool {
 const RETRY_MIN: std::time::Duration = std::time::Duration::from_millis(500);
 /// Longest wait between retries.
 const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// Lists every kind once into a fresh store (for `berth get`), with the
-/// same stripping and sanitizing as the watchers.
-pub async fn load(
-    conn: &Connection,
-    scope: &Scope,
-    agent_lease: &ObjKey,
-    kinds: &[Kind],
-) -> Result<Store, kube::Error> {
-    let mut store = Store::default();
-    for &kind in kinds {
-        let client = conn.client.clone();
-        let objs: Vec<Object> = match kind {
-            Kind::Runtime => list(api_for::<Runtime>(client, scope, kind)).await?,
-            Kind::RuntimeGrant => list(Api::<RuntimeGrant>::all(client)).await?,
-            Kind::RuntimeClass => list(Api::<RuntimeClass>::all(client)).await?,
-            Kind::Node => list(Api::<Node>::all(client)).await?,
-            Kind::Pod => list(api_for::<Pod>(client, scope, kind)).await?,
-            Kind::Deployment => list(api_for::<Deployment>(client, scope, kind)).await?,
-            Kind::ReplicaSet => list(api_for::<ReplicaSet>(client, scope, kind)).await?,
-            Kind::StatefulSet => list(api_for::<StatefulSet>(client, scope, kind)).await?,
-            Kind::DaemonSet => list(api_for::<DaemonSet>(client, scope, kind)).await?,
-            Kind::Job => list(api_for::<Job>(client, scope, kind)).await?,
-            Kind::CronJob => list(api_for::<CronJob>(client, scope, kind)).await?,
-            Kind::Event => list(api_for::<Event>(client, scope, kind)).await?,
-            Kind::Lease => {
-                let api = Api::<Lease>::namespaced(client, &agent_lease.0);
-                match api.get_opt(&agent_lease.1).await {
-                    Ok(l) => l.and_then(prepare).map(Object::from).into_iter().collect(),
-                    // Reading the Lease is optional (RBAC may refuse it).
-                    Err(_) => Vec::new(),
-                }
-            }
-            Kind::Namespace => list(Api::<Namespace>::all(client)).await?,
-            Kind::PendingGrantsFile => {
-                let api = Api::<PendingGrantsFile>::all(client);
-                match api.get_opt(&agent_lease.1).await {
-                    Ok(p) => p.and_then(prepare).map(Object::from).into_iter().collect(),
-                    // Optional, as the Lease: older installs lack the CRD.
-                    Err(_) => Vec::new(),
-                }
-            }
-        };
-        store.replace(kind, objs);
-    }
-    Ok(store)
-}
-
-async fn list<K>(api: Api<K>) -> Result<Vec<Object>, kube::Error>
-where
-    K: Resource + ResourceExt + Clone + DeserializeOwned + Serialize + Debug,
-    Object: From<K>,
-{
-    let items = api.list(&Default::default()).await?;
-    Ok(items
-        .items
-        .into_iter()
-        .filter_map(prepare)
-        .map(Object::from)
-        .collect())
-}
 
 #[cfg(test)]
 mod tests {
