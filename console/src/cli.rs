@@ -11,7 +11,7 @@ use crate::get::{self, Format, What};
 use crate::model::{DEFAULT_AGENT_LEASE, ObjKey, Scope};
 use crate::retire::{self, Action};
 use crate::run::{RunOptions, run};
-use crate::watch::{ConnectOptions, connect, load};
+use crate::watch::{ConnectOptions, connect, load_available};
 
 /// berth's console: live views of Runtimes, grants, handlers, retained
 /// workloads and rollouts.
@@ -222,9 +222,14 @@ async fn async_main(cli: Cli) -> Result<()> {
             .await
         }
         Some(Command::Get { what, output }) => {
-            let out =
+            let (out, refused) =
                 get_output(&cli.connect_options(), cli.scope(), &lease, *what, *output).await?;
             use std::io::Write;
+            // Kinds that may not be listed leave their rows out; say so on
+            // stderr, so that the output stays parseable.
+            for line in refused {
+                eprintln!("{line}");
+            }
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(out.as_bytes())?;
             Ok(())
@@ -332,20 +337,30 @@ async fn retire_main(cli: &Cli, opts: retire::cli::Options) -> Result<()> {
     Ok(())
 }
 
-/// Connects, lists what `what` needs once, and formats it.
+/// Connects, lists what `what` needs once (every kind at once, paginated),
+/// and formats it. A kind the apiserver refuses leaves its rows out and is
+/// returned as a warning line; the rest is printed.
 pub async fn get_output(
     opts: &ConnectOptions,
     scope: Option<Scope>,
     lease: &ObjKey,
     what: What,
     fmt: Format,
-) -> Result<String> {
+) -> Result<(String, Vec<String>)> {
     let conn = connect(opts).await.wrap_err("connecting to the cluster")?;
     let scope = scope.unwrap_or_else(|| Scope::Namespace(conn.default_namespace.clone()));
-    let store = load(&conn, &scope, lease, &what.kinds())
+    let loaded = load_available(&conn, &scope, lease, &what.kinds())
         .await
         .wrap_err("reading from the cluster")?;
-    Ok(get::format(what, &store, Timestamp::now(), fmt))
+    let refused = loaded
+        .refused
+        .iter()
+        .map(|(kind, e)| get::refused_line(*kind, e))
+        .collect();
+    Ok((
+        get::format(what, &loaded.store, Timestamp::now(), fmt),
+        refused,
+    ))
 }
 
 #[cfg(test)]

@@ -274,6 +274,7 @@ pub fn app_with(objs: Vec<Object>) -> App {
         }
         update(&mut app, Msg::Watch(*kind, WatchEvent::InitDone));
     }
-    app.refresh();
+    // As if every view had been visited (the tabs show every count).
+    app.refresh_all();
     app
 }

@@ -72,6 +72,16 @@ struct Doc<T: Serialize> {
     items: Vec<T>,
 }
 
+/// The warning for a kind the apiserver refused to list (sanitized: the
+/// message comes from the cluster).
+pub fn refused_line(kind: Kind, error: &str) -> String {
+    format!(
+        "berth: warning: cannot list {}: {}; the rows that need it are missing",
+        kind.label(),
+        sanitize::short(error)
+    )
+}
+
 /// Formats the rows of `what` from `store`.
 pub fn format(what: What, store: &Store, now: Timestamp, fmt: Format) -> String {
     match fmt {

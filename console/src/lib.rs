@@ -14,11 +14,12 @@
 //!
 //! Around them: [`terminal`] sets up and always restores the terminal,
 //! [`tui`] holds it (and lets it go while a credential plugin prompts),
-//! [`run`] owns the app task, [`get`] prints rows without the TUI,
+//! [`run`] owns the app task (drawing when [`frames`] allows), [`get`] prints rows without the TUI,
 //! [`retire`] plans, reviews and carries out retirement changes, [`cli`]
 //! parses the command line.
 
 pub mod cli;
+pub mod frames;
 pub mod get;
 pub mod model;
 pub mod plan_grants;

@@ -1,24 +1,27 @@
 //! The interactive app: one task owns the [`App`] and applies messages from
 //! the input thread, the ticker, the watchers and connection attempts; it
-//! redraws only when something changed. Nothing that talks to the cluster
+//! redraws only when something changed, key presses first and at once,
+//! watch events coalesced into at most ~20 frames a second
+//! ([`crate::frames`]). Nothing that talks to the cluster
 //! runs on this task: a `:ctx` switch connects in its own task and the
 //! console stays usable on the old context meanwhile — unless the new
 //! context's credential plugin may prompt, in which case the TUI is
 //! suspended and the plugin gets the terminal.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use color_eyre::eyre::{Result, WrapErr};
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{Sender, UnboundedSender, channel, unbounded_channel};
 
+use crate::frames::FrameLimiter;
 use crate::model::{App, Effect, Msg, ObjKey, Scope, update};
 use crate::retire;
 use crate::tui::Tui;
 use crate::views;
 use crate::watch::{
-    ConnectOptions, Connection, WatchStarts, Watchers, connect, connect_checked,
+    self, ConnectOptions, Connection, WatchStarts, Watchers, connect, connect_checked,
     prompts_on_terminal,
 };
 
@@ -41,13 +44,18 @@ pub struct RunOptions {
 /// is drawn once, not per object).
 const BATCH: usize = 4096;
 
+/// Watch events queued between the watchers and the app: when it is full
+/// the watchers wait (the apiserver holds the rest), so memory stays
+/// bounded however fast the cluster changes and no event is lost.
+const WATCH_QUEUE: usize = 1024;
+
 /// The connection in use: retirements run with its client, its watchers
 /// feed the app.
 struct Session {
     client: Client,
     starts: WatchStarts,
     watchers: Watchers,
-    tx: UnboundedSender<Msg>,
+    tx: Sender<Msg>,
 }
 
 impl Session {
@@ -56,7 +64,7 @@ impl Session {
         starts: WatchStarts,
         app: &App,
         scope: Scope,
-        tx: UnboundedSender<Msg>,
+        tx: Sender<Msg>,
     ) -> Session {
         let watchers = Watchers::new(
             client.clone(),
@@ -129,50 +137,73 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     app.agent_lease = opts.agent_lease.clone();
     app.no_color = opts.no_color;
 
+    // Keys, ticks and answers to the user's requests: few, never held back.
     let (tx, mut rx) = unbounded_channel::<Msg>();
+    // Watch events: many, bounded (see WATCH_QUEUE).
+    let (wtx, mut wrx) = channel::<Msg>(WATCH_QUEUE);
     // Connections made for `:ctx`, handed back to this task (a client is
     // not a message the pure model could hold).
     let (conn_tx, mut conn_rx) = unbounded_channel::<(String, Connection)>();
-    let mut session = Session::new(
-        conn.client.clone(),
-        conn.starts.clone(),
-        &app,
-        scope,
-        tx.clone(),
-    );
+    let mut session = Session::new(conn.client.clone(), conn.starts.clone(), &app, scope, wtx);
     session.watchers.ensure(&app.needed_kinds());
 
     let mut tui = Tui::start(opts.mouse, tx.clone()).wrap_err("setting up the terminal")?;
     let ticker = tokio::spawn(tick(tx.clone()));
+    let mut frames = FrameLimiter::new();
+    // A frame the user waits for (a key press, an answer): drawn at once.
+    let mut urgent = true;
 
     let result: Result<()> = async {
         loop {
-            if app.dirty {
+            if app.dirty && frames.ready(Instant::now(), urgent) {
+                let started = Instant::now();
                 app.refresh();
                 if let Some(term) = tui.terminal() {
                     term.draw(|f| views::draw(f, &app)).wrap_err("drawing")?;
                 }
+                frames.drawn(started, started.elapsed());
                 app.dirty = false;
+                urgent = false;
                 if panic_requested() {
                     panic!("panic requested by {PANIC_ENV} (terminal restore test)");
                 }
             }
-            let first = tokio::select! {
-                m = rx.recv() => m,
+            // Only watch events wait for a frame; with nothing to draw the
+            // loop sleeps until a message comes (idle is no work).
+            let due = app
+                .dirty
+                .then(|| frames.due())
+                .flatten()
+                .map_or_else(far_future, tokio::time::Instant::from_std);
+            let mut msgs = Vec::new();
+            tokio::select! {
+                // Key presses before watch events.
+                biased;
+                m = rx.recv() => {
+                    let Some(m) = m else {
+                        return Ok(());
+                    };
+                    msgs.push(m);
+                    while let Ok(m) = rx.try_recv() {
+                        msgs.push(m);
+                    }
+                    urgent |= msgs.iter().any(|m| !matches!(m, Msg::Tick(_)));
+                }
                 Some((context, conn)) = conn_rx.recv() => {
                     session.adopt(&mut app, context, conn);
+                    urgent = true;
                     continue;
                 }
-            };
-            let Some(first) = first else {
-                return Ok(());
-            };
-            let mut msgs = vec![first];
-            while msgs.len() < BATCH {
-                match rx.try_recv() {
-                    Ok(m) => msgs.push(m),
-                    Err(_) => break,
+                Some(m) = wrx.recv() => {
+                    msgs.push(m);
+                    while msgs.len() < BATCH {
+                        match wrx.try_recv() {
+                            Ok(m) => msgs.push(m),
+                            Err(_) => break,
+                        }
+                    }
                 }
+                () = tokio::time::sleep_until(due) => continue,
             }
             for msg in msgs {
                 for effect in update(&mut app, msg) {
@@ -198,6 +229,16 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                             });
                         }
                         Effect::Watch(kinds) => session.watchers.ensure(&kinds),
+                        Effect::Fetch(kind, key) => {
+                            let (client, tx) = (session.client.clone(), tx.clone());
+                            let generation = app.generation;
+                            tokio::spawn(async move {
+                                let r = watch::fetch(client, kind, &key)
+                                    .await
+                                    .map_err(|e| e.to_string());
+                                let _ = tx.send(Msg::Fetched(generation, kind, key, r));
+                            });
+                        }
                         Effect::Rescope(scope) => session.rescope(&app, scope),
                         Effect::Connect { context } => {
                             let copts = ConnectOptions {
@@ -267,6 +308,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
 /// Test hook: with this variable set the app panics after its first
 /// frame, so the smoke test can check that a panic restores the terminal.
 pub const PANIC_ENV: &str = "BERTH_CONSOLE_TEST_PANIC";
+
+/// A deadline that never comes in practice (nothing to draw).
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(86_400)
+}
 
 fn panic_requested() -> bool {
     std::env::var_os(PANIC_ENV).is_some()

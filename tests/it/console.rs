@@ -28,7 +28,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use serde_json::json;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{Receiver, channel};
 
 use crate::agent_support::{
     Agent, AgentOpts, binding, create_class, create_runtime, setup, write_grants,
@@ -40,7 +40,7 @@ const WAIT: Duration = Duration::from_secs(120);
 /// (the one owner of the state, as in the app).
 struct Live {
     app: App,
-    rx: UnboundedReceiver<Msg>,
+    rx: Receiver<Msg>,
     _watchers: Watchers,
     /// (Re)lists started (`WatchEvent::Init`) per kind.
     lists: std::collections::BTreeMap<Kind, usize>,
@@ -59,7 +59,7 @@ impl Live {
         lease: ObjKey,
         kinds: &[Kind],
     ) -> Live {
-        let (tx, rx) = unbounded_channel();
+        let (tx, rx) = channel(1024);
         let mut app = App::new("test", scope.clone(), Timestamp::now());
         app.agent_lease = lease.clone();
         let mut watchers = Watchers::new(client, starts, scope, lease, app.generation, tx);
@@ -90,7 +90,8 @@ impl Live {
         let deadline = Instant::now() + timeout;
         loop {
             self.app.now = Timestamp::now();
-            self.app.refresh();
+            // The checks read every view, shown or not.
+            self.app.refresh_all();
             if let Some(v) = check(&self.app) {
                 return v;
             }

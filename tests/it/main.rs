@@ -14,6 +14,7 @@ mod assets;
 mod bench_smoke;
 mod chart;
 mod console;
+mod console_get;
 mod crds;
 mod faults;
 mod foundation;

@@ -584,7 +584,7 @@ async fn plan_grants_pending(ns: &str, args: &[&str]) -> (i32, String, String) {
 async fn console_plan_text(ns: &TestNamespace, done: impl Fn(&str) -> bool) -> String {
     use berth_console::model::{App, Scope, Screen, update};
     use berth_console::watch::Watchers;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
     let scope = Scope::Namespace(ns.name.clone());
     let lease = (ns.name.clone(), format!("agent-{}", ns.name));
     let mut app = App::new("test", scope.clone(), k8s_openapi::jiff::Timestamp::now());

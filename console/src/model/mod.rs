@@ -117,6 +117,38 @@ impl ListView {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// The kinds its rows are built from: a change of any other kind
+    /// leaves them as they are.
+    pub fn inputs(self) -> &'static [Kind] {
+        const WORKLOADS: &[Kind] = &[
+            Kind::RuntimeClass,
+            Kind::Node,
+            Kind::RuntimeGrant,
+            Kind::Pod,
+            Kind::Deployment,
+            Kind::ReplicaSet,
+            Kind::StatefulSet,
+            Kind::DaemonSet,
+            Kind::Job,
+            Kind::CronJob,
+        ];
+        match self {
+            ListView::Runtimes => &[Kind::Runtime],
+            // Namespaces: the warning about shared project/environment.
+            ListView::Grants => &[Kind::RuntimeGrant, Kind::Namespace],
+            ListView::Handlers | ListView::Retained => WORKLOADS,
+            ListView::Namespaces => &[Kind::Namespace],
+        }
+    }
+
+    /// Whether its rows are rebuilt even while it is not shown: one row per
+    /// object, cheap, and read by the tab bar and the status bar. Handlers
+    /// and Retained run the analysis over every workload and are rebuilt
+    /// only on screen.
+    pub fn always_live(self) -> bool {
+        matches!(self, ListView::Runtimes | ListView::Grants)
+    }
 }
 
 /// One screen of the navigation stack.
@@ -281,6 +313,9 @@ pub enum Msg {
     Reviewed(Box<Result<Review, RetireError>>),
     /// A confirmed retirement was carried out (or failed).
     Executed(Box<Result<Outcome, RetireError>>),
+    /// The whole object asked for with [`Effect::Fetch`] (`Ok(None)`: it
+    /// does not exist), for the connection of generation `u64`.
+    Fetched(u64, Kind, ObjKey, Result<Option<Object>, String>),
 }
 
 /// What the I/O side must do after an update.
@@ -303,17 +338,22 @@ pub enum Effect {
     /// plugins run there too) and check that it answers; reply with
     /// [`Msg::Switched`] or [`Msg::SwitchFailed`].
     Connect { context: String },
+    /// Read one whole object (the store keeps some kinds reduced: see
+    /// [`crate::store::compact`]); answers with [`Msg::Fetched`].
+    Fetch(Kind, ObjKey),
     /// Leave the app.
     Quit,
 }
 
-/// Rows derived from the store, rebuilt only when it changed.
+/// Rows derived from the store. A view is rebuilt only when one of the
+/// kinds it reads changed ([`ListView::inputs`]) and only while it is live
+/// ([`App::live_views`]); the others keep their last rows, stale, until
+/// shown again.
 #[derive(Clone, Debug, Default)]
 pub struct Derived {
-    /// Store version the rows were built from.
-    pub version: Option<u64>,
-    /// `now` (seconds) the rows were built at.
-    pub at: i64,
+    /// Per view ([`ListView::index`]): the [`Store::stamp`] of its inputs
+    /// its rows were built from (`None`: never built).
+    pub built: [Option<u64>; 5],
     pub runtimes: Vec<RuntimeRow>,
     pub grants: Vec<GrantRow>,
     pub handlers: Vec<HandlerRow>,
@@ -373,6 +413,9 @@ pub struct App {
     pub generation: u64,
     /// The retirement review shown, if any.
     pub review: Option<ReviewState>,
+    /// The whole object the Details screen shows, once fetched (kinds the
+    /// store keeps reduced), or why it could not be read.
+    pub details: Option<(Kind, ObjKey, Result<Option<Object>, String>)>,
 }
 
 /// Namespace and name of the agent's Lease unless configured otherwise.
@@ -412,6 +455,7 @@ impl App {
             scroll_max: Cell::new(usize::MAX),
             generation: 0,
             review: None,
+            details: None,
         }
     }
 
@@ -532,48 +576,99 @@ impl App {
             .map(|(k, s)| (*k, s))
     }
 
-    /// Rebuilds derived rows if the store changed (or ages are stale), then
-    /// re-applies filters and sorts, keeping every selection on its object.
-    /// Cheap when nothing changed.
+    /// The views whose rows must be current: the one on screen, the cheap
+    /// ones of [`ListView::always_live`], and Handlers while a RuntimeClass's
+    /// details (which quote its handler row) are shown.
+    pub fn live_views(&self) -> Vec<ListView> {
+        let mut v: Vec<ListView> = ListView::ALL
+            .into_iter()
+            .filter(|v| v.always_live())
+            .collect();
+        match self.screen() {
+            Screen::List(l) => v.push(*l),
+            Screen::Details(Kind::RuntimeClass, _) => v.push(ListView::Handlers),
+            _ => {}
+        }
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Whether a view's rows are older than the kinds they are built from.
+    pub fn stale(&self, v: ListView) -> bool {
+        self.derived.built[v.index()] != Some(self.store.stamp(v.inputs()))
+    }
+
+    /// Rebuilds the rows of every live view whose inputs changed, then
+    /// re-applies its filter and sort, keeping the selection on its object.
+    /// Ages are not part of it: rows hold timestamps and the drawing turns
+    /// them into ages, so time passing rebuilds nothing. Cheap when nothing
+    /// changed.
     pub fn refresh(&mut self) {
-        let now_s = self.now.as_second();
-        let stale_ages = now_s - self.derived.at >= 5;
-        if self.derived.version == Some(self.store.version) && !stale_ages {
-            return;
+        for v in self.live_views() {
+            if self.stale(v) {
+                let id = self.selected_id(v);
+                self.rebuild(v);
+                self.apply_keeping(v, id);
+            }
         }
-        let selected: Vec<Option<String>> =
-            ListView::ALL.iter().map(|v| self.selected_id(*v)).collect();
-        let d = &mut self.derived;
-        d.version = Some(self.store.version);
-        d.at = now_s;
-        d.runtimes = rows::runtime_rows(&self.store, self.now);
-        d.grants = rows::grant_rows(&self.store, self.now);
-        d.namespaces = rows::namespace_rows(&self.store, self.now);
-        let needs_workloads = !self.store.classes.is_empty()
-            || !self.store.pods.is_empty()
-            || !self.store.deployments.is_empty()
-            || !self.store.replicasets.is_empty()
-            || !self.store.statefulsets.is_empty()
-            || !self.store.daemonsets.is_empty()
-            || !self.store.jobs.is_empty()
-            || !self.store.cronjobs.is_empty();
-        if needs_workloads {
-            d.handlers = rows::handler_rows(&self.store);
-            d.retained = rows::retained_rows(&self.store);
-        } else {
-            d.handlers.clear();
-            d.retained.clear();
+    }
+
+    /// Rebuilds every view, live or not (tests, and callers that show
+    /// several views from one store).
+    pub fn refresh_all(&mut self) {
+        for v in ListView::ALL {
+            if self.stale(v) {
+                let id = self.selected_id(v);
+                self.rebuild(v);
+                self.apply_keeping(v, id);
+            }
         }
-        d.tables = [
-            TableData::of(&d.runtimes),
-            TableData::of(&d.grants),
-            TableData::of(&d.handlers),
-            TableData::of(&d.retained),
-            TableData::of(&d.namespaces),
-        ];
-        for (v, id) in ListView::ALL.into_iter().zip(selected) {
-            self.apply_keeping(v, id);
-        }
+    }
+
+    fn rebuild(&mut self, v: ListView) {
+        let stamp = self.store.stamp(v.inputs());
+        let (store, now, d) = (&self.store, self.now, &mut self.derived);
+        d.built[v.index()] = Some(stamp);
+        d.tables[v.index()] = match v {
+            ListView::Runtimes => {
+                d.runtimes = rows::runtime_rows(store, now);
+                TableData::of(&d.runtimes)
+            }
+            ListView::Grants => {
+                d.grants = rows::grant_rows(store, now);
+                TableData::of(&d.grants)
+            }
+            ListView::Namespaces => {
+                d.namespaces = rows::namespace_rows(store, now);
+                TableData::of(&d.namespaces)
+            }
+            ListView::Handlers | ListView::Retained => {
+                let needs_workloads = !store.classes.is_empty()
+                    || !store.pods.is_empty()
+                    || !store.deployments.is_empty()
+                    || !store.replicasets.is_empty()
+                    || !store.statefulsets.is_empty()
+                    || !store.daemonsets.is_empty()
+                    || !store.jobs.is_empty()
+                    || !store.cronjobs.is_empty();
+                if v == ListView::Handlers {
+                    d.handlers = if needs_workloads {
+                        rows::handler_rows(store)
+                    } else {
+                        Vec::new()
+                    };
+                    TableData::of(&d.handlers)
+                } else {
+                    d.retained = if needs_workloads {
+                        rows::retained_rows(store)
+                    } else {
+                        Vec::new()
+                    };
+                    TableData::of(&d.retained)
+                }
+            }
+        };
     }
 
     /// Re-filters and re-sorts one table; the selection stays on the same
@@ -644,7 +739,28 @@ impl App {
             }
         }
         self.dirty = true;
-        vec![Effect::Watch(self.needed_kinds())]
+        let mut effects = vec![Effect::Watch(self.needed_kinds())];
+        effects.extend(self.fetch_details());
+        effects
+    }
+
+    /// Asks for the whole object of the Details screen shown, if its kind
+    /// is kept reduced in the store.
+    fn fetch_details(&mut self) -> Option<Effect> {
+        match self.screen() {
+            Screen::Details(kind, key) if crate::store::compact::compacted(*kind) => {
+                let (kind, key) = (*kind, key.clone());
+                if self
+                    .details
+                    .as_ref()
+                    .is_none_or(|d| (d.0, &d.1) != (kind, &key))
+                {
+                    self.details = None;
+                }
+                Some(Effect::Fetch(kind, key))
+            }
+            _ => None,
+        }
     }
 
     /// Forgets every object and watch (after a context or scope switch).
@@ -655,6 +771,7 @@ impl App {
         self.synced.clear();
         self.pending.clear();
         self.derived = Derived::default();
+        self.details = None;
         for l in &mut self.lists {
             l.selected = 0;
             l.offset.set(0);
@@ -729,8 +846,27 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::Watched(generation, kind, ev) => {
-            if generation == app.generation {
-                on_watch(app, kind, ev);
+            if generation != app.generation {
+                return Vec::new();
+            }
+            // The object shown whole changed: read it again.
+            let shown = match (&ev, app.screen()) {
+                (WatchEvent::Apply(o), Screen::Details(k, key)) => *k == kind && o.key() == *key,
+                _ => false,
+            };
+            on_watch(app, kind, ev);
+            if shown {
+                app.fetch_details().into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+        Msg::Fetched(generation, kind, key, result) => {
+            if generation == app.generation
+                && matches!(app.screen(), Screen::Details(k, sk) if *k == kind && *sk == key)
+            {
+                app.details = Some((kind, key, result));
+                app.dirty = true;
             }
             Vec::new()
         }

@@ -631,3 +631,109 @@ fn a_resumed_watch_keeps_its_data_and_is_synced_again() {
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Resumed));
     assert!(app.denied().is_empty());
 }
+
+/// A pod of the fixture's, as a watch event would bring it again.
+fn a_pod(app: &App) -> Object {
+    let key = app.store.pods.keys().next().cloned().expect("a pod");
+    app.store.get(Kind::Pod, &key).expect("pod")
+}
+
+#[test]
+fn only_live_views_whose_inputs_changed_are_rebuilt() {
+    let mut app = fixtures::app();
+    assert_eq!(app.current_list(), Some(ListView::Runtimes));
+    assert!(ListView::ALL.iter().all(|v| !app.stale(*v)));
+    let handlers = app.derived.built[ListView::Handlers.index()];
+
+    // A pod changes while Runtimes is shown: nothing on screen reads pods.
+    let pod = a_pod(&app);
+    update(&mut app, Msg::Watch(Kind::Pod, WatchEvent::Apply(pod)));
+    assert!(app.dirty);
+    assert!(!app.stale(ListView::Runtimes) && !app.stale(ListView::Grants));
+    assert!(app.stale(ListView::Handlers) && app.stale(ListView::Retained));
+    app.refresh();
+    // Handlers is not on screen: still stale, not rebuilt.
+    assert_eq!(app.derived.built[ListView::Handlers.index()], handlers);
+    assert!(app.stale(ListView::Handlers));
+
+    // Shown, it is rebuilt; Retained (not shown) stays stale.
+    press(&mut app, KeyCode::Char('3'));
+    assert_eq!(app.current_list(), Some(ListView::Handlers));
+    assert!(!app.stale(ListView::Handlers));
+    assert_ne!(app.derived.built[ListView::Handlers.index()], handlers);
+    assert!(app.stale(ListView::Retained));
+
+    // Grants are live on any screen (the status bar reads them).
+    let g = app.store.grants.keys().next().cloned().expect("a grant");
+    let g = app.store.get(Kind::RuntimeGrant, &g).expect("grant");
+    update(
+        &mut app,
+        Msg::Watch(Kind::RuntimeGrant, WatchEvent::Apply(g)),
+    );
+    app.refresh();
+    assert!(!app.stale(ListView::Grants));
+}
+
+#[test]
+fn time_passing_rebuilds_nothing_but_redraws() {
+    let mut app = fixtures::app();
+    let built = app.derived.built;
+    let version = app.store.version;
+    app.dirty = false;
+    let later = fixtures::now() + k8s_openapi::jiff::SignedDuration::from_secs(3600);
+    update(&mut app, Msg::Tick(later));
+    assert!(app.dirty, "ages on screen change: a frame is drawn");
+    app.refresh();
+    assert_eq!(app.derived.built, built);
+    assert_eq!(app.store.version, version);
+}
+
+#[test]
+fn details_of_a_reduced_kind_fetch_the_whole_object() {
+    let mut app = fixtures::app();
+    let pod = a_pod(&app);
+    let key = pod.key();
+    let eff = app.open(Screen::Details(Kind::Pod, key.clone()));
+    assert!(
+        eff.contains(&Effect::Fetch(Kind::Pod, key.clone())),
+        "{eff:?}"
+    );
+    // A Runtime is kept whole: nothing to fetch.
+    let rt = app.store.runtimes.keys().next().cloned().expect("runtime");
+    let eff = app.open(Screen::Details(Kind::Runtime, rt));
+    assert!(
+        !eff.iter().any(|e| matches!(e, Effect::Fetch(..))),
+        "{eff:?}"
+    );
+    app.screens.pop();
+
+    // The answer is kept for that screen only, and for this connection.
+    let g = app.generation;
+    update(
+        &mut app,
+        Msg::Fetched(g + 1, Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
+    );
+    assert!(app.details.is_none(), "an older connection's answer");
+    update(
+        &mut app,
+        Msg::Fetched(g, Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
+    );
+    assert!(matches!(&app.details, Some((Kind::Pod, k, Ok(Some(_)))) if *k == key));
+
+    // The pod changes: read again.
+    let eff = update(
+        &mut app,
+        Msg::Watched(g, Kind::Pod, WatchEvent::Apply(pod.clone())),
+    );
+    assert_eq!(eff, vec![Effect::Fetch(Kind::Pod, key)]);
+    // Another pod's change fetches nothing.
+    let mut other = pod;
+    if let Object::Pod(p) = &mut other {
+        p.metadata.name = Some("someone-else".into());
+    }
+    let eff = update(
+        &mut app,
+        Msg::Watched(g, Kind::Pod, WatchEvent::Apply(other)),
+    );
+    assert!(eff.is_empty(), "{eff:?}");
+}

@@ -13,7 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 use super::table::{Cell, Row, RowRef, RowTone};
-use super::{NONE, age, age_seconds};
+use super::{NONE, age, epoch};
 use crate::store::Store;
 
 /// One RuntimeGrant.
@@ -36,9 +36,10 @@ pub struct GrantRow {
     /// First 12 hex digits of the grants file's sha256.
     pub digest: String,
     pub loaded: String,
-    /// Seconds since the file was loaded (sorts the LOADED column).
+    /// When the file was loaded, seconds since the epoch (the LOADED age
+    /// shown is computed from it when drawn).
     #[serde(skip)]
-    pub loaded_seconds: Option<i64>,
+    pub loaded_at: Option<i64>,
     /// The object's uid (the selection follows it).
     #[serde(skip)]
     pub uid: String,
@@ -137,7 +138,7 @@ fn grant_row(g: &RuntimeGrant, now: Timestamp) -> GrantRow {
             .map(|d| d.chars().take(12).collect())
             .unwrap_or_else(|| NONE.into()),
         loaded: age(source.as_ref().and_then(|s| s.loaded_at.as_ref()), now),
-        loaded_seconds: age_seconds(source.as_ref().and_then(|s| s.loaded_at.as_ref()), now),
+        loaded_at: epoch(source.as_ref().and_then(|s| s.loaded_at.as_ref())),
         uid: g.metadata.uid.clone().unwrap_or_default(),
         restart_required,
         shared_by: Vec::new(),
@@ -194,7 +195,7 @@ impl Row for GrantRow {
             Cell::count(i64::try_from(self.runtimes).unwrap_or(i64::MAX)),
             Cell::count(i64::try_from(self.retained).unwrap_or(i64::MAX)),
             Cell::text(file),
-            Cell::age(self.loaded.clone(), self.loaded_seconds),
+            Cell::age(self.loaded.clone(), self.loaded_at),
         ]
     }
 

@@ -37,6 +37,12 @@ pub fn age_seconds(ts: Option<&Time>, now: Timestamp) -> Option<i64> {
     ts.map(|t| (now.as_second() - t.0.as_second()).max(0))
 }
 
+/// A time as seconds since the epoch (what rows keep instead of an age,
+/// which the drawing computes: see [`TableData::text`]).
+pub fn epoch(ts: Option<&Time>) -> Option<i64> {
+    ts.map(|t| t.0.as_second())
+}
+
 /// A kubectl-style age: `42s`, `5m`, `3h`, `2d`.
 pub fn age(ts: Option<&Time>, now: Timestamp) -> String {
     age_seconds(ts, now).map_or_else(|| NONE.to_string(), human_duration)

@@ -5,7 +5,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 use super::table::{Cell, Row, RowRef, RowTone};
-use super::{NONE, age, age_seconds};
+use super::{NONE, age, epoch};
 use crate::store::Store;
 
 /// One Namespace.
@@ -20,8 +20,10 @@ pub struct NamespaceRow {
     /// `berth.dev/environment` label.
     pub environment: String,
     pub age: String,
+    /// Creation time, seconds since the epoch (the AGE shown is computed
+    /// from it when drawn).
     #[serde(skip)]
-    pub age_seconds: Option<i64>,
+    pub created: Option<i64>,
     #[serde(skip)]
     pub uid: String,
 }
@@ -49,7 +51,7 @@ pub fn namespace_rows(store: &Store, now: Timestamp) -> Vec<NamespaceRow> {
                 project: label("berth.dev/project"),
                 environment: label("berth.dev/environment"),
                 age: age(n.metadata.creation_timestamp.as_ref(), now),
-                age_seconds: age_seconds(n.metadata.creation_timestamp.as_ref(), now),
+                created: epoch(n.metadata.creation_timestamp.as_ref()),
                 uid: n.metadata.uid.clone().unwrap_or_default(),
             }
         })
@@ -70,7 +72,7 @@ impl Row for NamespaceRow {
             Cell::text(&self.status),
             Cell::text(&self.project),
             Cell::text(&self.environment),
-            Cell::age(self.age.clone(), self.age_seconds),
+            Cell::age(self.age.clone(), self.created),
         ]
     }
 

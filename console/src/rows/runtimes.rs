@@ -6,7 +6,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 use super::table::{Cell, Row, RowRef, RowTone};
-use super::{NONE, age, age_seconds};
+use super::{NONE, age, epoch};
 use crate::store::Store;
 
 /// One Runtime.
@@ -24,9 +24,10 @@ pub struct RuntimeRow {
     pub desired: i32,
     pub phase: String,
     pub age: String,
-    /// Seconds since creation (sorts the AGE column).
+    /// Creation time, seconds since the epoch: the AGE column is computed
+    /// from it when drawn.
     #[serde(skip)]
-    pub age_seconds: Option<i64>,
+    pub created: Option<i64>,
     /// The object's uid (the selection follows it).
     #[serde(skip)]
     pub uid: String,
@@ -96,7 +97,7 @@ fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
             .map(|r| r.phase.as_str().to_string())
             .unwrap_or_else(|| NONE.into()),
         age: age(r.metadata.creation_timestamp.as_ref(), now),
-        age_seconds: age_seconds(r.metadata.creation_timestamp.as_ref(), now),
+        created: epoch(r.metadata.creation_timestamp.as_ref()),
         uid: r.metadata.uid.clone().unwrap_or_default(),
         blocked,
         message,
@@ -132,7 +133,7 @@ impl Row for RuntimeRow {
             Cell::text(&self.handler),
             Cell::ratio(self.ready.into(), self.desired.into()),
             Cell::text(&self.phase),
-            Cell::age(self.age.clone(), self.age_seconds),
+            Cell::age(self.age.clone(), self.created),
             Cell::text(&self.message),
         ]
     }

@@ -3,7 +3,10 @@
 //! typed sort key), and the filtered + sorted order as indices. Drawing
 //! only touches the visible slice of `visible`.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
+
+use k8s_openapi::jiff::Timestamp;
 
 use crate::store::{Kind, ObjKey};
 
@@ -62,6 +65,9 @@ pub enum SortKey {
     Missing,
     /// A count, a duration in seconds, a quantity in its base unit.
     Num(i64),
+    /// A point in time (seconds since the epoch) shown as its age: sorts
+    /// by age, youngest first, and its text is computed when drawn.
+    Since(i64),
     /// `n/m` (ready/desired, nodes with the handler/all): by n, then m.
     Ratio(i64, i64),
     /// Anything else, compared naturally (`web-2` before `web-10`).
@@ -72,7 +78,7 @@ impl SortKey {
     fn rank(&self) -> u8 {
         match self {
             SortKey::Missing => 0,
-            SortKey::Num(_) => 1,
+            SortKey::Num(_) | SortKey::Since(_) => 1,
             SortKey::Ratio(..) => 2,
             SortKey::Text(_) => 3,
         }
@@ -82,6 +88,8 @@ impl SortKey {
     pub fn compare(&self, other: &SortKey) -> Ordering {
         match (self, other) {
             (SortKey::Num(a), SortKey::Num(b)) => a.cmp(b),
+            // Later = younger = smaller age.
+            (SortKey::Since(a), SortKey::Since(b)) => b.cmp(a),
             (SortKey::Ratio(a, b), SortKey::Ratio(c, d)) => (a, b).cmp(&(c, d)),
             (SortKey::Text(a), SortKey::Text(b)) => natural_cmp(a, b),
             (a, b) => a.rank().cmp(&b.rank()),
@@ -139,11 +147,14 @@ impl Cell {
         }
     }
 
-    /// An age shown kubectl-style, sorted by seconds.
-    pub fn age(text: String, seconds: Option<i64>) -> Cell {
+    /// An age shown kubectl-style, sorted by age. `text` is the age when
+    /// the row was built (what filters and `berth get` see); `since` is the
+    /// time itself (seconds since the epoch), from which the drawing
+    /// computes the age shown, so that time passing rebuilds no row.
+    pub fn age(text: String, since: Option<i64>) -> Cell {
         Cell {
             text,
-            key: seconds.map_or(SortKey::Missing, SortKey::Num),
+            key: since.map_or(SortKey::Missing, SortKey::Since),
         }
     }
 }
@@ -216,6 +227,20 @@ impl TableData {
         self.ids.push(id);
     }
 
+    /// The text of cell `c` of row `i` at `now`: ages are computed here,
+    /// at draw time; everything else is the text built with the row.
+    pub fn text(&self, i: usize, c: usize, now: Timestamp) -> Cow<'_, str> {
+        match self.keys.get(i).and_then(|k| k.get(c)) {
+            Some(SortKey::Since(t)) => Cow::Owned(super::human_duration(now.as_second() - t)),
+            _ => Cow::Borrowed(
+                self.cells
+                    .get(i)
+                    .and_then(|r| r.get(c))
+                    .map_or("", String::as_str),
+            ),
+        }
+    }
+
     /// The position in `visible` of the row with this identity.
     pub fn position(&self, id: &str) -> Option<usize> {
         self.visible.iter().position(|&i| self.ids[i] == id)
@@ -272,16 +297,20 @@ mod tests {
 
     struct R(&'static str, i64, Option<i64>, (i64, i64));
 
+    /// Seconds since the epoch the test rows' ages are measured at.
+    const NOW: i64 = 1_800_000_000;
+
     impl Row for R {
         fn headers() -> &'static [&'static str] {
             &["NAME", "COUNT", "AGE", "READY"]
         }
         fn cells(&self) -> Vec<Cell> {
+            // The third field is an age in seconds at NOW.
             let age = self.2.map_or("-".to_string(), super::super::human_duration);
             vec![
                 Cell::text(self.0),
                 Cell::count(self.1),
-                Cell::age(age, self.2),
+                Cell::age(age, self.2.map(|a| NOW - a)),
                 Cell::ratio(self.3.0, self.3.1),
             ]
         }
@@ -324,6 +353,20 @@ mod tests {
         assert_eq!(t.cells[1][2], "2d");
         t.apply("", Some((2, true)));
         assert_eq!(names(&t), ["y", "x", "w", "zx"]);
+    }
+
+    #[test]
+    fn ages_are_computed_when_drawn() {
+        let t = table();
+        let at = |secs: i64| Timestamp::from_second(secs).expect("time");
+        // Built with 5m; drawn an hour later it says 65m, no rebuild.
+        assert_eq!(t.text(0, 2, at(NOW)), "5m");
+        assert_eq!(t.text(0, 2, at(NOW + 3600)), "65m");
+        assert_eq!(t.text(3, 2, at(NOW + 1)), "60s");
+        // Other cells and missing ages are the built text.
+        assert_eq!(t.text(2, 2, at(NOW + 3600)), "-");
+        assert_eq!(t.text(0, 0, at(NOW)), "x");
+        assert_eq!(t.text(9, 0, at(NOW)), "");
     }
 
     #[test]

@@ -14,6 +14,16 @@ pub const MAX_VALUE_CHARS: usize = sanitize::MAX_VALUE_CHARS;
 /// Annotation dropped entirely: a copy of the whole object.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
+/// Reduces one object to what the views read ([`super::compact`]), then
+/// strips and sanitizes it: how every watched or listed object enters the
+/// store.
+pub fn admit<K>(obj: K) -> Option<super::Object>
+where
+    super::Object: From<K>,
+{
+    super::compact::compact(super::Object::from(obj)).prepared()
+}
+
 /// Strips and sanitizes one object. Returns `None` only if the sanitized
 /// form no longer deserializes (it is then left out rather than shown raw).
 pub fn prepare<K>(mut obj: K) -> Option<K>

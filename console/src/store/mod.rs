@@ -1,8 +1,10 @@
 //! The console's copy of the cluster: one map per watched kind, filled from
 //! watch events (the app task is the reflector's store). Every object in
-//! here went through [`ingest::prepare`] first. The bottom layer: it
+//! here went through [`ingest::admit`] first: reduced to what the views
+//! read ([`compact`]), stripped and sanitized. The bottom layer: it
 //! imports nothing else of the console.
 
+pub mod compact;
 pub mod ingest;
 
 use std::collections::BTreeMap;
@@ -59,6 +61,12 @@ macro_rules! kinds {
                 match self { $( Object::$variant(o) => key_of(o.as_ref()), )* }
             }
 
+            /// The object stripped and sanitized ([`ingest::prepare`]);
+            /// `None` if it no longer deserializes.
+            pub fn prepared(self) -> Option<Object> {
+                match self { $( Object::$variant(o) => ingest::prepare(*o).map(Object::from), )* }
+            }
+
             /// The object as YAML (already sanitized and stripped).
             pub fn to_yaml(&self) -> String {
                 let r = match self { $( Object::$variant(o) => serde_yaml::to_string(o.as_ref()), )* };
@@ -78,18 +86,21 @@ macro_rules! kinds {
             $( pub $field: BTreeMap<ObjKey, $ty>, )*
             /// Bumped on every change, so derived rows know when to rebuild.
             pub version: u64,
+            /// Bumped on every change of one kind, so that a view is rebuilt
+            /// only when one of the kinds it reads changed.
+            pub versions: BTreeMap<Kind, u64>,
         }
 
         impl Store {
             /// Inserts or replaces an object.
             pub fn apply(&mut self, obj: Object) {
-                self.version += 1;
+                self.touch(obj.kind());
                 match obj { $( Object::$variant(o) => { self.$field.insert(key_of(o.as_ref()), *o); } )* }
             }
 
             /// Removes an object.
             pub fn delete(&mut self, kind: Kind, key: &ObjKey) {
-                self.version += 1;
+                self.touch(kind);
                 match kind { $( Kind::$variant => { self.$field.remove(key); } )* }
             }
 
@@ -105,8 +116,20 @@ macro_rules! kinds {
 
             /// Forgets every object of a kind.
             pub fn clear(&mut self, kind: Kind) {
-                self.version += 1;
+                self.touch(kind);
                 match kind { $( Kind::$variant => self.$field.clear(), )* }
+            }
+
+            /// Records a change of `kind` (what every write does).
+            pub fn touch(&mut self, kind: Kind) {
+                self.version += 1;
+                *self.versions.entry(kind).or_default() += 1;
+            }
+
+            /// A number that changes whenever any of `kinds` changed: the
+            /// sum of their versions, each of which only grows.
+            pub fn stamp(&self, kinds: &[Kind]) -> u64 {
+                kinds.iter().map(|k| self.versions.get(k).copied().unwrap_or(0)).sum()
             }
 
             /// How many objects of a kind are known.

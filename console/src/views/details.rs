@@ -1,6 +1,6 @@
 //! Details of any row: the object's YAML (managedFields and large
-//! annotations already stripped at ingest), workloads using a class, and
-//! the object's events.
+//! annotations already stripped at ingest; fetched whole for the kinds the
+//! store keeps reduced), workloads using a class, and the object's events.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Paragraph};
 use super::Component;
 use crate::model::{App, Kind, Screen};
 use crate::rows;
+use crate::store::compact::compacted;
 
 /// The details view.
 pub struct DetailsView;
@@ -22,7 +23,31 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     };
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut out = Vec::new();
-    match app.store.get(*kind, key) {
+    let note = Style::new().fg(Color::Yellow);
+    // Kinds the store keeps reduced are shown whole once fetched; until
+    // then (or if the read fails) the reduced copy, said so.
+    let fetched = match &app.details {
+        Some((k, dk, r)) if k == kind && dk == key => Some(r),
+        _ => None,
+    };
+    let obj = match fetched {
+        Some(Ok(Some(o))) => Some(o.clone()),
+        Some(Ok(None)) => None,
+        Some(Err(e)) => {
+            out.push(Line::styled(
+                format!("# cannot read the whole object: {}", super::clean(e)),
+                note,
+            ));
+            app.store.get(*kind, key)
+        }
+        None => {
+            if compacted(*kind) {
+                out.push(Line::styled("# summary; reading the whole object…", note));
+            }
+            app.store.get(*kind, key)
+        }
+    };
+    match obj {
         Some(obj) => {
             for l in obj.to_yaml().lines() {
                 out.push(Line::raw(l.to_string()));
@@ -30,7 +55,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         }
         None => out.push(Line::styled(
             format!("{} not found (deleted, or not loaded yet)", kind.label()),
-            Style::new().fg(Color::Yellow),
+            note,
         )),
     }
     if *kind == Kind::RuntimeClass

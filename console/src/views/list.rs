@@ -102,8 +102,18 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
     let window = &t.visible[off..(off + body).min(len)];
 
     let mut widths: Vec<usize> = t.headers.iter().map(|h| h.chars().count() + 1).collect();
-    for &i in window {
-        for (c, cell) in t.cells[i].iter().enumerate() {
+    // Ages are computed here from the rows' timestamps (see
+    // `TableData::text`), once per visible cell.
+    let texts: Vec<Vec<std::borrow::Cow<'_, str>>> = window
+        .iter()
+        .map(|&i| {
+            (0..t.cells[i].len())
+                .map(|c| t.text(i, c, app.now))
+                .collect()
+        })
+        .collect();
+    for row in &texts {
+        for (c, cell) in row.iter().enumerate() {
             if let Some(w) = widths.get_mut(c) {
                 *w = (*w).max(width(cell).min(MAX_COLUMN));
             }
@@ -138,16 +148,20 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
         };
         Cell::from(text).style(style)
     }));
-    let rows = window.iter().enumerate().map(|(pos, &i)| {
-        let mut style = tone_style(t.tones[i]);
-        if off + pos == sel {
-            style = style.add_modifier(Modifier::REVERSED);
-        }
-        if stale {
-            style = style.add_modifier(Modifier::DIM);
-        }
-        Row::new(t.cells[i].iter().map(|c| Cell::from(c.as_str()))).style(style)
-    });
+    let rows = window
+        .iter()
+        .zip(texts)
+        .enumerate()
+        .map(|(pos, (&i, row))| {
+            let mut style = tone_style(t.tones[i]);
+            if off + pos == sel {
+                style = style.add_modifier(Modifier::REVERSED);
+            }
+            if stale {
+                style = style.add_modifier(Modifier::DIM);
+            }
+            Row::new(row.into_iter().map(Cell::from)).style(style)
+        });
     let table = Table::new(rows, constraints).header(header).block(block);
     frame.render_widget(table, area);
 }

@@ -88,8 +88,10 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         Style::new().fg(Color::Black).bg(Color::Cyan),
     )];
     for (i, v) in ListView::TABS.iter().enumerate() {
-        // Until the first list completes the count is unknown, not zero.
-        let n = if app.loaded(*v) {
+        // Until the first list completes the count is unknown, not zero;
+        // so it is while the view was never built (Handlers and Retained
+        // are built only when shown: see `App::live_views`).
+        let n = if app.loaded(*v) && app.derived.built[v.index()].is_some() {
             app.table(*v).cells.len().to_string()
         } else {
             "…".to_string()

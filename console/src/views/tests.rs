@@ -128,6 +128,28 @@ fn runtimes_view() {
 }
 
 #[test]
+fn ages_are_drawn_from_the_time_of_the_frame() {
+    let mut app = fixtures::app();
+    let text = text_of(&render(&mut app, 140, 24));
+    let web = |t: &str| {
+        t.lines()
+            .find(|l| l.contains("shop/web"))
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    assert!(web(&text).contains("Complete    24h"), "{text}");
+    let built = app.derived.built;
+    // Two days later: the rows are not rebuilt, the age drawn moves on.
+    update(
+        &mut app,
+        Msg::Tick("2026-12-01T12:00:00Z".parse().expect("time")),
+    );
+    let text = text_of(&render(&mut app, 140, 24));
+    assert_eq!(app.derived.built, built);
+    assert!(web(&text).contains("Complete    3d"), "{text}");
+}
+
+#[test]
 fn every_list_view_at_80x24() {
     for (key, name) in [('2', "grants"), ('3', "handlers"), ('4', "retained")] {
         let mut app = fixtures::app();
@@ -202,6 +224,32 @@ fn details_view() {
     let mut app = fixtures::app();
     keys(&mut app, "jjd");
     snap("details", &mut app);
+}
+
+#[test]
+fn pod_details_show_the_fetched_whole_object() {
+    let mut app = fixtures::app();
+    let key = app.store.pods.keys().next().cloned().expect("a pod");
+    app.open(crate::model::Screen::Details(Kind::Pod, key.clone()));
+    let text = text_of(&render(&mut app, 140, 40));
+    assert!(text.contains("summary; reading the whole object"), "{text}");
+    let mut full = app.store.pods.get(&key).cloned().expect("pod");
+    full.metadata.annotations = Some([("note".to_string(), "FULL-MARKER".to_string())].into());
+    let g = app.generation;
+    update(
+        &mut app,
+        Msg::Fetched(g, Kind::Pod, key.clone(), Ok(Some(full.into()))),
+    );
+    let text = text_of(&render(&mut app, 140, 40));
+    assert!(text.contains("FULL-MARKER"), "{text}");
+    assert!(!text.contains("summary"), "{text}");
+    update(
+        &mut app,
+        Msg::Fetched(g, Kind::Pod, key, Err("forbidden \u{1b}[2J".into())),
+    );
+    let text = text_of(&render(&mut app, 140, 40));
+    assert!(text.contains("cannot read the whole object"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
 }
 
 #[test]

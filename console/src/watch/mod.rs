@@ -1,7 +1,7 @@
 //! Collecting data from the cluster: a client built from the kubeconfig
-//! like kubectl does, and one watcher task per kind that strips and
-//! sanitizes every object ([`crate::store::ingest::prepare`]) and sends it
-//! to the app task. (Named `watch`, not `kube`, so that it does not shadow
+//! like kubectl does, and one watcher task per kind that reduces, strips
+//! and sanitizes every object ([`crate::store::ingest::admit`]) and sends
+//! it to the app task. (Named `watch`, not `kube`, so that it does not shadow
 //! the `kube` crate.)
 
 mod starts;
@@ -23,12 +23,16 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Config, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender as MsgSender;
 use tokio::task::JoinHandle;
 
+mod load;
+
+pub use load::{Loaded, PAGE, fetch, load, load_available, load_paged};
+
 use crate::model::{Msg, Scope, WatchEvent};
-use crate::store::ingest::prepare;
-use crate::store::{Kind, ObjKey, Object, Store};
+use crate::store::ingest::admit;
+use crate::store::{Kind, ObjKey, Object};
 use starts::StartsLayer;
 pub use starts::WatchStarts;
 
@@ -191,14 +195,16 @@ pub struct Watchers {
     starts: WatchStarts,
     scope: Scope,
     agent_lease: ObjKey,
-    tx: UnboundedSender<Msg>,
+    tx: MsgSender<Msg>,
     generation: u64,
     tasks: BTreeMap<Kind, JoinHandle<()>>,
 }
 
 impl Watchers {
     /// No watcher runs yet. Events are sent as [`Msg::Watched`] tagged
-    /// with `generation` (the app's at connection time). `starts` must be
+    /// with `generation` (the app's at connection time) into a bounded
+    /// channel: a watcher waits while the app is behind (backpressure; no
+    /// event is dropped, the apiserver holds the rest). `starts` must be
     /// the one of `client` ([`client_from_config`]); without it a resumed
     /// watch is only noticed at its next event.
     pub fn new(
@@ -207,7 +213,7 @@ impl Watchers {
         scope: Scope,
         agent_lease: ObjKey,
         generation: u64,
-        tx: UnboundedSender<Msg>,
+        tx: MsgSender<Msg>,
     ) -> Self {
         Self {
             client,
@@ -226,9 +232,12 @@ impl Watchers {
             if self.tasks.contains_key(&kind) {
                 continue;
             }
+            // Not awaited (the app task calls this and is the receiver): if
+            // the channel is full this one is dropped, which loses nothing,
+            // as the watcher's own first event is an Init too.
             let _ = self
                 .tx
-                .send(Msg::Watched(self.generation, kind, WatchEvent::Init));
+                .try_send(Msg::Watched(self.generation, kind, WatchEvent::Init));
             let handle = spawn_kind(
                 self.client.clone(),
                 &self.starts,
@@ -261,15 +270,17 @@ impl Drop for Watchers {
 
 /// Sends one kind's events tagged with the connection's generation.
 struct Sender {
-    tx: UnboundedSender<Msg>,
+    tx: MsgSender<Msg>,
     generation: u64,
     kind: Kind,
 }
 
 impl Sender {
-    fn send(&self, ev: WatchEvent) -> Result<(), ()> {
+    /// Waits while the channel is full (backpressure).
+    async fn send(&self, ev: WatchEvent) -> Result<(), ()> {
         self.tx
             .send(Msg::Watched(self.generation, self.kind, ev))
+            .await
             .map_err(|_| ())
     }
 }
@@ -359,7 +370,7 @@ where
                         // while this task holds it; stop waiting on it.)
                         failing = false;
                         delay = RETRY_MIN;
-                        if changed.is_ok() && tx.send(WatchEvent::Resumed).is_err() {
+                        if changed.is_ok() && tx.send(WatchEvent::Resumed).await.is_err() {
                             return;
                         }
                         continue;
@@ -375,16 +386,16 @@ where
             let ev = match item {
                 Ok(watcher::Event::Init) => WatchEvent::Init,
                 Ok(watcher::Event::InitDone) => WatchEvent::InitDone,
-                Ok(watcher::Event::InitApply(o)) => match prepare(o) {
-                    Some(o) => WatchEvent::InitApply(Object::from(o)),
+                Ok(watcher::Event::InitApply(o)) => match admit(o) {
+                    Some(o) => WatchEvent::InitApply(o),
                     None => continue,
                 },
-                Ok(watcher::Event::Apply(o)) => match prepare(o) {
-                    Some(o) => WatchEvent::Apply(Object::from(o)),
+                Ok(watcher::Event::Apply(o)) => match admit(o) {
+                    Some(o) => WatchEvent::Apply(o),
                     None => continue,
                 },
-                Ok(watcher::Event::Delete(o)) => match prepare(o) {
-                    Some(o) => WatchEvent::Delete(Object::from(o)),
+                Ok(watcher::Event::Delete(o)) => match admit(o) {
+                    Some(o) => WatchEvent::Delete(o),
                     None => continue,
                 },
                 Err(e) => {
@@ -397,7 +408,7 @@ where
                     } else {
                         WatchEvent::Error(msg)
                     };
-                    if tx.send(ev).is_err() {
+                    if tx.send(ev).await.is_err() {
                         return;
                     }
                     // Only a watch started after this error proves recovery.
@@ -413,7 +424,7 @@ where
                 failing = false;
                 delay = RETRY_MIN;
             }
-            if tx.send(ev).is_err() {
+            if tx.send(ev).await.is_err() {
                 return;
             }
         }
@@ -437,67 +448,6 @@ fn denied(e: &watcher::Error) -> bool {
 const RETRY_MIN: std::time::Duration = std::time::Duration::from_millis(500);
 /// Longest wait between retries.
 const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// Lists every kind once into a fresh store (for `berth get`), with the
-/// same stripping and sanitizing as the watchers.
-pub async fn load(
-    conn: &Connection,
-    scope: &Scope,
-    agent_lease: &ObjKey,
-    kinds: &[Kind],
-) -> Result<Store, kube::Error> {
-    let mut store = Store::default();
-    for &kind in kinds {
-        let client = conn.client.clone();
-        let objs: Vec<Object> = match kind {
-            Kind::Runtime => list(api_for::<Runtime>(client, scope, kind)).await?,
-            Kind::RuntimeGrant => list(Api::<RuntimeGrant>::all(client)).await?,
-            Kind::RuntimeClass => list(Api::<RuntimeClass>::all(client)).await?,
-            Kind::Node => list(Api::<Node>::all(client)).await?,
-            Kind::Pod => list(api_for::<Pod>(client, scope, kind)).await?,
-            Kind::Deployment => list(api_for::<Deployment>(client, scope, kind)).await?,
-            Kind::ReplicaSet => list(api_for::<ReplicaSet>(client, scope, kind)).await?,
-            Kind::StatefulSet => list(api_for::<StatefulSet>(client, scope, kind)).await?,
-            Kind::DaemonSet => list(api_for::<DaemonSet>(client, scope, kind)).await?,
-            Kind::Job => list(api_for::<Job>(client, scope, kind)).await?,
-            Kind::CronJob => list(api_for::<CronJob>(client, scope, kind)).await?,
-            Kind::Event => list(api_for::<Event>(client, scope, kind)).await?,
-            Kind::Lease => {
-                let api = Api::<Lease>::namespaced(client, &agent_lease.0);
-                match api.get_opt(&agent_lease.1).await {
-                    Ok(l) => l.and_then(prepare).map(Object::from).into_iter().collect(),
-                    // Reading the Lease is optional (RBAC may refuse it).
-                    Err(_) => Vec::new(),
-                }
-            }
-            Kind::Namespace => list(Api::<Namespace>::all(client)).await?,
-            Kind::PendingGrantsFile => {
-                let api = Api::<PendingGrantsFile>::all(client);
-                match api.get_opt(&agent_lease.1).await {
-                    Ok(p) => p.and_then(prepare).map(Object::from).into_iter().collect(),
-                    // Optional, as the Lease: older installs lack the CRD.
-                    Err(_) => Vec::new(),
-                }
-            }
-        };
-        store.replace(kind, objs);
-    }
-    Ok(store)
-}
-
-async fn list<K>(api: Api<K>) -> Result<Vec<Object>, kube::Error>
-where
-    K: Resource + ResourceExt + Clone + DeserializeOwned + Serialize + Debug,
-    Object: From<K>,
-{
-    let items = api.list(&Default::default()).await?;
-    Ok(items
-        .items
-        .into_iter()
-        .filter_map(prepare)
-        .map(Object::from)
-        .collect())
-}
 
 #[cfg(test)]
 mod tests {

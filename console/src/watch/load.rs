@@ -1,0 +1,195 @@
+//! One-shot reads for `berth get` and `berth plan-grants`: every kind
+//! listed at once (concurrently), each in pages of [`PAGE`] objects that are
+//! reduced and sanitized as they arrive ([`crate::store::ingest::admit`]),
+//! so neither the wait nor the memory grows with the number of kinds or of
+//! objects more than it must.
+
+use std::fmt::Debug;
+
+use berth_shared::api::{PendingGrantsFile, Runtime, RuntimeGrant};
+use futures::future::join_all;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::api::ListParams;
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{Connection, api_for};
+use crate::model::Scope;
+use crate::store::ingest::admit;
+use crate::store::{Kind, ObjKey, Object, Store};
+
+/// Objects per LIST request (kubectl's default chunk size).
+pub const PAGE: u32 = 500;
+
+/// What [`load_available`] read, and the kinds the apiserver refused.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub store: Store,
+    /// Kinds that may not be listed (403) or are not served (404), with
+    /// the apiserver's message: their rows are missing, the rest is whole.
+    pub refused: Vec<(Kind, String)>,
+}
+
+/// Lists every kind once into a fresh store; any error fails the whole.
+pub async fn load(
+    conn: &Connection,
+    scope: &Scope,
+    agent_lease: &ObjKey,
+    kinds: &[Kind],
+) -> Result<Store, kube::Error> {
+    let mut store = Store::default();
+    for (kind, r) in list_all(conn, scope, agent_lease, kinds, PAGE).await {
+        store.replace(kind, r?);
+    }
+    Ok(store)
+}
+
+/// Like [`load`], but a kind the apiserver refuses (403, 404) is reported
+/// in [`Loaded::refused`] instead of failing the rest; other errors
+/// (unreachable, timeouts) still fail.
+pub async fn load_available(
+    conn: &Connection,
+    scope: &Scope,
+    agent_lease: &ObjKey,
+    kinds: &[Kind],
+) -> Result<Loaded, kube::Error> {
+    load_paged(conn, scope, agent_lease, kinds, PAGE).await
+}
+
+/// [`load_available`] with `page` objects per request (tests use small
+/// pages to see that every page is read).
+pub async fn load_paged(
+    conn: &Connection,
+    scope: &Scope,
+    agent_lease: &ObjKey,
+    kinds: &[Kind],
+    page: u32,
+) -> Result<Loaded, kube::Error> {
+    let mut out = Loaded::default();
+    for (kind, r) in list_all(conn, scope, agent_lease, kinds, page).await {
+        match r {
+            Ok(objs) => out.store.replace(kind, objs),
+            Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) => {
+                out.refused.push((kind, s.message.clone()));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+/// Every kind listed concurrently, results in the order of `kinds`.
+async fn list_all(
+    conn: &Connection,
+    scope: &Scope,
+    agent_lease: &ObjKey,
+    kinds: &[Kind],
+    page: u32,
+) -> Vec<(Kind, Result<Vec<Object>, kube::Error>)> {
+    let lists = kinds
+        .iter()
+        .map(|&kind| async move { (kind, list_kind(conn, scope, agent_lease, kind, page).await) });
+    join_all(lists).await
+}
+
+async fn list_kind(
+    conn: &Connection,
+    scope: &Scope,
+    agent_lease: &ObjKey,
+    kind: Kind,
+    page: u32,
+) -> Result<Vec<Object>, kube::Error> {
+    let client = conn.client.clone();
+    match kind {
+        Kind::Runtime => list(api_for::<Runtime>(client, scope, kind), page).await,
+        Kind::RuntimeGrant => list(Api::<RuntimeGrant>::all(client), page).await,
+        Kind::RuntimeClass => list(Api::<RuntimeClass>::all(client), page).await,
+        Kind::Node => list(Api::<Node>::all(client), page).await,
+        Kind::Pod => list(api_for::<Pod>(client, scope, kind), page).await,
+        Kind::Deployment => list(api_for::<Deployment>(client, scope, kind), page).await,
+        Kind::ReplicaSet => list(api_for::<ReplicaSet>(client, scope, kind), page).await,
+        Kind::StatefulSet => list(api_for::<StatefulSet>(client, scope, kind), page).await,
+        Kind::DaemonSet => list(api_for::<DaemonSet>(client, scope, kind), page).await,
+        Kind::Job => list(api_for::<Job>(client, scope, kind), page).await,
+        Kind::CronJob => list(api_for::<CronJob>(client, scope, kind), page).await,
+        Kind::Event => list(api_for::<Event>(client, scope, kind), page).await,
+        Kind::Lease => {
+            let api = Api::<Lease>::namespaced(client, &agent_lease.0);
+            Ok(match api.get_opt(&agent_lease.1).await {
+                Ok(l) => l.and_then(admit).into_iter().collect(),
+                // Reading the Lease is optional (RBAC may refuse it).
+                Err(_) => Vec::new(),
+            })
+        }
+        Kind::Namespace => list(Api::<Namespace>::all(client), page).await,
+        Kind::PendingGrantsFile => {
+            let api = Api::<PendingGrantsFile>::all(client);
+            Ok(match api.get_opt(&agent_lease.1).await {
+                Ok(p) => p.and_then(admit).into_iter().collect(),
+                // Optional, as the Lease: older installs lack the CRD.
+                Err(_) => Vec::new(),
+            })
+        }
+    }
+}
+
+/// Every object of `api`, page by page.
+async fn list<K>(api: Api<K>, page: u32) -> Result<Vec<Object>, kube::Error>
+where
+    K: Resource + ResourceExt + Clone + DeserializeOwned + Serialize + Debug,
+    Object: From<K>,
+{
+    let mut out = Vec::new();
+    let mut params = ListParams::default().limit(page);
+    loop {
+        let page = api.list(&params).await?;
+        out.extend(page.items.into_iter().filter_map(admit));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// One whole object, stripped and sanitized but not reduced (the Details
+/// screen of a kind the store keeps reduced); `None` if it does not exist.
+pub async fn fetch(
+    client: kube::Client,
+    kind: Kind,
+    key: &ObjKey,
+) -> Result<Option<Object>, kube::Error> {
+    let (ns, name) = (key.0.as_str(), key.1.as_str());
+    match kind {
+        Kind::Runtime => get(Api::<Runtime>::namespaced(client, ns), name).await,
+        Kind::RuntimeGrant => get(Api::<RuntimeGrant>::all(client), name).await,
+        Kind::RuntimeClass => get(Api::<RuntimeClass>::all(client), name).await,
+        Kind::Node => get(Api::<Node>::all(client), name).await,
+        Kind::Pod => get(Api::<Pod>::namespaced(client, ns), name).await,
+        Kind::Deployment => get(Api::<Deployment>::namespaced(client, ns), name).await,
+        Kind::ReplicaSet => get(Api::<ReplicaSet>::namespaced(client, ns), name).await,
+        Kind::StatefulSet => get(Api::<StatefulSet>::namespaced(client, ns), name).await,
+        Kind::DaemonSet => get(Api::<DaemonSet>::namespaced(client, ns), name).await,
+        Kind::Job => get(Api::<Job>::namespaced(client, ns), name).await,
+        Kind::CronJob => get(Api::<CronJob>::namespaced(client, ns), name).await,
+        Kind::Event => get(Api::<Event>::namespaced(client, ns), name).await,
+        Kind::Lease => get(Api::<Lease>::namespaced(client, ns), name).await,
+        Kind::Namespace => get(Api::<Namespace>::all(client), name).await,
+        Kind::PendingGrantsFile => get(Api::<PendingGrantsFile>::all(client), name).await,
+    }
+}
+
+async fn get<K>(api: Api<K>, name: &str) -> Result<Option<Object>, kube::Error>
+where
+    K: Resource + ResourceExt + Clone + DeserializeOwned + Serialize + Debug,
+    Object: From<K>,
+{
+    Ok(api
+        .get_opt(name)
+        .await?
+        .and_then(|o| Object::from(o).prepared()))
+}
