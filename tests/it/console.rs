@@ -497,18 +497,13 @@ async fn console_shows_reconnecting_and_recovers() {
 }
 
 pub(crate) fn tmux(socket: &str, args: &[&str]) -> String {
-    let out = Command::new("tmux")
-        .args(["-L", socket])
-        .args(args)
-        .output()
-        .expect("run tmux (apt-get install -y tmux)");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    berth_tests::tmux::Server::named(socket).run(args)
 }
 
 fn wait_pane(socket: &str, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + timeout;
     loop {
-        let pane = tmux(socket, &["capture-pane", "-p", "-t", "berth"]);
+        let pane = berth_tests::tmux::Server::named(socket).pane();
         if pred(&pane) {
             return pane;
         }
@@ -577,20 +572,10 @@ async fn in_tmux_with(
     let result = tokio::task::spawn_blocking({
         let socket = socket.clone();
         move || {
-            tmux(
-                &socket,
-                &[
-                    "new-session",
-                    "-d",
-                    "-s",
-                    "berth",
-                    "-x",
-                    "160",
-                    "-y",
-                    "40",
-                    "sh",
-                    &script.display().to_string(),
-                ],
+            berth_tests::tmux::Server::named(&socket).new_session(
+                160,
+                40,
+                &format!("sh '{}'", script.display()),
             );
             drive(&socket);
             let pane = wait_pane(&socket, "berth exited", Duration::from_secs(60), |p| {

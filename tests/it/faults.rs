@@ -713,18 +713,10 @@ fn sig(pid: u32, s: Signal) {
 
 /// Process ids whose command line mentions `needle`.
 fn processes_mentioning(needle: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmd)
-                .contains(needle)
-                .then_some(pid)
-        })
+    berth_tests::bench::process::command_lines()
+        .into_iter()
+        .filter(|(_, args)| args.iter().any(|a| a.contains(needle)))
+        .map(|(pid, _)| pid)
         .collect()
 }
 

@@ -7,3 +7,4 @@ pub mod grants_file;
 pub mod harness;
 pub mod localcluster;
 pub mod proxy;
+pub mod tmux;

@@ -58,27 +58,17 @@ impl Console {
         )
         .expect("console script");
         let socket = format!("berth-faults-{}", std::process::id());
-        tmux(
-            &socket,
-            &[
-                "new-session",
-                "-d",
-                "-s",
-                "berth",
-                "-x",
-                "200",
-                "-y",
-                "50",
-                "sh",
-                &script.display().to_string(),
-            ],
+        berth_tests::tmux::Server::named(&socket).new_session(
+            200,
+            50,
+            &format!("sh '{}'", script.display()),
         );
         Console { socket, proxy }
     }
 
     /// The pane's text.
     pub fn text(&self) -> String {
-        tmux(&self.socket, &["capture-pane", "-p", "-t", "berth"])
+        berth_tests::tmux::Server::named(&self.socket).pane()
     }
 
     /// Waits until the pane satisfies `pred`; the pane and how long it took.

@@ -62,13 +62,7 @@ pub async fn list_floor(client: &Client, view: ListView) -> Duration {
 }
 
 fn tmux(socket: &Path, args: &[&str]) -> String {
-    let out = Command::new("tmux")
-        .arg("-S")
-        .arg(socket)
-        .args(args)
-        .output()
-        .expect("run tmux (apt-get install -y tmux)");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    crate::tmux::Server::at(socket).run(args)
 }
 
 /// The `berth` console running in its own tmux server.
@@ -87,20 +81,7 @@ impl Console {
             kubeconfig.display(),
             berth.display()
         );
-        tmux(
-            &socket,
-            &[
-                "new-session",
-                "-d",
-                "-s",
-                "berth",
-                "-x",
-                "160",
-                "-y",
-                "50",
-                &cmd,
-            ],
-        );
+        crate::tmux::Server::at(&socket).new_session(160, 50, &cmd);
         let pid = (0..100)
             .find_map(|_| {
                 let p = tmux(
@@ -118,7 +99,7 @@ impl Console {
     }
 
     pub fn pane(&self) -> String {
-        tmux(&self.socket, &["capture-pane", "-p", "-t", "berth"])
+        crate::tmux::Server::at(&self.socket).pane()
     }
 
     pub fn send(&self, key: &str) {

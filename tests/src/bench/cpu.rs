@@ -82,28 +82,15 @@ pub fn usage(a: &Sample, b: &Sample) -> Usage {
 /// except the supervisors (`berth-localcluster supervise`), which only
 /// wait.
 fn cluster_processes(needle: &str) -> Vec<(u32, String)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            let name = component(&cmdline, needle)?;
-            Some((pid, name))
-        })
+    super::process::command_lines()
+        .into_iter()
+        .filter_map(|(pid, args)| Some((pid, component(&args, needle)?)))
         .collect()
 }
 
 /// The component a command line belongs to: the base name of its program,
 /// when an argument names `needle` and it is not a supervisor.
-fn component(cmdline: &[u8], needle: &str) -> Option<String> {
-    let args: Vec<String> = cmdline
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+fn component(args: &[String], needle: &str) -> Option<String> {
     let program = args.first()?;
     let name = program.rsplit('/').next()?.to_string();
     if name == "berth-localcluster" || !args.iter().skip(1).any(|a| a.contains(needle)) {
@@ -132,7 +119,7 @@ mod tests {
 
     #[test]
     fn components_are_named_by_program_and_supervisors_skipped() {
-        let line = |args: &[&str]| args.join("\0").into_bytes();
+        let line = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
         let dir = "/tmp/berth-it/bench-1";
         assert_eq!(
             component(
@@ -152,7 +139,7 @@ mod tests {
             component(&line(&["/usr/bin/etcd", "--data-dir=/elsewhere"]), dir),
             None
         );
-        assert_eq!(component(b"", dir), None);
+        assert_eq!(component(&[], dir), None);
     }
 
     #[test]

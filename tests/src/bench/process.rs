@@ -18,6 +18,29 @@ fn parse_vm_rss(status: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Every process's pid and arguments (`/proc/PID/cmdline` split at NULs);
+/// processes that end while being read are left out.
+pub fn command_lines() -> Vec<(u32, Vec<String>)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let raw = std::fs::read(e.path().join("cmdline")).ok()?;
+            Some((pid, split_cmdline(&raw)))
+        })
+        .collect()
+}
+
+fn split_cmdline(raw: &[u8]) -> Vec<String> {
+    raw.split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
 /// CPU time (user + system) a process has used so far.
 pub fn cpu_time(pid: u32) -> Option<Duration> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -210,6 +233,17 @@ mod tests {
         let pid = std::process::id();
         assert!(rss_bytes(pid).is_some_and(|b| b > 0));
         assert!(cpu_time(pid).is_some());
+        let own = command_lines().into_iter().find(|(p, _)| *p == pid);
+        assert!(own.is_some_and(|(_, args)| !args.is_empty()));
+    }
+
+    #[test]
+    fn command_lines_split_at_nuls_and_drop_empty_arguments() {
+        assert_eq!(
+            split_cmdline(b"/bin/etcd\0--data-dir=/x\0\0"),
+            vec!["/bin/etcd".to_string(), "--data-dir=/x".to_string()]
+        );
+        assert!(split_cmdline(b"").is_empty());
     }
 
     #[test]
