@@ -22,6 +22,7 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 
 use super::index::OwnerIndex;
+use super::names::NameIndex;
 use crate::metrics::Metrics;
 
 /// The field manager of every write.
@@ -88,6 +89,27 @@ pub struct Stores {
     pub controller_revisions: Store<ControllerRevision>,
     /// Who controls what, for the kinds a reconcile looks up by owner.
     pub owners: OwnerIndexes,
+    /// Which names are taken, for the label-filtered kinds.
+    pub taken: TakenNames,
+}
+
+/// The names taken by any object (labelled or not) of each kind whose
+/// cache is label-filtered: a name not in the cache and free here can be
+/// created without reading it first (see `names`).
+#[derive(Clone, Default)]
+pub struct TakenNames {
+    /// ConfigMaps.
+    pub config_maps: NameIndex,
+    /// ServiceAccounts.
+    pub service_accounts: NameIndex,
+    /// Services.
+    pub services: NameIndex,
+    /// PodDisruptionBudgets.
+    pub pdbs: NameIndex,
+    /// NetworkPolicies.
+    pub network_policies: NameIndex,
+    /// HorizontalPodAutoscalers.
+    pub hpas: NameIndex,
 }
 
 /// The owner indexes over [`Stores`] (each fed by its store's events).
@@ -142,7 +164,9 @@ pub struct WriteMemory(std::sync::Mutex<std::collections::HashMap<String, SentWr
 /// One remembered write.
 #[derive(Debug, Clone)]
 pub struct SentWrite {
-    from: String,
+    /// The cached version the write was sent from; `None`: it created the
+    /// object.
+    from: Option<String>,
     produced: Option<String>,
     hash: String,
 }
@@ -167,7 +191,8 @@ impl WriteMemory {
         cached_version.is_some_and(|v| {
             map.get(key).is_some_and(|w| {
                 w.hash == sent
-                    && (w.from == v || w.produced.as_deref().is_some_and(|p| older(v, p)))
+                    && (w.from.as_deref() == Some(v)
+                        || w.produced.as_deref().is_some_and(|p| older(v, p)))
             })
         })
     }
@@ -182,21 +207,22 @@ impl WriteMemory {
         sent: &str,
     ) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        match cached_version {
-            Some(v) => {
-                map.insert(
-                    key.to_string(),
-                    SentWrite {
-                        from: v.to_string(),
-                        produced: produced_version.map(str::to_string),
-                        hash: sent.to_string(),
-                    },
-                );
-            }
-            None => {
-                map.remove(key);
-            }
-        }
+        map.insert(
+            key.to_string(),
+            SentWrite {
+                from: cached_version.map(str::to_string),
+                produced: produced_version.map(str::to_string),
+                hash: sent.to_string(),
+            },
+        );
+    }
+
+    /// Whether the last write remembered for `key` created the object: a
+    /// cache that still lacks it lags (or someone deleted it since), so it
+    /// is read before anything is sent again.
+    pub fn created(&self, key: &str) -> bool {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(key).is_some_and(|w| w.from.is_none())
     }
 }
 
@@ -318,9 +344,16 @@ mod tests {
         // The cache caught up (new version), or the content changed: send.
         assert!(!m.already_sent("Deployment/web/ns", Some("8"), "h1"));
         assert!(!m.already_sent("Deployment/web/ns", Some("7"), "h2"));
-        // Created objects (no cached version) are never skipped.
+        // Created objects (no cached version) are never skipped, but the
+        // memory says they were created: a cache still lacking one is read
+        // before anything is sent again.
+        assert!(!m.created("ConfigMap/c/ns"));
         m.sent("ConfigMap/c/ns", None, Some("3"), "h");
         assert!(!m.already_sent("ConfigMap/c/ns", None, "h"));
+        assert!(m.created("ConfigMap/c/ns"));
+        assert!(!m.created("Deployment/web/ns"), "updated, not created");
+        // Once the cache shows the created object, it is compared as usual.
+        assert!(!m.already_sent("ConfigMap/c/ns", Some("3"), "h"));
     }
 
     #[test]

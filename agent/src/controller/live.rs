@@ -5,7 +5,7 @@
 //! desired is deleted). Read once, from the caches only, so the apply step
 //! reads no cache itself.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use berth_shared::api::Runtime;
@@ -22,19 +22,34 @@ use kube::{Resource, ResourceExt};
 
 use super::context::Stores;
 use super::index::OwnerIndex;
+use super::names::NameIndex;
 
 /// The cached objects of one kind that matter to one Runtime, by name.
 #[derive(Debug)]
 pub struct Cached<K> {
     by_name: BTreeMap<String, Arc<K>>,
+    /// Of the names asked for and not in the cache, those known to be free
+    /// (no object of any owner there).
+    free: BTreeSet<String>,
 }
 
 impl<K> Default for Cached<K> {
     fn default() -> Self {
         Self {
             by_name: BTreeMap::new(),
+            free: BTreeSet::new(),
         }
     }
+}
+
+/// What says that a name missing from a cache is free.
+#[derive(Clone, Copy, Debug)]
+enum Absence<'a> {
+    /// The cache holds every object of the kind (not label-filtered), and
+    /// reconciles start only once it has listed.
+    Cache,
+    /// The cache is label-filtered: the kind's names index knows.
+    Names(&'a NameIndex),
 }
 
 impl<K> Cached<K>
@@ -49,11 +64,18 @@ where
         uid: &str,
         names: &[String],
         owned: Option<&OwnerIndex<K>>,
+        absence: Absence<'_>,
     ) -> Self {
         let mut by_name = BTreeMap::new();
+        let mut free = BTreeSet::new();
         for name in names {
             if let Some(obj) = store.get(&ObjectRef::new(name).within(ns)) {
                 by_name.insert(name.clone(), obj);
+            } else if match absence {
+                Absence::Cache => true,
+                Absence::Names(index) => index.is_free(ns, name),
+            } {
+                free.insert(name.clone());
             }
         }
         for obj in owned
@@ -64,7 +86,14 @@ where
                 by_name.insert(obj.name_any(), obj);
             }
         }
-        Self { by_name }
+        free.retain(|n| !by_name.contains_key(n));
+        Self { by_name, free }
+    }
+
+    /// Whether no object at all (berth's or anyone's) is at `name`, as far
+    /// as the caches know: it can be created without reading it first.
+    pub fn is_free(&self, name: &str) -> bool {
+        self.free.contains(name)
     }
 
     /// The cached object called `name`.
@@ -121,6 +150,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         .map(|s| names::cronjob_name(&name, &s.name))
         .collect();
     let o = &stores.owners;
+    let t = &stores.taken;
     Live {
         config_maps: Cached::read(
             &stores.config_maps,
@@ -128,21 +158,72 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
             &uid,
             std::slice::from_ref(&n.config_map),
             None,
+            Absence::Names(&t.config_maps),
         ),
-        service_accounts: Cached::read(&stores.service_accounts, &ns, &uid, workload, None),
-        services: Cached::read(&stores.services, &ns, &uid, workload, None),
-        deployments: Cached::read(&stores.deployments, &ns, &uid, workload, None),
-        pdbs: Cached::read(&stores.pdbs, &ns, &uid, workload, None),
+        service_accounts: Cached::read(
+            &stores.service_accounts,
+            &ns,
+            &uid,
+            workload,
+            None,
+            Absence::Names(&t.service_accounts),
+        ),
+        services: Cached::read(
+            &stores.services,
+            &ns,
+            &uid,
+            workload,
+            None,
+            Absence::Names(&t.services),
+        ),
+        deployments: Cached::read(
+            &stores.deployments,
+            &ns,
+            &uid,
+            workload,
+            None,
+            Absence::Cache,
+        ),
+        pdbs: Cached::read(
+            &stores.pdbs,
+            &ns,
+            &uid,
+            workload,
+            None,
+            Absence::Names(&t.pdbs),
+        ),
         network_policies: Cached::read(
             &stores.network_policies,
             &ns,
             &uid,
             workload,
             Some(&o.network_policies),
+            Absence::Names(&t.network_policies),
         ),
-        hpas: Cached::read(&stores.hpas, &ns, &uid, workload, Some(&o.hpas)),
-        jobs: Cached::read(&stores.jobs, &ns, &uid, &jobs, Some(&o.jobs)),
-        cron_jobs: Cached::read(&stores.cron_jobs, &ns, &uid, &crons, Some(&o.cron_jobs)),
+        hpas: Cached::read(
+            &stores.hpas,
+            &ns,
+            &uid,
+            workload,
+            Some(&o.hpas),
+            Absence::Names(&t.hpas),
+        ),
+        jobs: Cached::read(
+            &stores.jobs,
+            &ns,
+            &uid,
+            &jobs,
+            Some(&o.jobs),
+            Absence::Cache,
+        ),
+        cron_jobs: Cached::read(
+            &stores.cron_jobs,
+            &ns,
+            &uid,
+            &crons,
+            Some(&o.cron_jobs),
+            Absence::Cache,
+        ),
     }
 }
 
@@ -200,17 +281,47 @@ pub(crate) mod tests {
             index.apply(&event);
         }
         let names = vec!["web".to_string(), "web-missing".to_string()];
-        let named = Cached::read(&store, "team", "u", &names, None);
+        let named = Cached::read(&store, "team", "u", &names, None, Absence::Cache);
         let got: Vec<String> = named.all().map(|o| o.name_any()).collect();
         assert_eq!(got, ["web"], "the object at the name, whoever owns it");
         assert!(named.get("web-missing").is_none());
 
-        let with_owned = Cached::read(&store, "team", "u", &names, Some(&index));
+        let with_owned = Cached::read(&store, "team", "u", &names, Some(&index), Absence::Cache);
         let got: Vec<String> = with_owned.all().map(|o| o.name_any()).collect();
         assert_eq!(
             got,
             ["web", "web-np-old"],
             "plus what it owns in its namespace"
         );
+    }
+
+    #[test]
+    fn a_missing_name_is_free_only_when_its_authority_says_so() {
+        let (store, mut writer) = kube::runtime::reflector::store::<ConfigMap>();
+        writer.apply_watcher_event(&Event::Apply(cm("team", "web", Some("u"))));
+        let names = vec![
+            "web".to_string(),
+            "web-unlabeled".to_string(),
+            "web-new".to_string(),
+        ];
+        // An unfiltered cache: what it lacks is free; what it has is not.
+        let all = Cached::read(&store, "team", "u", &names, None, Absence::Cache);
+        assert!(!all.is_free("web"));
+        assert!(all.is_free("web-unlabeled") && all.is_free("web-new"));
+
+        // A label-filtered cache: the names index decides, and before its
+        // first list nothing is free.
+        let taken = NameIndex::default();
+        let filtered = Cached::read(&store, "team", "u", &names, None, Absence::Names(&taken));
+        assert!(names.iter().all(|n| !filtered.is_free(n)), "not listed yet");
+        taken.apply(&Event::<ConfigMap>::Init);
+        for n in ["web", "web-unlabeled"] {
+            taken.apply(&Event::InitApply(cm("team", n, None)));
+        }
+        taken.apply(&Event::<ConfigMap>::InitDone);
+        let filtered = Cached::read(&store, "team", "u", &names, None, Absence::Names(&taken));
+        assert!(!filtered.is_free("web"));
+        assert!(!filtered.is_free("web-unlabeled"), "someone else's object");
+        assert!(filtered.is_free("web-new"));
     }
 }

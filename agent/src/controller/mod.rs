@@ -13,6 +13,7 @@ pub mod events;
 pub mod identity;
 pub mod index;
 pub mod live;
+pub mod names;
 pub mod read;
 pub mod reduce;
 pub mod status;
@@ -141,6 +142,22 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     reflect_with(api, config, reduce::strip::<K>)
+}
+
+/// Keeps `index` equal to the names taken in `api` (a metadata-only
+/// watch: names, not bodies).
+fn watch_names<K>(api: Api<PartialObjectMeta<K>>, index: names::NameIndex)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let stream = watcher(api, watch_config())
+        .default_backoff()
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                index.apply(event);
+            }
+        });
+    drain(stream);
 }
 
 /// Polls a stream that only feeds a store.
@@ -307,6 +324,31 @@ pub fn start(
         all(),
         strip_revision,
     );
+    let taken = context::TakenNames::default();
+    watch_names(
+        ns_api::<PartialObjectMeta<ConfigMap>>(c, &scope),
+        taken.config_maps.clone(),
+    );
+    watch_names(
+        ns_api::<PartialObjectMeta<ServiceAccount>>(c, &scope),
+        taken.service_accounts.clone(),
+    );
+    watch_names(
+        ns_api::<PartialObjectMeta<Service>>(c, &scope),
+        taken.services.clone(),
+    );
+    watch_names(
+        ns_api::<PartialObjectMeta<PodDisruptionBudget>>(c, &scope),
+        taken.pdbs.clone(),
+    );
+    watch_names(
+        ns_api::<PartialObjectMeta<NetworkPolicy>>(c, &scope),
+        taken.network_policies.clone(),
+    );
+    watch_names(
+        ns_api::<PartialObjectMeta<HorizontalPodAutoscaler>>(c, &scope),
+        taken.hpas.clone(),
+    );
     drain(rs_s);
     drain(sts_s);
     drain(ds_s);
@@ -351,6 +393,7 @@ pub fn start(
         pods,
         controller_revisions,
         owners,
+        taken,
     };
     let context = Arc::new(Context {
         client: client.clone(),

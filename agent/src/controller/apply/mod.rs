@@ -107,8 +107,13 @@ async fn ensure<K: Managed + Governed>(
     let ns = desired.namespace().unwrap_or_default();
     let label = format!("{kind}/{name}");
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let memory_key = format!("{label}/{ns}");
     let live: Option<K> = match cached.get(&name) {
         Some(obj) => Some((**obj).clone()),
+        // Nothing is at the name, the caches say (the names index of a
+        // label-filtered kind, or the whole-kind cache), and this agent has
+        // not just created it: create without reading first.
+        None if cached.is_free(&name) && !ctx.written.created(&memory_key) => None,
         // Not in the (label-filtered) cache: it may still exist without
         // berth's labels. Look before creating, so nothing is adopted —
         // the one read apply makes itself: a precondition of the create.
@@ -154,7 +159,6 @@ async fn ensure<K: Managed + Governed>(
                 K::GOVERNED,
                 live.meta().uid.as_deref(),
             );
-            let memory_key = format!("{label}/{ns}");
             let version = live.meta().resource_version.as_deref();
             if ctx
                 .written
@@ -199,7 +203,7 @@ async fn ensure<K: Managed + Governed>(
             return;
         }
         if ctx.written.already_sent(
-            &format!("{label}/{ns}"),
+            &memory_key,
             live.meta().resource_version.as_deref(),
             &hash(&desired_value),
         ) {
@@ -219,7 +223,7 @@ async fn ensure<K: Managed + Governed>(
             out.writes += 1;
             ctx.metrics.write(&kind, "apply");
             ctx.written.sent(
-                &format!("{label}/{ns}"),
+                &memory_key,
                 live.as_ref()
                     .and_then(|l| l.meta().resource_version.as_deref()),
                 applied.meta().resource_version.as_deref(),
@@ -427,112 +431,146 @@ async fn delete_owned<K: Managed>(ctx: &Context, obj: &K, out: &mut ApplyOutcome
     }
 }
 
+impl ApplyOutcome {
+    /// Adds what another step did (its failures after this one's, so the
+    /// first failure named stays the first step's).
+    fn merge(&mut self, other: ApplyOutcome) {
+        self.conflicts.extend(other.conflicts);
+        self.errors.extend(other.errors);
+        self.writes += other.writes;
+        self.jobs.extend(other.jobs);
+    }
+}
+
 /// Applies every rendered object and deletes the Runtime's own objects that
 /// are no longer desired (NetworkPolicy/HPA turned off, a job or schedule
 /// removed from the spec). Jobs are not deleted because the Runtime is
 /// suspended — only when their entry left `spec.jobs`.
+///
+/// Two phases, each a set of independent steps sent together: first what
+/// the pods need to start (ConfigMap, ServiceAccount, Service), then the
+/// Deployment and everything around it. A Runtime's first reconcile thus
+/// waits for two round trips instead of one per object; at most
+/// `--concurrency` Runtimes reconcile at once, so at most six times that
+/// many requests are in flight. Outcomes are merged in a fixed order.
 pub async fn apply_all(
     ctx: &Context,
     runtime: &Runtime,
     rendered: &Rendered,
     live: &Live,
 ) -> ApplyOutcome {
-    let mut out = ApplyOutcome::default();
     let uid = runtime.uid().unwrap_or_default();
     let ns = runtime.namespace().unwrap_or_default();
     let name = runtime.name_any();
     let s = live;
-    ensure(
-        ctx,
-        &s.config_maps,
-        &rendered.config_map,
-        &uid,
-        Mode::Converge,
-        &mut out,
-    )
-    .await;
-    ensure(
-        ctx,
-        &s.service_accounts,
-        &rendered.service_account,
-        &uid,
-        Mode::Converge,
-        &mut out,
-    )
-    .await;
-    ensure(
-        ctx,
-        &s.services,
-        &rendered.service,
-        &uid,
-        Mode::Converge,
-        &mut out,
-    )
-    .await;
-    let mut handed_over = true;
-    if rendered
-        .deployment
-        .spec
-        .as_ref()
-        .is_some_and(|d| d.replicas.is_none())
-    {
-        let errors = out.errors.len();
-        let min = runtime.spec.wanted_replicas();
-        hand_over_replicas(
-            ctx,
-            &s.deployments,
-            &rendered.deployment,
-            &uid,
-            min,
-            &mut out,
-        )
-        .await;
-        handed_over = out.errors.len() == errors;
-    }
-    // Without the handover the apply would drop the replica count: retried.
-    if handed_over {
+    let uid = uid.as_str();
+    let one = Step { ctx, uid };
+    let (config_map, service_account, service) = futures::join!(
+        one.ensure(&s.config_maps, &rendered.config_map),
+        one.ensure(&s.service_accounts, &rendered.service_account),
+        one.ensure(&s.services, &rendered.service),
+    );
+
+    let deployment = async {
+        let mut out = ApplyOutcome::default();
+        if rendered
+            .deployment
+            .spec
+            .as_ref()
+            .is_some_and(|d| d.replicas.is_none())
+        {
+            let min = runtime.spec.wanted_replicas();
+            hand_over_replicas(
+                ctx,
+                &s.deployments,
+                &rendered.deployment,
+                uid,
+                min,
+                &mut out,
+            )
+            .await;
+            // Without the handover the apply would drop the replica count:
+            // retried.
+            if !out.errors.is_empty() {
+                return out;
+            }
+        }
         ensure(
             ctx,
             &s.deployments,
             &rendered.deployment,
-            &uid,
+            uid,
             Mode::Converge,
             &mut out,
         )
         .await;
-    }
-    ensure(
-        ctx,
-        &s.pdbs,
-        &rendered.pod_disruption_budget,
-        &uid,
-        Mode::Converge,
-        &mut out,
-    )
-    .await;
-    // The kinds a Runtime has zero or more of: each is an owned set.
-    let owned = OwnedSet {
-        ctx,
-        ns: &ns,
-        uid: &uid,
+        out
     };
+    // The kinds a Runtime has zero or more of: each is an owned set.
+    let owned = OwnedSet { ctx, ns: &ns, uid };
     let np: Vec<_> = rendered.network_policy.iter().collect();
-    owned.converge(&s.network_policies, &np, &mut out).await;
     let hpa: Vec<_> = rendered.horizontal_pod_autoscaler.iter().collect();
-    owned.converge(&s.hpas, &hpa, &mut out).await;
-    // Jobs are created once per definition (run_jobs_once), and one stays
-    // while its entry is in the spec, even suspended (not rendered then).
-    run_jobs_once(ctx, runtime, rendered, &s.jobs, &mut out).await;
-    let entries: BTreeSet<String> = runtime
-        .spec
-        .jobs
-        .iter()
-        .map(|j| render::names::job_name(&name, &j.name))
-        .collect();
-    owned.prune(&s.jobs, &entries, &mut out).await;
     let crons: Vec<_> = rendered.cron_jobs.iter().collect();
-    owned.converge(&s.cron_jobs, &crons, &mut out).await;
+    let jobs = async {
+        let mut out = ApplyOutcome::default();
+        // Jobs are created once per definition (run_jobs_once), and one
+        // stays while its entry is in the spec, even suspended (not
+        // rendered then).
+        run_jobs_once(ctx, runtime, rendered, &s.jobs, &mut out).await;
+        let entries: BTreeSet<String> = runtime
+            .spec
+            .jobs
+            .iter()
+            .map(|j| render::names::job_name(&name, &j.name))
+            .collect();
+        owned.prune(&s.jobs, &entries, &mut out).await;
+        out
+    };
+    let (deployment, pdb, network_policies, hpas, jobs, cron_jobs) = futures::join!(
+        deployment,
+        one.ensure(&s.pdbs, &rendered.pod_disruption_budget),
+        owned.converged(&s.network_policies, &np),
+        owned.converged(&s.hpas, &hpa),
+        jobs,
+        owned.converged(&s.cron_jobs, &crons),
+    );
+    let mut out = ApplyOutcome::default();
+    for step in [
+        config_map,
+        service_account,
+        service,
+        deployment,
+        pdb,
+        network_policies,
+        hpas,
+        jobs,
+        cron_jobs,
+    ] {
+        out.merge(step);
+    }
     out
+}
+
+/// One object's apply as a step of its own (run beside others).
+struct Step<'a> {
+    ctx: &'a Context,
+    uid: &'a str,
+}
+
+impl Step<'_> {
+    async fn ensure<K: Managed + Governed>(&self, cached: &Cached<K>, desired: &K) -> ApplyOutcome {
+        let mut out = ApplyOutcome::default();
+        ensure(
+            self.ctx,
+            cached,
+            desired,
+            self.uid,
+            Mode::Converge,
+            &mut out,
+        )
+        .await;
+        out
+    }
 }
 
 /// The objects of one kind a Runtime owns in its namespace, kept equal to
@@ -545,6 +583,17 @@ struct OwnedSet<'a> {
 }
 
 impl OwnedSet<'_> {
+    /// [`OwnedSet::converge`] as a step of its own.
+    async fn converged<K: Managed + Governed>(
+        &self,
+        cached: &Cached<K>,
+        desired: &[&K],
+    ) -> ApplyOutcome {
+        let mut out = ApplyOutcome::default();
+        self.converge(cached, desired, &mut out).await;
+        out
+    }
+
     /// Applies `desired` and deletes the rest of the owned set.
     async fn converge<K: Managed + Governed>(
         &self,
