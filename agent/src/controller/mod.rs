@@ -17,6 +17,7 @@ pub mod names;
 pub mod read;
 pub mod reduce;
 pub mod status;
+pub mod triggers;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -47,6 +48,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use self::context::{Context, Stores};
+use self::triggers::spec_fingerprint;
 
 /// Reconcile errors (each retried with per-object exponential backoff).
 #[derive(Debug, thiserror::Error)]
@@ -371,7 +373,8 @@ pub fn start(
     )
     .with_config(
         kube::runtime::controller::Config::default()
-            .concurrency(u16::try_from(settings.concurrency).unwrap_or(u16::MAX)),
+            .concurrency(u16::try_from(settings.concurrency).unwrap_or(u16::MAX))
+            .debounce(triggers::DEBOUNCE),
     );
     let stores = Stores {
         runtimes: runtimes.clone(),
@@ -441,11 +444,12 @@ pub fn start(
         .owns_stream(sa_s)
         .owns_stream(svc_s)
         .owns_stream(dep_s)
-        .owns_stream(pdb_s)
-        .owns_stream(np_s)
-        .owns_stream(hpa_s)
-        .owns_stream(job_s)
-        .owns_stream(cron_s)
+        // Their status is not read: a status-only update wakes nothing.
+        .owns_stream(pdb_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))
+        .owns_stream(np_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))
+        .owns_stream(hpa_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))
+        .owns_stream(job_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))
+        .owns_stream(cron_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))
         .watches_stream(class_s, move |_| on_class())
         .watches_stream(node_s, move |_| on_node())
         .watches_stream(ns_s, in_namespace)
@@ -608,7 +612,10 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         // An unowned object may go away; look again soon.
         Action::requeue(Duration::from_secs(30).min(ctx.settings.resync))
     } else {
-        Action::requeue(ctx.settings.resync)
+        Action::requeue(triggers::resync_after(
+            ctx.settings.resync,
+            runtime.uid().as_deref().unwrap_or_default(),
+        ))
     };
     Ok((action, hold.is_blocked()))
 }

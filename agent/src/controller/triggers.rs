@@ -1,0 +1,123 @@
+//! What wakes a reconcile, and when it comes back by itself (issue 14).
+//! Measured at 2,000 Runtimes, the reconcile queue was full of work that
+//! could not change anything: status-only updates of owned PDBs, HPAs, Jobs
+//! and CronJobs (the disruption controller rewrites a PDB's status for
+//! every pod that becomes ready), bursts of events for one Runtime right
+//! after its objects were created, and resyncs of every Runtime falling due
+//! together. New Runtimes waited behind them.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use kube::Resource;
+
+/// Triggers for one Runtime that arrive within this window become one
+/// reconcile (kube-runtime's trailing-edge debounce): creating a Runtime's
+/// objects sends five watch events within milliseconds, and a rollout
+/// moves its Deployment's status several times a second.
+pub const DEBOUNCE: Duration = Duration::from_millis(500);
+
+/// What of an owned object a reconcile reads when it has no status the
+/// Runtime's status is computed from (PDB, HPA, Job, CronJob,
+/// NetworkPolicy): its spec (through `generation`), labels, annotations,
+/// owners and deletion. A status-only update leaves this unchanged and is
+/// filtered out; the resync still looks at everything.
+pub fn spec_fingerprint<K: Resource>(obj: &K) -> Option<u64> {
+    let m = obj.meta();
+    let mut h = DefaultHasher::new();
+    m.generation.hash(&mut h);
+    m.labels.hash(&mut h);
+    m.annotations.hash(&mut h);
+    for r in m.owner_references.iter().flatten() {
+        r.uid.hash(&mut h);
+        r.controller.hash(&mut h);
+    }
+    m.deletion_timestamp.as_ref().map(|t| t.0).hash(&mut h);
+    Some(h.finish())
+}
+
+/// When a settled Runtime is looked at again: the resync, spread by up to
+/// a tenth over Runtimes (by uid, so one Runtime keeps its slot) instead
+/// of every Runtime reconciled in one burst falling due in the same second.
+pub fn resync_after(resync: Duration, uid: &str) -> Duration {
+    let mut h = DefaultHasher::new();
+    uid.hash(&mut h);
+    let spread = resync / 10;
+    let millis = u64::try_from(spread.as_millis()).unwrap_or(u64::MAX);
+    if millis == 0 {
+        return resync;
+    }
+    resync + Duration::from_millis(h.finish() % millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use std::collections::BTreeMap;
+
+    fn pdb(generation: i64) -> PodDisruptionBudget {
+        PodDisruptionBudget {
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                generation: Some(generation),
+                resource_version: Some("1".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_status_only_update_keeps_the_fingerprint_and_anything_else_changes_it() {
+        let base = pdb(1);
+        let mut status_only = base.clone();
+        status_only.metadata.resource_version = Some("2".into());
+        status_only.status = Some(PodDisruptionBudgetStatus {
+            current_healthy: 3,
+            ..Default::default()
+        });
+        assert_eq!(spec_fingerprint(&base), spec_fingerprint(&status_only));
+
+        let mut changes = Vec::new();
+        changes.push(pdb(2)); // the spec changed
+        let mut labelled = base.clone();
+        labelled.metadata.labels = Some(BTreeMap::from([("a".into(), "b".into())]));
+        changes.push(labelled);
+        let mut annotated = base.clone();
+        annotated.metadata.annotations = Some(BTreeMap::from([("a".into(), "b".into())]));
+        changes.push(annotated);
+        let mut owned = base.clone();
+        owned.metadata.owner_references = Some(vec![Default::default()]);
+        changes.push(owned);
+        let mut deleting = base.clone();
+        deleting.metadata.deletion_timestamp = Some(Time(Default::default()));
+        changes.push(deleting);
+        for changed in changes {
+            assert_ne!(
+                spec_fingerprint(&base),
+                spec_fingerprint(&changed),
+                "{:?}",
+                changed.metadata
+            );
+        }
+    }
+
+    #[test]
+    fn resyncs_are_spread_over_a_tenth_and_stable_per_runtime() {
+        let resync = Duration::from_secs(300);
+        let after: Vec<Duration> = (0..200)
+            .map(|i| resync_after(resync, &format!("uid-{i}")))
+            .collect();
+        assert!(after.iter().all(|d| *d >= resync && *d < resync + resync / 10));
+        let distinct: std::collections::BTreeSet<_> = after.iter().collect();
+        assert!(distinct.len() > 150, "spread, not one slot: {}", distinct.len());
+        assert_eq!(resync_after(resync, "uid-7"), resync_after(resync, "uid-7"));
+        assert_eq!(
+            resync_after(Duration::from_millis(5), "x"),
+            Duration::from_millis(5)
+        );
+    }
+}
