@@ -74,6 +74,33 @@ async fn agent_contract_zero_writes_at_rest_counted_by_the_apiserver() {
     .await;
     wait_condition(&tns, "web", "Ready", "True", None).await;
     wait_condition(&tns, "plain", "Ready", "True", None).await;
+    // Ready comes with the minimum available; the rest of the rollout
+    // still moves the status (counts), which is not "at rest". On a loaded
+    // machine that took longer than the settle below.
+    for name in ["web", "plain"] {
+        let deployments = Api::<Deployment>::namespaced(client.clone(), ns_name);
+        harness::wait_for_value(
+            &format!("Deployment {name} rolled out"),
+            Duration::from_secs(180),
+            || {
+                let deployments = deployments.clone();
+                async move {
+                    let d = deployments.get(name).await.ok()?;
+                    let want = d.spec.as_ref()?.replicas?;
+                    let s = d.status.as_ref()?;
+                    let done = s.observed_generation == d.metadata.generation
+                        && s.updated_replicas == Some(want)
+                        && s.ready_replicas == Some(want)
+                        && s.available_replicas == Some(want)
+                        && s.replicas == Some(want);
+                    done.then_some(())
+                }
+            },
+        )
+        .await;
+    }
+    // The last progress write is paced (5 s per Runtime): let it land.
+    tokio::time::sleep(Duration::from_secs(6)).await;
 
     // Another field manager adds a label and an annotation (tolerated).
     let foreign = PatchParams {

@@ -373,8 +373,7 @@ pub fn start(
     )
     .with_config(
         kube::runtime::controller::Config::default()
-            .concurrency(u16::try_from(settings.concurrency).unwrap_or(u16::MAX))
-            .debounce(triggers::DEBOUNCE),
+            .concurrency(u16::try_from(settings.concurrency).unwrap_or(u16::MAX)),
     );
     let stores = Stores {
         runtimes: runtimes.clone(),

@@ -2,21 +2,20 @@
 //! Measured at 2,000 Runtimes, the reconcile queue was full of work that
 //! could not change anything: status-only updates of owned PDBs, HPAs, Jobs
 //! and CronJobs (the disruption controller rewrites a PDB's status for
-//! every pod that becomes ready), bursts of events for one Runtime right
-//! after its objects were created, and resyncs of every Runtime falling due
+//! every pod that becomes ready), and resyncs of every Runtime falling due
 //! together. New Runtimes waited behind them.
+//!
+//! Not used: kube-runtime's debounce. It is trailing-edge: every new
+//! trigger pushes the reconcile back, and a RuntimeClass or Node change
+//! triggers every Runtime — in a cluster where those change more often
+//! than the debounce period, no Runtime was reconciled at all (seen in the
+//! integration suite, where tests add classes and nodes all the time).
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use kube::Resource;
-
-/// Triggers for one Runtime that arrive within this window become one
-/// reconcile (kube-runtime's trailing-edge debounce): creating a Runtime's
-/// objects sends five watch events within milliseconds, and a rollout
-/// moves its Deployment's status several times a second.
-pub const DEBOUNCE: Duration = Duration::from_millis(500);
 
 /// What of an owned object a reconcile reads when it has no status the
 /// Runtime's status is computed from (PDB, HPA, Job, CronJob,
@@ -111,9 +110,17 @@ mod tests {
         let after: Vec<Duration> = (0..200)
             .map(|i| resync_after(resync, &format!("uid-{i}")))
             .collect();
-        assert!(after.iter().all(|d| *d >= resync && *d < resync + resync / 10));
+        assert!(
+            after
+                .iter()
+                .all(|d| *d >= resync && *d < resync + resync / 10)
+        );
         let distinct: std::collections::BTreeSet<_> = after.iter().collect();
-        assert!(distinct.len() > 150, "spread, not one slot: {}", distinct.len());
+        assert!(
+            distinct.len() > 150,
+            "spread, not one slot: {}",
+            distinct.len()
+        );
         assert_eq!(resync_after(resync, "uid-7"), resync_after(resync, "uid-7"));
         assert_eq!(
             resync_after(Duration::from_millis(5), "x"),
