@@ -15,6 +15,7 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         concurrency: 4,
         resync_seconds: 300,
         idle_resync_seconds: 4,
+        ready_timeout_seconds: 600,
         idle_seconds: 10,
         console_idle_seconds: 3,
         churn_pods: 20,

@@ -52,6 +52,10 @@ pub struct Options {
     /// short, so that the window sees every Runtime resynced).
     #[arg(long, default_value_t = 15)]
     pub idle_resync_seconds: u64,
+    /// How long the world may take to have every Runtime Ready (its pods
+    /// running) before the run goes on without.
+    #[arg(long, default_value_t = 3600)]
+    pub ready_timeout_seconds: u64,
     /// Length of the idle-writes window.
     #[arg(long, default_value_t = 45)]
     pub idle_seconds: u64,
@@ -96,7 +100,7 @@ fn has_condition(r: &Runtime, type_: &str, status: &str) -> bool {
 }
 
 /// Polls the Runtimes until `pred` holds for all of `names` (or all when
-/// empty); the time since `since`.
+/// empty); the time since `since`. Panics naming `what` after `timeout`.
 async fn until_runtimes(
     client: &Client,
     what: &str,
@@ -105,6 +109,20 @@ async fn until_runtimes(
     names: &[(String, String)],
     pred: impl Fn(&Runtime) -> bool,
 ) -> Duration {
+    match until_runtimes_or_count(client, since, timeout, names, pred).await {
+        Ok(d) => d,
+        Err((done, total)) => panic!("{what}: only {done} of {total} within {timeout:?}"),
+    }
+}
+
+/// [`until_runtimes`], but a timeout is an answer: how many of how many.
+async fn until_runtimes_or_count(
+    client: &Client,
+    since: Instant,
+    timeout: Duration,
+    names: &[(String, String)],
+    pred: impl Fn(&Runtime) -> bool,
+) -> Result<Duration, (usize, usize)> {
     let api: Api<Runtime> = Api::all(client.clone());
     loop {
         if let Ok(list) = api.list(&ListParams::default()).await {
@@ -120,13 +138,10 @@ async fn until_runtimes(
                 .collect();
             let done = relevant.iter().filter(|r| pred(r)).count();
             if !relevant.is_empty() && done == relevant.len() {
-                return since.elapsed();
+                return Ok(since.elapsed());
             }
             if since.elapsed() > timeout {
-                panic!(
-                    "{what}: only {done} of {} within {timeout:?}",
-                    relevant.len()
-                );
+                return Err((done, relevant.len()));
             }
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -242,15 +257,35 @@ pub async fn run(opts: &Options) -> Report {
         started,
         &format!("all observed after {converge:.2?}; waiting for Ready"),
     );
-    let ready = until_runtimes(
+    // Pods becoming ready is the control plane's work (controllers,
+    // scheduler, kwok), not the agent's: a world too large for the machine
+    // is reported, and the run goes on.
+    let ready = until_runtimes_or_count(
         &client,
-        "Runtimes Ready",
         agent_started,
-        Duration::from_secs(3600),
+        Duration::from_secs(opts.ready_timeout_seconds),
         &[],
         |r| has_condition(r, "Ready", "True"),
     )
     .await;
+    let (ready, ready_label) = match ready {
+        Ok(d) => (
+            d,
+            "agent: every Runtime Ready (pods running), from agent start".to_string(),
+        ),
+        Err((done, total)) => {
+            progress(
+                started,
+                &format!("only {done} of {total} Runtimes Ready; going on"),
+            );
+            (
+                agent_started.elapsed(),
+                format!(
+                    "agent: NOT every Runtime Ready: {done} of {total} (pods running) at the timeout, from agent start"
+                ),
+            )
+        }
+    };
     let agent_rss = process::rss_bytes(agent.pid()).unwrap_or(0) as f64;
 
     // The idle window needs resyncs, so many that at scale they would crowd
@@ -342,12 +377,7 @@ pub async fn run(opts: &Options) -> Report {
             Some(floor_time),
             Target::RatioAtMost(1.3),
         ),
-        Figure::time(
-            "agent: every Runtime Ready (pods running), from agent start",
-            ready,
-            None,
-            Target::None,
-        ),
+        Figure::time(&ready_label, ready, None, Target::None),
         Figure::of(
             &format!(
                 "agent: writes in {} s idle ({} reconciles), apiserver_request_total",
