@@ -17,6 +17,7 @@ use crossterm::event::KeyEvent;
 use k8s_openapi::jiff::Timestamp;
 
 pub use crate::rows::{RowRef, RowTone, TableData};
+use crate::store::{ANALYSIS_KINDS, WORKLOAD_KINDS};
 pub use crate::store::{Kind, ObjKey, Object, Store};
 
 use crate::rows::{self, GrantRow, HandlerRow, NamespaceRow, RetainedRow, RuntimeRow};
@@ -121,23 +122,11 @@ impl ListView {
     /// The kinds its rows are built from: a change of any other kind
     /// leaves them as they are.
     pub fn inputs(self) -> &'static [Kind] {
-        const WORKLOADS: &[Kind] = &[
-            Kind::RuntimeClass,
-            Kind::Node,
-            Kind::RuntimeGrant,
-            Kind::Pod,
-            Kind::Deployment,
-            Kind::ReplicaSet,
-            Kind::StatefulSet,
-            Kind::DaemonSet,
-            Kind::Job,
-            Kind::CronJob,
-        ];
         match self {
             ListView::Runtimes => &[Kind::Runtime],
             // Namespaces: the warning about shared project/environment.
             ListView::Grants => &[Kind::RuntimeGrant, Kind::Namespace],
-            ListView::Handlers | ListView::Retained => WORKLOADS,
+            ListView::Handlers | ListView::Retained => ANALYSIS_KINDS,
             ListView::Namespaces => &[Kind::Namespace],
         }
     }
@@ -167,24 +156,11 @@ pub enum Screen {
 impl Screen {
     /// The kinds this screen needs watched.
     pub fn kinds(&self) -> Vec<Kind> {
-        let workloads = [
-            Kind::Pod,
-            Kind::Deployment,
-            Kind::ReplicaSet,
-            Kind::StatefulSet,
-            Kind::DaemonSet,
-            Kind::Job,
-            Kind::CronJob,
-        ];
         match self {
             Screen::List(ListView::Runtimes) => vec![Kind::Runtime],
             Screen::List(ListView::Grants) => vec![Kind::RuntimeGrant],
             Screen::List(ListView::Namespaces) => vec![Kind::Namespace],
-            Screen::List(ListView::Handlers | ListView::Retained) => {
-                let mut v = vec![Kind::RuntimeClass, Kind::Node, Kind::RuntimeGrant];
-                v.extend(workloads);
-                v
-            }
+            Screen::List(ListView::Handlers | ListView::Retained) => ANALYSIS_KINDS.to_vec(),
             Screen::Rollout(_) => vec![
                 Kind::Runtime,
                 Kind::Deployment,
@@ -195,20 +171,13 @@ impl Screen {
             Screen::Details(kind, _) => {
                 let mut v = vec![*kind, Kind::Event];
                 if *kind == Kind::RuntimeClass {
-                    v.extend(workloads);
+                    v.extend_from_slice(WORKLOAD_KINDS);
                 }
                 v
             }
             Screen::Plan => {
-                let mut v = vec![
-                    Kind::PendingGrantsFile,
-                    Kind::RuntimeGrant,
-                    Kind::Runtime,
-                    Kind::Namespace,
-                    Kind::RuntimeClass,
-                    Kind::Node,
-                ];
-                v.extend(workloads);
+                let mut v = vec![Kind::PendingGrantsFile, Kind::Runtime, Kind::Namespace];
+                v.extend_from_slice(ANALYSIS_KINDS);
                 v
             }
         }
@@ -644,14 +613,8 @@ impl App {
                 TableData::of(&d.namespaces)
             }
             ListView::Handlers | ListView::Retained => {
-                let needs_workloads = !store.classes.is_empty()
-                    || !store.pods.is_empty()
-                    || !store.deployments.is_empty()
-                    || !store.replicasets.is_empty()
-                    || !store.statefulsets.is_empty()
-                    || !store.daemonsets.is_empty()
-                    || !store.jobs.is_empty()
-                    || !store.cronjobs.is_empty();
+                let needs_workloads = store.count(Kind::RuntimeClass) > 0
+                    || WORKLOAD_KINDS.iter().any(|k| store.count(*k) > 0);
                 if v == ListView::Handlers {
                     d.handlers = if needs_workloads {
                         rows::handler_rows(store)
