@@ -115,8 +115,8 @@ impl Session {
             self.tx.clone(),
         );
         for e in effects {
-            if let Effect::Watch(kinds) = e {
-                self.watchers.ensure(&kinds);
+            if let Effect::Watch(keys) = e {
+                self.watchers.sync(&keys);
             }
         }
     }
@@ -145,7 +145,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     // not a message the pure model could hold).
     let (conn_tx, mut conn_rx) = unbounded_channel::<(String, Connection)>();
     let mut session = Session::new(conn.client.clone(), conn.starts.clone(), &app, scope, wtx);
-    session.watchers.ensure(&app.needed_kinds());
+    if let Effect::Watch(keys) = app.watch_effect() {
+        session.watchers.sync(&keys);
+    }
 
     let mut tui = Tui::start(opts.mouse, tx.clone()).wrap_err("setting up the terminal")?;
     let ticker = tokio::spawn(tick(tx.clone()));
@@ -228,7 +230,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                                 let _ = tx.send(Msg::Executed(Box::new(r)));
                             });
                         }
-                        Effect::Watch(kinds) => session.watchers.ensure(&kinds),
+                        Effect::Watch(keys) => session.watchers.sync(&keys),
                         Effect::Fetch(kind, key) => {
                             let (client, tx) = (session.client.clone(), tx.clone());
                             let generation = app.generation;

@@ -73,8 +73,8 @@ impl Live {
     }
 
     fn apply(&mut self, m: Msg) {
-        if let Msg::Watched(_, kind, WatchEvent::Init) = &m {
-            *self.lists.entry(*kind).or_default() += 1;
+        if let Msg::Watched(_, key, WatchEvent::Init) = &m {
+            *self.lists.entry(key.kind).or_default() += 1;
         }
         update(&mut self.app, m);
     }

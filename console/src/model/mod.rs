@@ -6,9 +6,12 @@
 
 pub mod keymap;
 pub mod keys;
+pub mod watches;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_tests;
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,6 +22,7 @@ use k8s_openapi::jiff::Timestamp;
 pub use crate::rows::{RowRef, RowTone, TableData};
 use crate::store::{ANALYSIS_KINDS, WORKLOAD_KINDS};
 pub use crate::store::{Kind, ObjKey, Object, Store};
+pub use watches::{Filter, WatchKey, WatchSet};
 
 use crate::rows::{self, GrantRow, HandlerRow, NamespaceRow, RetainedRow, RuntimeRow};
 
@@ -184,6 +188,68 @@ impl Screen {
     }
 }
 
+impl Screen {
+    /// The watches this screen needs in `scope`: the whole kinds of
+    /// [`Screen::kinds`], except that a Rollout and a Details screen watch
+    /// only their object (see [`watches`]).
+    pub fn watches(&self, scope: &Scope) -> Vec<WatchKey> {
+        match self {
+            Screen::Rollout((ns, name)) => {
+                // The agent's selector of the Runtime's server pods: on its
+                // Deployment, copied to the ReplicaSets and their Pods.
+                let labels = berth_shared::render::labels::selector(name)
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let mut v = vec![WatchKey::all(Kind::Runtime)];
+                for kind in [Kind::Deployment, Kind::ReplicaSet, Kind::Pod] {
+                    v.push(WatchKey::select(kind, ns, &labels, ""));
+                }
+                // Events about any of them: no selector names a set of
+                // objects, so the namespace's (the whole kind when the
+                // console watches only that namespace anyway).
+                v.push(match scope {
+                    Scope::Namespace(n) if n == ns => WatchKey::all(Kind::Event),
+                    _ => WatchKey::select(Kind::Event, ns, "", ""),
+                });
+                v
+            }
+            // Watched by a fixed name already (the agent's).
+            Screen::Details(kind @ (Kind::Lease | Kind::PendingGrantsFile), _) => {
+                vec![WatchKey::all(*kind)]
+            }
+            Screen::Details(kind, (ns, name)) => {
+                let mut v = vec![WatchKey::select(
+                    *kind,
+                    ns,
+                    "",
+                    &format!("metadata.name={name}"),
+                )];
+                // Events live in the object's namespace; the Details screen
+                // shows none for cluster-scoped objects.
+                if kind.namespaced() {
+                    v.push(WatchKey::select(
+                        Kind::Event,
+                        ns,
+                        "",
+                        &format!(
+                            "involvedObject.kind={},involvedObject.name={name}",
+                            kind.label()
+                        ),
+                    ));
+                }
+                // The class's handler row reads every workload.
+                if *kind == Kind::RuntimeClass {
+                    v.extend(WORKLOAD_KINDS.iter().map(|k| WatchKey::all(*k)));
+                }
+                v
+            }
+            other => other.kinds().into_iter().map(WatchKey::all).collect(),
+        }
+    }
+}
+
 /// Selection, scroll, sort and filter of one list view.
 #[derive(Clone, Debug, Default)]
 pub struct ListState {
@@ -273,11 +339,12 @@ pub enum Msg {
     Resize,
     /// Time passed (ages).
     Tick(Timestamp),
-    /// A watch event (for the current connection).
+    /// A watch event of the whole kind (for the current connection).
     Watch(Kind, WatchEvent),
     /// A watch event from the watchers of connection `generation`; ignored
-    /// once the app has switched context or namespace since.
-    Watched(u64, Kind, WatchEvent),
+    /// once the app has switched context or namespace since, or once that
+    /// watch was stopped.
+    Watched(u64, WatchKey, WatchEvent),
     /// A retirement review finished.
     Reviewed(Box<Result<Review, RetireError>>),
     /// A confirmed retirement was carried out (or failed).
@@ -299,8 +366,9 @@ pub enum Effect {
     },
     /// Carry out a confirmed review; answers with [`Msg::Executed`].
     Execute(Box<Review>),
-    /// Make sure these kinds are watched.
-    Watch(Vec<Kind>),
+    /// Exactly these watches must run: start the missing ones, stop the
+    /// others (the app has dropped their data).
+    Watch(Vec<WatchKey>),
     /// Drop every watch and watch these namespaces with the same client.
     Rescope(Scope),
     /// Connect to another kubeconfig context off the UI task (exec auth
@@ -350,17 +418,24 @@ pub struct App {
     pub switching: Option<String>,
     /// Draw without colours (`--no-color`, `NO_COLOR`): emphasis stays.
     pub no_color: bool,
-    /// Kinds whose first list completed since the last switch: until then
+    /// Watches whose first list completed since they started: until then
     /// their counts are unknown, not zero.
-    pub synced: BTreeSet<Kind>,
+    pub synced: BTreeSet<WatchKey>,
     pub context: String,
     /// Contexts of the kubeconfig (for `:ctx` completion).
     pub contexts: Vec<String>,
     pub scope: Scope,
     pub read_only: bool,
-    pub watches: BTreeMap<Kind, WatchState>,
+    pub watches: BTreeMap<WatchKey, WatchState>,
     /// Objects of (re)lists in progress.
-    pub pending: BTreeMap<Kind, Vec<Object>>,
+    pub pending: BTreeMap<WatchKey, Vec<Object>>,
+    /// The keys each scoped watch holds in the store (see [`watches`]).
+    pub held: BTreeMap<WatchKey, BTreeSet<ObjKey>>,
+    /// The watches asked for, with their grace periods.
+    pub watch_set: WatchSet,
+    /// Watches stopped since the last switch: their late events (still
+    /// queued when they stopped) are ignored.
+    pub stopped: BTreeSet<WatchKey>,
     pub now: Timestamp,
     /// A one-line message (errors of commands).
     pub flash: Option<String>,
@@ -410,6 +485,9 @@ impl App {
             read_only: false,
             watches: BTreeMap::new(),
             pending: BTreeMap::new(),
+            held: BTreeMap::new(),
+            watch_set: WatchSet::default(),
+            stopped: BTreeSet::new(),
             now,
             flash: None,
             quit: false,
@@ -436,13 +514,89 @@ impl App {
             .unwrap_or(&Screen::List(ListView::Runtimes))
     }
 
-    /// Kinds every screen of the stack needs, plus the agent Lease.
-    pub fn needed_kinds(&self) -> Vec<Kind> {
-        let mut set: BTreeSet<Kind> = BTreeSet::from([Kind::Lease]);
+    /// Watches every screen of the stack needs, plus the agent Lease; a
+    /// scoped watch gives way to a whole-kind one that is needed or
+    /// [`watches::pinned`] and running.
+    pub fn needed_watches(&self) -> BTreeSet<WatchKey> {
+        let mut set: BTreeSet<WatchKey> = BTreeSet::from([WatchKey::all(Kind::Lease)]);
         for s in &self.screens {
-            set.extend(s.kinds());
+            set.extend(s.watches(&self.scope));
         }
-        set.into_iter().collect()
+        set.extend(self.watch_set.running().into_iter().filter(watches::pinned));
+        watches::reuse_whole(set)
+    }
+
+    /// Brings the watch set up to date with the screens at `self.now`:
+    /// what is needed starts, what has not been needed for the grace period
+    /// stops and its data goes. Whether anything started or stopped.
+    pub fn update_watches(&mut self) -> bool {
+        let needed = self.needed_watches();
+        let change = self.watch_set.update(&needed, self.now);
+        for k in &change.start {
+            self.stopped.remove(k);
+        }
+        for k in &change.stop {
+            self.drop_watch(k);
+        }
+        !change.start.is_empty() || !change.stop.is_empty()
+    }
+
+    /// [`App::update_watches`], as the effect that makes the I/O side run
+    /// exactly the watches of the set.
+    pub fn watch_effect(&mut self) -> Effect {
+        self.update_watches();
+        Effect::Watch(self.watch_set.running())
+    }
+
+    /// Forgets a stopped watch and what only it held: the kind's views show
+    /// loading again until a new watch lists it.
+    fn drop_watch(&mut self, key: &WatchKey) {
+        let kind = key.kind;
+        self.watches.remove(key);
+        self.synced.remove(key);
+        self.pending.remove(key);
+        self.stopped.insert(key.clone());
+        self.dirty = true;
+        if key.is_all() {
+            let keep = self.held_of(kind);
+            if keep.is_empty() {
+                self.store.clear(kind);
+            } else {
+                for k in self.store.keys(kind) {
+                    if !keep.contains(&k) {
+                        self.store.delete(kind, &k);
+                    }
+                }
+            }
+        } else if let Some(held) = self.held.remove(key) {
+            for k in held {
+                self.release(kind, &k);
+            }
+        }
+    }
+
+    /// Every key scoped watches of `kind` hold.
+    fn held_of(&self, kind: Kind) -> BTreeSet<ObjKey> {
+        self.held
+            .iter()
+            .filter(|(w, _)| w.kind == kind)
+            .flat_map(|(_, keys)| keys.iter().cloned())
+            .collect()
+    }
+
+    /// A scoped watch let go of `key`: it leaves the store unless the kind
+    /// is watched whole (that watch decides) or another scoped watch holds
+    /// it.
+    fn release(&mut self, kind: Kind, key: &ObjKey) {
+        let all = WatchKey::all(kind);
+        let whole = self.watch_set.contains(&all) || self.watches.contains_key(&all);
+        let held = self
+            .held
+            .iter()
+            .any(|(w, keys)| w.kind == kind && keys.contains(key));
+        if !whole && !held {
+            self.store.delete(kind, key);
+        }
     }
 
     /// The list state of a view.
@@ -470,9 +624,9 @@ impl App {
 
     /// What the agent's Lease says about its leader.
     pub fn leader_state(&self) -> LeaderState {
-        let lease_state = self.watches.get(&Kind::Lease);
-        if !self.synced.contains(&Kind::Lease) || matches!(lease_state, Some(WatchState::Denied(_)))
-        {
+        let lease = WatchKey::all(Kind::Lease);
+        let lease_state = self.watches.get(&lease);
+        if !self.synced.contains(&lease) || matches!(lease_state, Some(WatchState::Denied(_))) {
             return LeaderState::Unknown;
         }
         let Some(spec) = self
@@ -506,18 +660,21 @@ impl App {
     /// Whether the first list of every kind a view needs has completed (or
     /// was refused): until then the view's count is unknown.
     pub fn loaded(&self, v: ListView) -> bool {
-        Screen::List(v).kinds().iter().all(|k| {
-            self.synced.contains(k) || matches!(self.watches.get(k), Some(WatchState::Denied(_)))
+        Screen::List(v).kinds().into_iter().all(|k| {
+            let k = WatchKey::all(k);
+            self.synced.contains(&k) || matches!(self.watches.get(&k), Some(WatchState::Denied(_)))
         })
     }
 
     /// Whether a watch this view needs is failing: its rows are the last
     /// data known, drawn dimmed until the watch runs again.
     pub fn reconnecting(&self, v: ListView) -> bool {
-        Screen::List(v)
-            .kinds()
-            .iter()
-            .any(|k| matches!(self.watches.get(k), Some(WatchState::Reconnecting(_))))
+        Screen::List(v).kinds().into_iter().any(|k| {
+            matches!(
+                self.watches.get(&WatchKey::all(k)),
+                Some(WatchState::Reconnecting(_))
+            )
+        })
     }
 
     /// Watches the apiserver refuses, with the error.
@@ -525,7 +682,7 @@ impl App {
         self.watches
             .iter()
             .filter_map(|(k, s)| match s {
-                WatchState::Denied(e) => Some((*k, e.as_str())),
+                WatchState::Denied(e) => Some((k.kind, e.as_str())),
                 _ => None,
             })
             .collect()
@@ -542,7 +699,7 @@ impl App {
                     .iter()
                     .find(|(_, s)| matches!(s, WatchState::Connecting))
             })
-            .map(|(k, s)| (*k, s))
+            .map(|(k, s)| (k.kind, s))
     }
 
     /// The views whose rows must be current: the one on screen, the cheap
@@ -702,7 +859,7 @@ impl App {
             }
         }
         self.dirty = true;
-        let mut effects = vec![Effect::Watch(self.needed_kinds())];
+        let mut effects = vec![self.watch_effect()];
         effects.extend(self.fetch_details());
         effects
     }
@@ -733,6 +890,9 @@ impl App {
         self.watches.clear();
         self.synced.clear();
         self.pending.clear();
+        self.held.clear();
+        self.watch_set = WatchSet::default();
+        self.stopped.clear();
         self.derived = Derived::default();
         self.details = None;
         for l in &mut self.lists {
@@ -777,7 +937,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 "switched to {}",
                 berth_shared::sanitize::short(&app.context)
             ));
-            vec![Effect::Watch(app.needed_kinds())]
+            vec![app.watch_effect()]
         }
         Msg::SwitchFailed { context, error } => {
             if app.switching.as_deref() == Some(context.as_str()) {
@@ -802,22 +962,28 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if now.as_second() - before >= 1 {
                 app.dirty = true;
             }
-            Vec::new()
+            // Watches whose grace period ran out stop here.
+            if app.update_watches() {
+                vec![Effect::Watch(app.watch_set.running())]
+            } else {
+                Vec::new()
+            }
         }
         Msg::Watch(kind, ev) => {
-            on_watch(app, kind, ev);
+            on_watch(app, WatchKey::all(kind), ev);
             Vec::new()
         }
-        Msg::Watched(generation, kind, ev) => {
-            if generation != app.generation {
+        Msg::Watched(generation, key, ev) => {
+            if generation != app.generation || app.stopped.contains(&key) {
                 return Vec::new();
             }
+            let kind = key.kind;
             // The object shown whole changed: read it again.
             let shown = match (&ev, app.screen()) {
                 (WatchEvent::Apply(o), Screen::Details(k, key)) => *k == kind && o.key() == *key,
                 _ => false,
             };
-            on_watch(app, kind, ev);
+            on_watch(app, key, ev);
             if shown {
                 app.fetch_details().into_iter().collect()
             } else {
@@ -866,48 +1032,94 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
     }
 }
 
-fn on_watch(app: &mut App, kind: Kind, ev: WatchEvent) {
+fn on_watch(app: &mut App, key: WatchKey, ev: WatchEvent) {
     app.dirty = true;
+    let kind = key.kind;
     match ev {
         WatchEvent::Init => {
-            app.pending.insert(kind, Vec::new());
+            app.pending.insert(key.clone(), Vec::new());
+            app.watches.entry(key).or_insert(WatchState::Connecting);
         }
         WatchEvent::InitApply(o) => {
-            app.pending.entry(kind).or_default().push(o);
-            app.watches.entry(kind).or_insert(WatchState::Connecting);
+            app.pending.entry(key.clone()).or_default().push(o);
+            app.watches.entry(key).or_insert(WatchState::Connecting);
         }
         WatchEvent::InitDone => {
-            let objs = app.pending.remove(&kind).unwrap_or_default();
-            app.store.replace(kind, objs);
-            app.watches.insert(kind, WatchState::Synced);
-            app.synced.insert(kind);
+            let objs = app.pending.remove(&key).unwrap_or_default();
+            relisted(app, &key, objs);
+            app.watches.insert(key.clone(), WatchState::Synced);
+            app.synced.insert(key);
         }
         WatchEvent::Apply(o) => {
+            if !key.is_all() {
+                app.held.entry(key.clone()).or_default().insert(o.key());
+            }
             app.store.apply(o);
-            app.watches.insert(kind, WatchState::Synced);
+            app.watches.insert(key, WatchState::Synced);
         }
         WatchEvent::Delete(o) => {
-            app.store.delete(kind, &o.key());
-            app.watches.insert(kind, WatchState::Synced);
+            let k = o.key();
+            if key.is_all() {
+                // The whole kind's watch says it is gone: it is.
+                app.store.delete(kind, &k);
+            } else {
+                if let Some(held) = app.held.get_mut(&key) {
+                    held.remove(&k);
+                }
+                app.release(kind, &k);
+            }
+            app.watches.insert(key, WatchState::Synced);
         }
         WatchEvent::Error(e) => {
-            app.watches.insert(kind, WatchState::Reconnecting(e));
+            app.watches.insert(key, WatchState::Reconnecting(e));
         }
         WatchEvent::Resumed => {
             // Only a watch whose list completed recovers this way; one in a
             // (re)list is complete only at its InitDone. (A refused watch
             // that starts again was allowed meanwhile.)
             if matches!(
-                app.watches.get(&kind),
+                app.watches.get(&key),
                 Some(WatchState::Reconnecting(_) | WatchState::Denied(_))
-            ) && app.synced.contains(&kind)
-                && !app.pending.contains_key(&kind)
+            ) && app.synced.contains(&key)
+                && !app.pending.contains_key(&key)
             {
-                app.watches.insert(kind, WatchState::Synced);
+                app.watches.insert(key, WatchState::Synced);
             }
         }
         WatchEvent::Denied(e) => {
-            app.watches.insert(kind, WatchState::Denied(e));
+            app.watches.insert(key, WatchState::Denied(e));
+        }
+    }
+}
+
+/// A (re)list of `key` completed with `objs`: they replace what that
+/// watch held (see [`watches`] for overlapping watches of a kind).
+fn relisted(app: &mut App, key: &WatchKey, objs: Vec<Object>) {
+    let kind = key.kind;
+    if key.is_all() {
+        // What scoped watches hold and the list lacks stays (they will say
+        // if it went).
+        let keep = app.held_of(kind);
+        let mut objs = objs;
+        if !keep.is_empty() {
+            let listed: BTreeSet<ObjKey> = objs.iter().map(Object::key).collect();
+            objs.extend(
+                keep.difference(&listed)
+                    .filter_map(|k| app.store.get(kind, k)),
+            );
+        }
+        app.store.replace(kind, objs);
+    } else {
+        let now: BTreeSet<ObjKey> = objs.iter().map(Object::key).collect();
+        let before = app
+            .held
+            .insert(key.clone(), now.clone())
+            .unwrap_or_default();
+        for o in objs {
+            app.store.apply(o);
+        }
+        for k in before.difference(&now) {
+            app.release(kind, k);
         }
     }
 }

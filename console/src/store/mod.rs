@@ -152,6 +152,11 @@ macro_rules! kinds {
                 match kind { $( Kind::$variant => self.$field.len(), )* }
             }
 
+            /// The keys of every object of a kind.
+            pub fn keys(&self, kind: Kind) -> Vec<ObjKey> {
+                match kind { $( Kind::$variant => self.$field.keys().cloned().collect(), )* }
+            }
+
             /// One object by kind and key, cloned into an [`Object`].
             pub fn get(&self, kind: Kind, key: &ObjKey) -> Option<Object> {
                 match kind { $( Kind::$variant => self.$field.get(key).cloned().map(Object::from), )* }

@@ -106,18 +106,60 @@ async fn list_kind(
 ) -> Result<Vec<Object>, kube::Error> {
     let client = conn.client.clone();
     match kind {
-        Kind::Runtime => list(api_for::<Runtime>(client, scope, kind), page).await,
+        Kind::Runtime => {
+            list(
+                api_for::<Runtime>(client, super::scope_namespace(scope)),
+                page,
+            )
+            .await
+        }
         Kind::RuntimeGrant => list(Api::<RuntimeGrant>::all(client), page).await,
         Kind::RuntimeClass => list(Api::<RuntimeClass>::all(client), page).await,
         Kind::Node => list(Api::<Node>::all(client), page).await,
-        Kind::Pod => list(api_for::<Pod>(client, scope, kind), page).await,
-        Kind::Deployment => list(api_for::<Deployment>(client, scope, kind), page).await,
-        Kind::ReplicaSet => list(api_for::<ReplicaSet>(client, scope, kind), page).await,
-        Kind::StatefulSet => list(api_for::<StatefulSet>(client, scope, kind), page).await,
-        Kind::DaemonSet => list(api_for::<DaemonSet>(client, scope, kind), page).await,
-        Kind::Job => list(api_for::<Job>(client, scope, kind), page).await,
-        Kind::CronJob => list(api_for::<CronJob>(client, scope, kind), page).await,
-        Kind::Event => list(api_for::<Event>(client, scope, kind), page).await,
+        Kind::Pod => list(api_for::<Pod>(client, super::scope_namespace(scope)), page).await,
+        Kind::Deployment => {
+            list(
+                api_for::<Deployment>(client, super::scope_namespace(scope)),
+                page,
+            )
+            .await
+        }
+        Kind::ReplicaSet => {
+            list(
+                api_for::<ReplicaSet>(client, super::scope_namespace(scope)),
+                page,
+            )
+            .await
+        }
+        Kind::StatefulSet => {
+            list(
+                api_for::<StatefulSet>(client, super::scope_namespace(scope)),
+                page,
+            )
+            .await
+        }
+        Kind::DaemonSet => {
+            list(
+                api_for::<DaemonSet>(client, super::scope_namespace(scope)),
+                page,
+            )
+            .await
+        }
+        Kind::Job => list(api_for::<Job>(client, super::scope_namespace(scope)), page).await,
+        Kind::CronJob => {
+            list(
+                api_for::<CronJob>(client, super::scope_namespace(scope)),
+                page,
+            )
+            .await
+        }
+        Kind::Event => {
+            list(
+                api_for::<Event>(client, super::scope_namespace(scope)),
+                page,
+            )
+            .await
+        }
         Kind::Lease => {
             let api = Api::<Lease>::namespaced(client, &agent_lease.0);
             Ok(match api.get_opt(&agent_lease.1).await {

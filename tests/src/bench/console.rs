@@ -207,7 +207,11 @@ pub async fn model_times(conn: &Connection, n: usize) -> ModelTimes {
     app.store = watch::load(conn, &Scope::All, &lease, &kinds)
         .await
         .expect("load the console's store");
-    app.synced.extend(kinds.iter().copied());
+    app.synced.extend(
+        kinds
+            .iter()
+            .map(|k| berth_console::model::WatchKey::all(*k)),
+    );
     let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
     let mut draw = |app: &mut App| {
         app.refresh();
