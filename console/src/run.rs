@@ -207,6 +207,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                 }
                 () = tokio::time::sleep_until(due) => continue,
             }
+            let was_loaded = app.current_loaded();
             for msg in msgs {
                 for effect in update(&mut app, msg) {
                     match effect {
@@ -296,6 +297,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                 if app.quit {
                     return Ok(());
                 }
+            }
+            // The view's last list just completed: its first complete frame
+            // is what the user waits for, not one more coalesced update.
+            if was_loaded == Some(false) && app.current_loaded() == Some(true) {
+                urgent = true;
             }
         }
     }

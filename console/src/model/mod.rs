@@ -552,6 +552,13 @@ impl App {
     /// loading again until a new watch lists it.
     fn drop_watch(&mut self, key: &WatchKey) {
         let kind = key.kind;
+        if key.is_all() {
+            for v in ListView::ALL {
+                if v.inputs().contains(&kind) {
+                    self.forget_rows(v);
+                }
+            }
+        }
         self.watches.remove(key);
         self.synced.remove(key);
         self.pending.remove(key);
@@ -729,10 +736,13 @@ impl App {
     /// re-applies its filter and sort, keeping the selection on its object.
     /// Ages are not part of it: rows hold timestamps and the drawing turns
     /// them into ages, so time passing rebuilds nothing. Cheap when nothing
-    /// changed.
+    /// changed. A view is not built until every kind it needs has listed:
+    /// the analysis over half the workloads would be wrong (a class "safe
+    /// to remove" before its pods are known) and is the costly part of the
+    /// first frame.
     pub fn refresh(&mut self) {
         for v in self.live_views() {
-            if self.stale(v) {
+            if self.stale(v) && self.loaded(v) {
                 let id = self.selected_id(v);
                 self.rebuild(v);
                 self.apply_keeping(v, id);
@@ -750,6 +760,26 @@ impl App {
                 self.apply_keeping(v, id);
             }
         }
+    }
+
+    /// Drops a view's rows: it shows loading until rebuilt.
+    fn forget_rows(&mut self, v: ListView) {
+        let d = &mut self.derived;
+        d.built[v.index()] = None;
+        d.tables[v.index()] = TableData::default();
+        match v {
+            ListView::Runtimes => d.runtimes = Vec::new(),
+            ListView::Grants => d.grants = Vec::new(),
+            ListView::Handlers => d.handlers = Vec::new(),
+            ListView::Retained => d.retained = Vec::new(),
+            ListView::Namespaces => d.namespaces = Vec::new(),
+        }
+    }
+
+    /// Whether the list view shown (if one is) has everything it needs
+    /// listed: the event loop draws the frame that completes it at once.
+    pub fn current_loaded(&self) -> Option<bool> {
+        self.current_list().map(|v| self.loaded(v))
     }
 
     fn rebuild(&mut self, v: ListView) {

@@ -78,6 +78,9 @@ fn an_unneeded_kind_stops_after_the_grace_period_and_its_data_goes() {
     assert_eq!(app.store.count(Kind::Pod), 0);
     assert_eq!(app.store.count(Kind::ReplicaSet), 0);
     assert!(!app.loaded(ListView::Handlers));
+    // Its rows went too: coming back shows loading, not old rows.
+    assert!(app.table(ListView::Handlers).cells.is_empty());
+    assert!(app.derived.built[ListView::Handlers.index()].is_none());
     // The always-live views keep theirs.
     assert!(app.store.count(Kind::Runtime) > 0);
     assert!(app.loaded(ListView::Runtimes));
@@ -97,6 +100,28 @@ fn an_unneeded_kind_stops_after_the_grace_period_and_its_data_goes() {
     }
     assert!(app.loaded(ListView::Handlers));
     assert_eq!(pod_names(&app), ["fresh"]);
+}
+
+#[test]
+fn a_view_is_built_only_once_every_kind_it_needs_has_listed() {
+    let mut app = App::new("t", Scope::All, fixtures::now());
+    app.open(Screen::List(ListView::Handlers));
+    let objs = fixtures::objects();
+    let (last, first) = ANALYSIS_KINDS.split_last().expect("kinds");
+    for kind in first {
+        let of: Vec<Object> = objs.iter().filter(|o| o.kind() == *kind).cloned().collect();
+        list(&mut app, &WatchKey::all(*kind), &of);
+        app.refresh();
+        assert!(
+            app.derived.built[ListView::Handlers.index()].is_none(),
+            "{kind:?}"
+        );
+    }
+    list(&mut app, &WatchKey::all(*last), &[]);
+    assert_eq!(app.current_loaded(), Some(true));
+    app.refresh();
+    assert!(app.derived.built[ListView::Handlers.index()].is_some());
+    assert!(!app.table(ListView::Handlers).cells.is_empty());
 }
 
 #[test]
