@@ -18,24 +18,15 @@ use berth_shared::sanitize;
 use crate::get::Format;
 use crate::model::Scope;
 use crate::rows::plan::{loaded_bindings, plan_from_store, plan_lines};
-use crate::store::Kind;
+use crate::store::{ANALYSIS_KINDS, Kind};
 use crate::watch::{ConnectOptions, connect, load};
 
 /// Kinds the plan reads.
-pub const KINDS: &[Kind] = &[
-    Kind::Namespace,
-    Kind::RuntimeGrant,
-    Kind::RuntimeClass,
-    Kind::Node,
-    Kind::Runtime,
-    Kind::Deployment,
-    Kind::ReplicaSet,
-    Kind::StatefulSet,
-    Kind::DaemonSet,
-    Kind::Job,
-    Kind::CronJob,
-    Kind::Pod,
-];
+pub fn kinds() -> Vec<Kind> {
+    let mut v = vec![Kind::Namespace, Kind::Runtime];
+    v.extend_from_slice(ANALYSIS_KINDS);
+    v
+}
 
 fn candidate_of(source: String, result: Result<LoadedGrants, GrantsError>) -> Candidate {
     match result {
@@ -165,7 +156,7 @@ pub async fn plan_file(
     }
     let conn = connect(opts).await.wrap_err("connecting to the cluster")?;
     let scope = scope.unwrap_or(Scope::All);
-    let store = load(&conn, &scope, lease, KINDS)
+    let store = load(&conn, &scope, lease, &kinds())
         .await
         .wrap_err("reading from the cluster")?;
     let (candidate, warnings) = match local {

@@ -115,8 +115,8 @@ impl Session {
             self.tx.clone(),
         );
         for e in effects {
-            if let Effect::Watch(kinds) = e {
-                self.watchers.ensure(&kinds);
+            if let Effect::Watch(keys) = e {
+                self.watchers.sync(&keys);
             }
         }
     }
@@ -145,7 +145,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     // not a message the pure model could hold).
     let (conn_tx, mut conn_rx) = unbounded_channel::<(String, Connection)>();
     let mut session = Session::new(conn.client.clone(), conn.starts.clone(), &app, scope, wtx);
-    session.watchers.ensure(&app.needed_kinds());
+    if let Effect::Watch(keys) = app.watch_effect() {
+        session.watchers.sync(&keys);
+    }
 
     let mut tui = Tui::start(opts.mouse, tx.clone()).wrap_err("setting up the terminal")?;
     let ticker = tokio::spawn(tick(tx.clone()));
@@ -205,6 +207,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                 }
                 () = tokio::time::sleep_until(due) => continue,
             }
+            let was_loaded = app.current_loaded();
             for msg in msgs {
                 for effect in update(&mut app, msg) {
                     match effect {
@@ -228,7 +231,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                                 let _ = tx.send(Msg::Executed(Box::new(r)));
                             });
                         }
-                        Effect::Watch(kinds) => session.watchers.ensure(&kinds),
+                        Effect::Watch(keys) => session.watchers.sync(&keys),
                         Effect::Fetch(kind, key) => {
                             let (client, tx) = (session.client.clone(), tx.clone());
                             let generation = app.generation;
@@ -294,6 +297,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                 if app.quit {
                     return Ok(());
                 }
+            }
+            // The view's last list just completed: its first complete frame
+            // is what the user waits for, not one more coalesced update.
+            if was_loaded == Some(false) && app.current_loaded() == Some(true) {
+                urgent = true;
             }
         }
     }

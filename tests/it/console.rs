@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use berth_console::model::{
-    App, Kind, ListView, Msg, ObjKey, Scope, WatchEvent, WatchState, update,
+    App, Kind, ListView, Msg, ObjKey, Scope, Screen, WatchEvent, WatchKey, WatchState, update,
 };
 use berth_console::rows;
 use berth_console::watch::{
@@ -72,9 +72,31 @@ impl Live {
         }
     }
 
+    /// Runs exactly these (scoped) watches, as the app asks for a screen.
+    fn start_watches(client: Client, scope: Scope, lease: ObjKey, keys: &[WatchKey]) -> Live {
+        let (tx, rx) = channel(1024);
+        let mut app = App::new("test", scope.clone(), Timestamp::now());
+        app.agent_lease = lease.clone();
+        let mut watchers = Watchers::new(
+            client,
+            WatchStarts::default(),
+            scope,
+            lease,
+            app.generation,
+            tx,
+        );
+        watchers.sync(keys);
+        Live {
+            app,
+            rx,
+            _watchers: watchers,
+            lists: Default::default(),
+        }
+    }
+
     fn apply(&mut self, m: Msg) {
-        if let Msg::Watched(_, kind, WatchEvent::Init) = &m {
-            *self.lists.entry(*kind).or_default() += 1;
+        if let Msg::Watched(_, key, WatchEvent::Init) = &m {
+            *self.lists.entry(key.kind).or_default() += 1;
         }
         update(&mut self.app, m);
     }
@@ -222,6 +244,46 @@ async fn console_model_and_get_follow_the_cluster() {
         },
     )
     .await;
+
+    // The Rollout and a pod's Details watch only their objects, by the
+    // selectors the app uses (the apiserver accepts them, the agent's
+    // labels match them): the same rows from far fewer objects.
+    let full = rows::rollout(&live.app.store, &key, live.app.now).expect("rollout");
+    let pod = full
+        .replica_sets
+        .iter()
+        .find(|rs| rs.current)
+        .and_then(|rs| rs.pods.first())
+        .map(|p| (ns.name.clone(), p.name.clone()))
+        .expect("a pod of the new ReplicaSet");
+    let mut keys = Screen::Rollout(key.clone()).watches(&Scope::All);
+    keys.extend(Screen::Details(Kind::Pod, pod.clone()).watches(&Scope::All));
+    assert!(keys.iter().any(|k| k.kind == Kind::Pod && !k.is_all()));
+    let mut scoped = Live::start_watches(ns.client.clone(), Scope::All, lease.clone(), &keys);
+    let shape = |r: &rows::RolloutRow| (r.revision.clone(), r.replica_sets.clone());
+    let want = shape(&full);
+    scoped
+        .until("the rollout's rows from the scoped watches", WAIT, |app| {
+            let ok = keys.iter().all(|k| app.synced.contains(k))
+                && rows::rollout(&app.store, &key, app.now).map(|r| shape(&r))
+                    == Some(want.clone())
+                && app.store.pods.contains_key(&pod);
+            ok.then_some(())
+        })
+        .await;
+    // Only the Runtime's server pods, only in its namespace.
+    assert!(
+        scoped.app.store.pods.iter().all(|((n, _), p)| *n == ns.name
+            && p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("berth.dev/runtime"))
+                == Some(&"web".to_string())),
+        "{:?}",
+        scoped.app.store.pods.keys().collect::<Vec<_>>()
+    );
+    assert!(scoped.app.store.events.keys().all(|(n, _)| *n == ns.name));
+    drop(scoped);
 
     // The grant with its checks and coverage.
     live.until("the grant ok with full node coverage", WAIT, |app| {

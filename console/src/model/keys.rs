@@ -478,7 +478,7 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
                 None => {
                     app.flash = Some(format!("no Runtime {}", clean(arg.unwrap_or("selected"))));
                     // Still watch Runtimes so the name can be found.
-                    vec![Effect::Watch(vec![Kind::Runtime])]
+                    vec![app.watch_effect()]
                 }
             }
         }
@@ -518,7 +518,7 @@ fn switch_scope(app: &mut App, scope: Scope) -> Vec<Effect> {
     if app.current_list() == Some(ListView::Namespaces) && app.screens.len() > 1 {
         app.screens.pop();
     }
-    vec![Effect::Rescope(scope), Effect::Watch(app.needed_kinds())]
+    vec![Effect::Rescope(scope), app.watch_effect()]
 }
 
 fn find_runtime(app: &App, arg: &str) -> Option<super::ObjKey> {

@@ -6,9 +6,13 @@
 
 pub mod keymap;
 pub mod keys;
+pub mod watches;
+mod watching;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_tests;
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,7 +21,9 @@ use crossterm::event::KeyEvent;
 use k8s_openapi::jiff::Timestamp;
 
 pub use crate::rows::{RowRef, RowTone, TableData};
+use crate::store::{ANALYSIS_KINDS, WORKLOAD_KINDS};
 pub use crate::store::{Kind, ObjKey, Object, Store};
+pub use watches::{Filter, WatchKey, WatchSet};
 
 use crate::rows::{self, GrantRow, HandlerRow, NamespaceRow, RetainedRow, RuntimeRow};
 
@@ -121,23 +127,11 @@ impl ListView {
     /// The kinds its rows are built from: a change of any other kind
     /// leaves them as they are.
     pub fn inputs(self) -> &'static [Kind] {
-        const WORKLOADS: &[Kind] = &[
-            Kind::RuntimeClass,
-            Kind::Node,
-            Kind::RuntimeGrant,
-            Kind::Pod,
-            Kind::Deployment,
-            Kind::ReplicaSet,
-            Kind::StatefulSet,
-            Kind::DaemonSet,
-            Kind::Job,
-            Kind::CronJob,
-        ];
         match self {
             ListView::Runtimes => &[Kind::Runtime],
             // Namespaces: the warning about shared project/environment.
             ListView::Grants => &[Kind::RuntimeGrant, Kind::Namespace],
-            ListView::Handlers | ListView::Retained => WORKLOADS,
+            ListView::Handlers | ListView::Retained => ANALYSIS_KINDS,
             ListView::Namespaces => &[Kind::Namespace],
         }
     }
@@ -167,24 +161,11 @@ pub enum Screen {
 impl Screen {
     /// The kinds this screen needs watched.
     pub fn kinds(&self) -> Vec<Kind> {
-        let workloads = [
-            Kind::Pod,
-            Kind::Deployment,
-            Kind::ReplicaSet,
-            Kind::StatefulSet,
-            Kind::DaemonSet,
-            Kind::Job,
-            Kind::CronJob,
-        ];
         match self {
             Screen::List(ListView::Runtimes) => vec![Kind::Runtime],
             Screen::List(ListView::Grants) => vec![Kind::RuntimeGrant],
             Screen::List(ListView::Namespaces) => vec![Kind::Namespace],
-            Screen::List(ListView::Handlers | ListView::Retained) => {
-                let mut v = vec![Kind::RuntimeClass, Kind::Node, Kind::RuntimeGrant];
-                v.extend(workloads);
-                v
-            }
+            Screen::List(ListView::Handlers | ListView::Retained) => ANALYSIS_KINDS.to_vec(),
             Screen::Rollout(_) => vec![
                 Kind::Runtime,
                 Kind::Deployment,
@@ -195,22 +176,77 @@ impl Screen {
             Screen::Details(kind, _) => {
                 let mut v = vec![*kind, Kind::Event];
                 if *kind == Kind::RuntimeClass {
-                    v.extend(workloads);
+                    v.extend_from_slice(WORKLOAD_KINDS);
                 }
                 v
             }
             Screen::Plan => {
-                let mut v = vec![
-                    Kind::PendingGrantsFile,
-                    Kind::RuntimeGrant,
-                    Kind::Runtime,
-                    Kind::Namespace,
-                    Kind::RuntimeClass,
-                    Kind::Node,
-                ];
-                v.extend(workloads);
+                let mut v = vec![Kind::PendingGrantsFile, Kind::Runtime, Kind::Namespace];
+                v.extend_from_slice(ANALYSIS_KINDS);
                 v
             }
+        }
+    }
+}
+
+impl Screen {
+    /// The watches this screen needs in `scope`: the whole kinds of
+    /// [`Screen::kinds`], except that a Rollout and a Details screen watch
+    /// only their object (see [`watches`]).
+    pub fn watches(&self, scope: &Scope) -> Vec<WatchKey> {
+        match self {
+            Screen::Rollout((ns, name)) => {
+                // The agent's selector of the Runtime's server pods: on its
+                // Deployment, copied to the ReplicaSets and their Pods.
+                let labels = berth_shared::render::labels::selector(name)
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let mut v = vec![WatchKey::all(Kind::Runtime)];
+                for kind in [Kind::Deployment, Kind::ReplicaSet, Kind::Pod] {
+                    v.push(WatchKey::select(kind, ns, &labels, ""));
+                }
+                // Events about any of them: no selector names a set of
+                // objects, so the namespace's (the whole kind when the
+                // console watches only that namespace anyway).
+                v.push(match scope {
+                    Scope::Namespace(n) if n == ns => WatchKey::all(Kind::Event),
+                    _ => WatchKey::select(Kind::Event, ns, "", ""),
+                });
+                v
+            }
+            // Watched by a fixed name already (the agent's).
+            Screen::Details(kind @ (Kind::Lease | Kind::PendingGrantsFile), _) => {
+                vec![WatchKey::all(*kind)]
+            }
+            Screen::Details(kind, (ns, name)) => {
+                let mut v = vec![WatchKey::select(
+                    *kind,
+                    ns,
+                    "",
+                    &format!("metadata.name={name}"),
+                )];
+                // Events live in the object's namespace; the Details screen
+                // shows none for cluster-scoped objects.
+                if kind.namespaced() {
+                    v.push(WatchKey::select(
+                        Kind::Event,
+                        ns,
+                        "",
+                        &format!(
+                            "involvedObject.kind={},involvedObject.name={name}",
+                            kind.label()
+                        ),
+                    ));
+                }
+                // The class's handler row reads every workload.
+                if *kind == Kind::RuntimeClass {
+                    v.extend(WORKLOAD_KINDS.iter().map(|k| WatchKey::all(*k)));
+                }
+                v
+            }
+            other => other.kinds().into_iter().map(WatchKey::all).collect(),
         }
     }
 }
@@ -304,11 +340,12 @@ pub enum Msg {
     Resize,
     /// Time passed (ages).
     Tick(Timestamp),
-    /// A watch event (for the current connection).
+    /// A watch event of the whole kind (for the current connection).
     Watch(Kind, WatchEvent),
     /// A watch event from the watchers of connection `generation`; ignored
-    /// once the app has switched context or namespace since.
-    Watched(u64, Kind, WatchEvent),
+    /// once the app has switched context or namespace since, or once that
+    /// watch was stopped.
+    Watched(u64, WatchKey, WatchEvent),
     /// A retirement review finished.
     Reviewed(Box<Result<Review, RetireError>>),
     /// A confirmed retirement was carried out (or failed).
@@ -330,8 +367,9 @@ pub enum Effect {
     },
     /// Carry out a confirmed review; answers with [`Msg::Executed`].
     Execute(Box<Review>),
-    /// Make sure these kinds are watched.
-    Watch(Vec<Kind>),
+    /// Exactly these watches must run: start the missing ones, stop the
+    /// others (the app has dropped their data).
+    Watch(Vec<WatchKey>),
     /// Drop every watch and watch these namespaces with the same client.
     Rescope(Scope),
     /// Connect to another kubeconfig context off the UI task (exec auth
@@ -381,17 +419,24 @@ pub struct App {
     pub switching: Option<String>,
     /// Draw without colours (`--no-color`, `NO_COLOR`): emphasis stays.
     pub no_color: bool,
-    /// Kinds whose first list completed since the last switch: until then
+    /// Watches whose first list completed since they started: until then
     /// their counts are unknown, not zero.
-    pub synced: BTreeSet<Kind>,
+    pub synced: BTreeSet<WatchKey>,
     pub context: String,
     /// Contexts of the kubeconfig (for `:ctx` completion).
     pub contexts: Vec<String>,
     pub scope: Scope,
     pub read_only: bool,
-    pub watches: BTreeMap<Kind, WatchState>,
+    pub watches: BTreeMap<WatchKey, WatchState>,
     /// Objects of (re)lists in progress.
-    pub pending: BTreeMap<Kind, Vec<Object>>,
+    pub pending: BTreeMap<WatchKey, Vec<Object>>,
+    /// The keys each scoped watch holds in the store (see [`watches`]).
+    pub held: BTreeMap<WatchKey, BTreeSet<ObjKey>>,
+    /// The watches asked for, with their grace periods.
+    pub watch_set: WatchSet,
+    /// Watches stopped since the last switch: their late events (still
+    /// queued when they stopped) are ignored.
+    pub stopped: BTreeSet<WatchKey>,
     pub now: Timestamp,
     /// A one-line message (errors of commands).
     pub flash: Option<String>,
@@ -441,6 +486,9 @@ impl App {
             read_only: false,
             watches: BTreeMap::new(),
             pending: BTreeMap::new(),
+            held: BTreeMap::new(),
+            watch_set: WatchSet::default(),
+            stopped: BTreeSet::new(),
             now,
             flash: None,
             quit: false,
@@ -465,15 +513,6 @@ impl App {
         self.screens
             .last()
             .unwrap_or(&Screen::List(ListView::Runtimes))
-    }
-
-    /// Kinds every screen of the stack needs, plus the agent Lease.
-    pub fn needed_kinds(&self) -> Vec<Kind> {
-        let mut set: BTreeSet<Kind> = BTreeSet::from([Kind::Lease]);
-        for s in &self.screens {
-            set.extend(s.kinds());
-        }
-        set.into_iter().collect()
     }
 
     /// The list state of a view.
@@ -501,9 +540,9 @@ impl App {
 
     /// What the agent's Lease says about its leader.
     pub fn leader_state(&self) -> LeaderState {
-        let lease_state = self.watches.get(&Kind::Lease);
-        if !self.synced.contains(&Kind::Lease) || matches!(lease_state, Some(WatchState::Denied(_)))
-        {
+        let lease = WatchKey::all(Kind::Lease);
+        let lease_state = self.watches.get(&lease);
+        if !self.synced.contains(&lease) || matches!(lease_state, Some(WatchState::Denied(_))) {
             return LeaderState::Unknown;
         }
         let Some(spec) = self
@@ -537,18 +576,21 @@ impl App {
     /// Whether the first list of every kind a view needs has completed (or
     /// was refused): until then the view's count is unknown.
     pub fn loaded(&self, v: ListView) -> bool {
-        Screen::List(v).kinds().iter().all(|k| {
-            self.synced.contains(k) || matches!(self.watches.get(k), Some(WatchState::Denied(_)))
+        Screen::List(v).kinds().into_iter().all(|k| {
+            let k = WatchKey::all(k);
+            self.synced.contains(&k) || matches!(self.watches.get(&k), Some(WatchState::Denied(_)))
         })
     }
 
     /// Whether a watch this view needs is failing: its rows are the last
     /// data known, drawn dimmed until the watch runs again.
     pub fn reconnecting(&self, v: ListView) -> bool {
-        Screen::List(v)
-            .kinds()
-            .iter()
-            .any(|k| matches!(self.watches.get(k), Some(WatchState::Reconnecting(_))))
+        Screen::List(v).kinds().into_iter().any(|k| {
+            matches!(
+                self.watches.get(&WatchKey::all(k)),
+                Some(WatchState::Reconnecting(_))
+            )
+        })
     }
 
     /// Watches the apiserver refuses, with the error.
@@ -556,7 +598,7 @@ impl App {
         self.watches
             .iter()
             .filter_map(|(k, s)| match s {
-                WatchState::Denied(e) => Some((*k, e.as_str())),
+                WatchState::Denied(e) => Some((k.kind, e.as_str())),
                 _ => None,
             })
             .collect()
@@ -573,7 +615,7 @@ impl App {
                     .iter()
                     .find(|(_, s)| matches!(s, WatchState::Connecting))
             })
-            .map(|(k, s)| (*k, s))
+            .map(|(k, s)| (k.kind, s))
     }
 
     /// The views whose rows must be current: the one on screen, the cheap
@@ -603,10 +645,13 @@ impl App {
     /// re-applies its filter and sort, keeping the selection on its object.
     /// Ages are not part of it: rows hold timestamps and the drawing turns
     /// them into ages, so time passing rebuilds nothing. Cheap when nothing
-    /// changed.
+    /// changed. A view is not built until every kind it needs has listed:
+    /// the analysis over half the workloads would be wrong (a class "safe
+    /// to remove" before its pods are known) and is the costly part of the
+    /// first frame.
     pub fn refresh(&mut self) {
         for v in self.live_views() {
-            if self.stale(v) {
+            if self.stale(v) && self.loaded(v) {
                 let id = self.selected_id(v);
                 self.rebuild(v);
                 self.apply_keeping(v, id);
@@ -624,6 +669,26 @@ impl App {
                 self.apply_keeping(v, id);
             }
         }
+    }
+
+    /// Drops a view's rows: it shows loading until rebuilt.
+    fn forget_rows(&mut self, v: ListView) {
+        let d = &mut self.derived;
+        d.built[v.index()] = None;
+        d.tables[v.index()] = TableData::default();
+        match v {
+            ListView::Runtimes => d.runtimes = Vec::new(),
+            ListView::Grants => d.grants = Vec::new(),
+            ListView::Handlers => d.handlers = Vec::new(),
+            ListView::Retained => d.retained = Vec::new(),
+            ListView::Namespaces => d.namespaces = Vec::new(),
+        }
+    }
+
+    /// Whether the list view shown (if one is) has everything it needs
+    /// listed: the event loop draws the frame that completes it at once.
+    pub fn current_loaded(&self) -> Option<bool> {
+        self.current_list().map(|v| self.loaded(v))
     }
 
     fn rebuild(&mut self, v: ListView) {
@@ -644,14 +709,8 @@ impl App {
                 TableData::of(&d.namespaces)
             }
             ListView::Handlers | ListView::Retained => {
-                let needs_workloads = !store.classes.is_empty()
-                    || !store.pods.is_empty()
-                    || !store.deployments.is_empty()
-                    || !store.replicasets.is_empty()
-                    || !store.statefulsets.is_empty()
-                    || !store.daemonsets.is_empty()
-                    || !store.jobs.is_empty()
-                    || !store.cronjobs.is_empty();
+                let needs_workloads = store.count(Kind::RuntimeClass) > 0
+                    || WORKLOAD_KINDS.iter().any(|k| store.count(*k) > 0);
                 if v == ListView::Handlers {
                     d.handlers = if needs_workloads {
                         rows::handler_rows(store)
@@ -739,7 +798,7 @@ impl App {
             }
         }
         self.dirty = true;
-        let mut effects = vec![Effect::Watch(self.needed_kinds())];
+        let mut effects = vec![self.watch_effect()];
         effects.extend(self.fetch_details());
         effects
     }
@@ -770,6 +829,9 @@ impl App {
         self.watches.clear();
         self.synced.clear();
         self.pending.clear();
+        self.held.clear();
+        self.watch_set = WatchSet::default();
+        self.stopped.clear();
         self.derived = Derived::default();
         self.details = None;
         for l in &mut self.lists {
@@ -814,7 +876,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 "switched to {}",
                 berth_shared::sanitize::short(&app.context)
             ));
-            vec![Effect::Watch(app.needed_kinds())]
+            vec![app.watch_effect()]
         }
         Msg::SwitchFailed { context, error } => {
             if app.switching.as_deref() == Some(context.as_str()) {
@@ -839,22 +901,28 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if now.as_second() - before >= 1 {
                 app.dirty = true;
             }
-            Vec::new()
+            // Watches whose grace period ran out stop here.
+            if app.update_watches() {
+                vec![Effect::Watch(app.watch_set.running())]
+            } else {
+                Vec::new()
+            }
         }
         Msg::Watch(kind, ev) => {
-            on_watch(app, kind, ev);
+            watching::on_watch(app, WatchKey::all(kind), ev);
             Vec::new()
         }
-        Msg::Watched(generation, kind, ev) => {
-            if generation != app.generation {
+        Msg::Watched(generation, key, ev) => {
+            if generation != app.generation || app.stopped.contains(&key) {
                 return Vec::new();
             }
+            let kind = key.kind;
             // The object shown whole changed: read it again.
             let shown = match (&ev, app.screen()) {
                 (WatchEvent::Apply(o), Screen::Details(k, key)) => *k == kind && o.key() == *key,
                 _ => false,
             };
-            on_watch(app, kind, ev);
+            watching::on_watch(app, key, ev);
             if shown {
                 app.fetch_details().into_iter().collect()
             } else {
@@ -899,52 +967,6 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 Err(e) => e.to_string(),
             });
             Vec::new()
-        }
-    }
-}
-
-fn on_watch(app: &mut App, kind: Kind, ev: WatchEvent) {
-    app.dirty = true;
-    match ev {
-        WatchEvent::Init => {
-            app.pending.insert(kind, Vec::new());
-        }
-        WatchEvent::InitApply(o) => {
-            app.pending.entry(kind).or_default().push(o);
-            app.watches.entry(kind).or_insert(WatchState::Connecting);
-        }
-        WatchEvent::InitDone => {
-            let objs = app.pending.remove(&kind).unwrap_or_default();
-            app.store.replace(kind, objs);
-            app.watches.insert(kind, WatchState::Synced);
-            app.synced.insert(kind);
-        }
-        WatchEvent::Apply(o) => {
-            app.store.apply(o);
-            app.watches.insert(kind, WatchState::Synced);
-        }
-        WatchEvent::Delete(o) => {
-            app.store.delete(kind, &o.key());
-            app.watches.insert(kind, WatchState::Synced);
-        }
-        WatchEvent::Error(e) => {
-            app.watches.insert(kind, WatchState::Reconnecting(e));
-        }
-        WatchEvent::Resumed => {
-            // Only a watch whose list completed recovers this way; one in a
-            // (re)list is complete only at its InitDone. (A refused watch
-            // that starts again was allowed meanwhile.)
-            if matches!(
-                app.watches.get(&kind),
-                Some(WatchState::Reconnecting(_) | WatchState::Denied(_))
-            ) && app.synced.contains(&kind)
-                && !app.pending.contains_key(&kind)
-            {
-                app.watches.insert(kind, WatchState::Synced);
-            }
-        }
-        WatchEvent::Denied(e) => {
-            app.watches.insert(kind, WatchState::Denied(e));
         }
     }
 }

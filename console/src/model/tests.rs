@@ -69,7 +69,9 @@ fn views_switch_with_numbers_tab_and_commands() {
     let mut app = fixtures::app();
     let eff = typed(&mut app, "2");
     assert_eq!(app.screen(), &Screen::List(ListView::Grants));
-    assert!(matches!(eff.as_slice(), [Effect::Watch(k)] if k.contains(&Kind::RuntimeGrant)));
+    assert!(
+        matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::RuntimeGrant))
+    );
     press(&mut app, KeyCode::Tab);
     assert_eq!(app.screen(), &Screen::List(ListView::Handlers));
     press(&mut app, KeyCode::BackTab);
@@ -78,7 +80,7 @@ fn views_switch_with_numbers_tab_and_commands() {
     typed(&mut app, ":retained");
     let eff = press(&mut app, KeyCode::Enter);
     assert_eq!(app.screen(), &Screen::List(ListView::Retained));
-    assert!(matches!(eff.as_slice(), [Effect::Watch(k)] if k.contains(&Kind::Pod)));
+    assert!(matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::Pod)));
     typed(&mut app, ":rc");
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.screen(), &Screen::List(ListView::Handlers));
@@ -94,7 +96,7 @@ fn enter_drills_down_and_esc_goes_back() {
         &Screen::Rollout(("demo".into(), "web".into()))
     );
     assert!(
-        matches!(eff.as_slice(), [Effect::Watch(k)] if k.contains(&Kind::ReplicaSet) && k.contains(&Kind::Event))
+        matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::ReplicaSet) && k.iter().any(|w| w.kind == Kind::Event))
     );
     press(&mut app, KeyCode::Enter);
     assert_eq!(
@@ -220,7 +222,9 @@ fn ns_alone_lists_namespaces_from_the_namespace_list_and_enter_picks() {
     typed(&mut app, ":ns");
     let eff = press(&mut app, KeyCode::Enter);
     assert_eq!(app.screen(), &Screen::List(ListView::Namespaces));
-    assert!(matches!(eff.as_slice(), [Effect::Watch(k)] if k.contains(&Kind::Namespace)));
+    assert!(
+        matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::Namespace))
+    );
     // `empty` holds no object the console watches: it comes from the list.
     let names: Vec<String> = app
         .table(ListView::Namespaces)
@@ -309,7 +313,9 @@ fn a_failed_ctx_switch_keeps_the_old_context_usable() {
     assert_eq!(app.context, "prod");
     assert_ne!(app.generation, generation);
     assert_eq!(app.store.count(Kind::Runtime), 0);
-    assert!(matches!(eff.as_slice(), [Effect::Watch(k)] if k.contains(&Kind::Runtime)));
+    assert!(
+        matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::Runtime))
+    );
     // A late answer for a context no longer asked for changes nothing.
     let eff = update(
         &mut app,
@@ -573,13 +579,21 @@ fn events_of_an_old_connection_are_dropped_after_a_switch() {
     assert_ne!(app.generation, old);
     update(
         &mut app,
-        Msg::Watched(old, Kind::Runtime, WatchEvent::Apply(web.clone())),
+        Msg::Watched(
+            old,
+            WatchKey::all(Kind::Runtime),
+            WatchEvent::Apply(web.clone()),
+        ),
     );
     assert_eq!(app.store.count(Kind::Runtime), 0, "stale event ignored");
     let current = app.generation;
     update(
         &mut app,
-        Msg::Watched(current, Kind::Runtime, WatchEvent::Apply(web)),
+        Msg::Watched(
+            current,
+            WatchKey::all(Kind::Runtime),
+            WatchEvent::Apply(web),
+        ),
     );
     assert_eq!(app.store.count(Kind::Runtime), 1);
 }
@@ -723,7 +737,7 @@ fn details_of_a_reduced_kind_fetch_the_whole_object() {
     // The pod changes: read again.
     let eff = update(
         &mut app,
-        Msg::Watched(g, Kind::Pod, WatchEvent::Apply(pod.clone())),
+        Msg::Watched(g, WatchKey::all(Kind::Pod), WatchEvent::Apply(pod.clone())),
     );
     assert_eq!(eff, vec![Effect::Fetch(Kind::Pod, key)]);
     // Another pod's change fetches nothing.
@@ -733,7 +747,7 @@ fn details_of_a_reduced_kind_fetch_the_whole_object() {
     }
     let eff = update(
         &mut app,
-        Msg::Watched(g, Kind::Pod, WatchEvent::Apply(other)),
+        Msg::Watched(g, WatchKey::all(Kind::Pod), WatchEvent::Apply(other)),
     );
     assert!(eff.is_empty(), "{eff:?}");
 }

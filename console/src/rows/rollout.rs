@@ -2,6 +2,8 @@
 //! desired, old and new ReplicaSets with their pods, the progress deadline
 //! and recent events; a table of every rollout for `berth get rollouts`.
 
+use std::collections::BTreeSet;
+
 use berth_shared::api::{RolloutPhase, meta};
 use berth_shared::sanitize;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -90,15 +92,31 @@ fn first_image(t: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>) -> Strin
     meta::template_image(t).unwrap_or_else(|| NONE.into())
 }
 
-/// The Deployment managed for a Runtime: owned by it, or named like it.
+/// The Deployment managed for a Runtime: owned by it (the first by name),
+/// or named like it. A lookup in the store's owner index.
 pub fn deployment_of<'a>(store: &'a Store, key: &ObjKey) -> Option<&'a Deployment> {
     store
-        .deployments
-        .iter()
-        .filter(|((ns, _), _)| *ns == key.0)
-        .map(|(_, d)| d)
-        .find(|d| meta::has_owner(&d.metadata, "Runtime", &key.1))
+        .links
+        .of(Kind::Deployment, &key.0, "Runtime", &key.1)
+        .find_map(|name| store.deployments.get(&(key.0.clone(), name.clone())))
         .or_else(|| store.deployments.get(key))
+}
+
+/// Objects of `kind` in `namespace` that name `owner_kind`/`owner` among
+/// their owners, in name order (the owner index).
+fn owned<'a, T>(
+    store: &'a Store,
+    map: &'a std::collections::BTreeMap<ObjKey, T>,
+    kind: Kind,
+    namespace: &str,
+    owner_kind: &str,
+    owner: &str,
+) -> Vec<&'a T> {
+    store
+        .links
+        .of(kind, namespace, owner_kind, owner)
+        .filter_map(|name| map.get(&(namespace.to_string(), name.clone())))
+        .collect()
 }
 
 /// The rollout of one Runtime, if it is known.
@@ -112,14 +130,14 @@ pub fn rollout(store: &Store, key: &ObjKey, now: Timestamp) -> Option<RolloutRow
         .and_then(|d| d.metadata.name.clone())
         .unwrap_or_default();
     let dep_rev = deployment.and_then(|d| revision_of(&d.metadata));
-    let mut rss: Vec<&ReplicaSet> = store
-        .replicasets
-        .iter()
-        .filter(|((ns, _), rs)| {
-            *ns == key.0 && meta::has_owner(&rs.metadata, "Deployment", &dep_name)
-        })
-        .map(|(_, rs)| rs)
-        .collect();
+    let mut rss: Vec<&ReplicaSet> = owned(
+        store,
+        &store.replicasets,
+        Kind::ReplicaSet,
+        &key.0,
+        "Deployment",
+        &dep_name,
+    );
     rss.sort_by_key(|rs| {
         std::cmp::Reverse(
             revision_of(&rs.metadata)
@@ -132,13 +150,9 @@ pub fn rollout(store: &Store, key: &ObjKey, now: Timestamp) -> Option<RolloutRow
         .map(|rs| {
             let name = rs.metadata.name.clone().unwrap_or_default();
             let revision = revision_of(&rs.metadata).unwrap_or_else(|| NONE.into());
-            let pods = store
-                .pods
-                .iter()
-                .filter(|((ns, _), p)| {
-                    *ns == key.0 && meta::has_owner(&p.metadata, "ReplicaSet", &name)
-                })
-                .map(|(_, p)| PodEntry {
+            let pods = owned(store, &store.pods, Kind::Pod, &key.0, "ReplicaSet", &name)
+                .into_iter()
+                .map(|p| PodEntry {
                     name: p.metadata.name.clone().unwrap_or_default(),
                     phase: p
                         .status
@@ -264,17 +278,15 @@ pub fn events_for(
     now: Timestamp,
     limit: usize,
 ) -> Vec<EventEntry> {
-    let mut evs: Vec<&Event> = store
-        .events
+    // Event names from the index, in key order (as a scan would find
+    // them) so that the stable sort below breaks ties the same way.
+    let names: BTreeSet<&String> = objects
         .iter()
-        .filter(|((ns, _), _)| ns == namespace)
-        .map(|(_, e)| e)
-        .filter(|e| {
-            let io = &e.involved_object;
-            objects.iter().any(|(k, n)| {
-                io.kind.as_deref() == Some(k.as_str()) && io.name.as_deref() == Some(n.as_str())
-            })
-        })
+        .flat_map(|(k, n)| store.links.of(Kind::Event, namespace, k, n))
+        .collect();
+    let mut evs: Vec<&Event> = names
+        .into_iter()
+        .filter_map(|name| store.events.get(&(namespace.to_string(), name.clone())))
         .collect();
     evs.sort_by_key(|e| std::cmp::Reverse(event_time(e).unwrap_or(0)));
     evs.into_iter()
@@ -366,6 +378,10 @@ impl Row for RolloutRow {
 mod tests {
     use super::*;
     use crate::fixtures;
+    use crate::store::Object;
+    use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::ObjectMeta;
 
     #[test]
     fn image_change_shows_from_and_to() {
@@ -377,5 +393,129 @@ mod tests {
         assert!(cells[8].text.contains(" -> "), "{:?}", cells[8]);
         let worker = rows.iter().find(|r| r.name == "worker").expect("worker");
         assert_eq!(worker.tone(), RowTone::Problem);
+    }
+
+    fn owned_by(ns: &str, name: &str, owner_kind: &str, owner: &str) -> ObjectMeta {
+        ObjectMeta {
+            namespace: Some(ns.into()),
+            name: Some(name.into()),
+            owner_references: Some(vec![OwnerReference {
+                kind: owner_kind.into(),
+                name: owner.into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }
+    }
+
+    /// Two namespaces with the same names in each, ReplicaSets and pods
+    /// of several Runtimes interleaved, decoys owned by namesakes of other
+    /// kinds, and events about each: what a scan with `has_owner` picks is
+    /// what the index picks.
+    fn world() -> Store {
+        let mut store = Store::default();
+        for ns in ["a", "b"] {
+            for r in 0..6 {
+                let rt = format!("rt{r}");
+                store.apply(Object::from(berth_shared::api::Runtime {
+                    metadata: ObjectMeta {
+                        namespace: Some(ns.into()),
+                        name: Some(rt.clone()),
+                        ..Default::default()
+                    },
+                    spec: Default::default(),
+                    status: None,
+                }));
+                // rt5 has no Deployment: the rollout has no ReplicaSets.
+                if r == 5 {
+                    continue;
+                }
+                let dep = format!("{rt}-dep");
+                store.apply(Object::from(Deployment {
+                    metadata: owned_by(ns, &dep, "Runtime", &rt),
+                    ..Default::default()
+                }));
+                for v in 0..3 {
+                    let rs = format!("{dep}-{v}");
+                    store.apply(Object::from(ReplicaSet {
+                        metadata: owned_by(ns, &rs, "Deployment", &dep),
+                        ..Default::default()
+                    }));
+                    for p in 0..(r + v) % 4 {
+                        store.apply(Object::from(Pod {
+                            metadata: owned_by(ns, &format!("{rs}-p{p}"), "ReplicaSet", &rs),
+                            ..Default::default()
+                        }));
+                    }
+                    // Owned by a Deployment, not a ReplicaSet, of that name.
+                    store.apply(Object::from(Pod {
+                        metadata: owned_by(ns, &format!("{rs}-decoy"), "Deployment", &rs),
+                        ..Default::default()
+                    }));
+                    store.apply(Object::from(Event {
+                        metadata: ObjectMeta {
+                            namespace: Some(ns.into()),
+                            name: Some(format!("{rs}.ev")),
+                            ..Default::default()
+                        },
+                        involved_object: ObjectReference {
+                            kind: Some("ReplicaSet".into()),
+                            name: Some(rs.clone()),
+                            ..Default::default()
+                        },
+                        message: Some(format!("scaled {rs}")),
+                        ..Default::default()
+                    }));
+                }
+            }
+        }
+        store
+    }
+
+    #[test]
+    fn indexed_rows_pick_what_a_scan_picks() {
+        let store = world();
+        let rows = rollout_rows(&store, fixtures::now());
+        assert_eq!(rows.len(), 12);
+        for row in &rows {
+            let ns = row.namespace.as_str();
+            let dep = store
+                .deployments
+                .iter()
+                .find(|((n, _), d)| n == ns && meta::has_owner(&d.metadata, "Runtime", &row.name))
+                .map(|(k, _)| k.1.clone())
+                .unwrap_or_default();
+            let want_rss: BTreeSet<String> = store
+                .replicasets
+                .iter()
+                .filter(|((n, _), rs)| n == ns && meta::has_owner(&rs.metadata, "Deployment", &dep))
+                .map(|(k, _)| k.1.clone())
+                .collect();
+            let got_rss: BTreeSet<String> =
+                row.replica_sets.iter().map(|r| r.name.clone()).collect();
+            assert_eq!(got_rss, want_rss, "{ns}/{}", row.name);
+            for rs in &row.replica_sets {
+                let want: Vec<String> = store
+                    .pods
+                    .iter()
+                    .filter(|((n, _), p)| {
+                        n == ns && meta::has_owner(&p.metadata, "ReplicaSet", &rs.name)
+                    })
+                    .map(|(k, _)| k.1.clone())
+                    .collect();
+                let got: Vec<String> = rs.pods.iter().map(|p| p.name.clone()).collect();
+                assert_eq!(got, want, "{ns}/{}", rs.name);
+            }
+            let got_events: BTreeSet<String> =
+                row.events.iter().map(|e| e.message.clone()).collect();
+            let want_events: BTreeSet<String> =
+                want_rss.iter().map(|rs| format!("scaled {rs}")).collect();
+            assert_eq!(got_events, want_events, "{ns}/{}", row.name);
+        }
+        // Something was found at all (the comparison is not vacuous).
+        assert!(
+            rows.iter()
+                .any(|r| r.replica_sets.iter().any(|s| !s.pods.is_empty()))
+        );
     }
 }

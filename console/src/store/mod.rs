@@ -5,6 +5,7 @@
 //! imports nothing else of the console.
 
 pub mod compact;
+pub mod index;
 pub mod ingest;
 
 use std::collections::BTreeMap;
@@ -26,7 +27,7 @@ pub fn key_of<K: ResourceExt>(obj: &K) -> ObjKey {
 }
 
 macro_rules! kinds {
-    ($( $variant:ident => $ty:ty, $field:ident, $label:literal, $namespaced:literal; )*) => {
+    ($( $variant:ident => $ty:ty, $field:ident, $label:literal, $namespaced:literal, $links:path; )*) => {
         /// Every kind the console watches.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Kind { $( $variant, )* }
@@ -84,6 +85,8 @@ macro_rules! kinds {
         #[derive(Clone, Debug, Default)]
         pub struct Store {
             $( pub $field: BTreeMap<ObjKey, $ty>, )*
+            /// Who points at whom ([`index`]), kept by every write below.
+            pub links: index::Links,
             /// Bumped on every change, so derived rows know when to rebuild.
             pub version: u64,
             /// Bumped on every change of one kind, so that a view is rebuilt
@@ -95,13 +98,24 @@ macro_rules! kinds {
             /// Inserts or replaces an object.
             pub fn apply(&mut self, obj: Object) {
                 self.touch(obj.kind());
-                match obj { $( Object::$variant(o) => { self.$field.insert(key_of(o.as_ref()), *o); } )* }
+                match obj { $( Object::$variant(o) => {
+                    let key = key_of(o.as_ref());
+                    let links = $links(o.as_ref());
+                    if let Some(old) = self.$field.insert(key.clone(), *o) {
+                        self.links.remove(Kind::$variant, &key, &$links(&old));
+                    }
+                    self.links.add(Kind::$variant, &key, &links);
+                } )* }
             }
 
             /// Removes an object.
             pub fn delete(&mut self, kind: Kind, key: &ObjKey) {
                 self.touch(kind);
-                match kind { $( Kind::$variant => { self.$field.remove(key); } )* }
+                match kind { $( Kind::$variant => {
+                    if let Some(old) = self.$field.remove(key) {
+                        self.links.remove(kind, key, &$links(&old));
+                    }
+                } )* }
             }
 
             /// Replaces every object of a kind (the end of a (re)list).
@@ -118,6 +132,7 @@ macro_rules! kinds {
             pub fn clear(&mut self, kind: Kind) {
                 self.touch(kind);
                 match kind { $( Kind::$variant => self.$field.clear(), )* }
+                self.links.clear(kind);
             }
 
             /// Records a change of `kind` (what every write does).
@@ -137,6 +152,11 @@ macro_rules! kinds {
                 match kind { $( Kind::$variant => self.$field.len(), )* }
             }
 
+            /// The keys of every object of a kind.
+            pub fn keys(&self, kind: Kind) -> Vec<ObjKey> {
+                match kind { $( Kind::$variant => self.$field.keys().cloned().collect(), )* }
+            }
+
             /// One object by kind and key, cloned into an [`Object`].
             pub fn get(&self, kind: Kind, key: &ObjKey) -> Option<Object> {
                 match kind { $( Kind::$variant => self.$field.get(key).cloned().map(Object::from), )* }
@@ -146,19 +166,38 @@ macro_rules! kinds {
 }
 
 kinds! {
-    Runtime => Runtime, runtimes, "Runtime", true;
-    RuntimeGrant => RuntimeGrant, grants, "RuntimeGrant", false;
-    RuntimeClass => RuntimeClass, classes, "RuntimeClass", false;
-    Node => Node, nodes, "Node", false;
-    Pod => Pod, pods, "Pod", true;
-    Deployment => Deployment, deployments, "Deployment", true;
-    ReplicaSet => ReplicaSet, replicasets, "ReplicaSet", true;
-    StatefulSet => StatefulSet, statefulsets, "StatefulSet", true;
-    DaemonSet => DaemonSet, daemonsets, "DaemonSet", true;
-    Job => Job, jobs, "Job", true;
-    CronJob => CronJob, cronjobs, "CronJob", true;
-    Event => Event, events, "Event", true;
-    Lease => Lease, leases, "Lease", true;
-    Namespace => Namespace, namespaces, "Namespace", false;
-    PendingGrantsFile => PendingGrantsFile, pending_files, "PendingGrantsFile", false;
+    Runtime => Runtime, runtimes, "Runtime", true, index::none;
+    RuntimeGrant => RuntimeGrant, grants, "RuntimeGrant", false, index::none;
+    RuntimeClass => RuntimeClass, classes, "RuntimeClass", false, index::none;
+    Node => Node, nodes, "Node", false, index::none;
+    Pod => Pod, pods, "Pod", true, index::owners;
+    Deployment => Deployment, deployments, "Deployment", true, index::owners;
+    ReplicaSet => ReplicaSet, replicasets, "ReplicaSet", true, index::owners;
+    StatefulSet => StatefulSet, statefulsets, "StatefulSet", true, index::none;
+    DaemonSet => DaemonSet, daemonsets, "DaemonSet", true, index::none;
+    Job => Job, jobs, "Job", true, index::none;
+    CronJob => CronJob, cronjobs, "CronJob", true, index::none;
+    Event => Event, events, "Event", true, index::involved;
+    Lease => Lease, leases, "Lease", true, index::none;
+    Namespace => Namespace, namespaces, "Namespace", false, index::none;
+    PendingGrantsFile => PendingGrantsFile, pending_files, "PendingGrantsFile", false, index::none;
 }
+
+/// The kinds the workload analysis (Handlers, Retained, the plan) reads:
+/// one list for the views' inputs, the screens' watches and the plan's
+/// loads.
+pub const ANALYSIS_KINDS: &[Kind] = &[
+    Kind::RuntimeClass,
+    Kind::Node,
+    Kind::RuntimeGrant,
+    Kind::Pod,
+    Kind::Deployment,
+    Kind::ReplicaSet,
+    Kind::StatefulSet,
+    Kind::DaemonSet,
+    Kind::Job,
+    Kind::CronJob,
+];
+
+/// The workloads among [`ANALYSIS_KINDS`] (its tail).
+pub const WORKLOAD_KINDS: &[Kind] = ANALYSIS_KINDS.split_at(3).1;

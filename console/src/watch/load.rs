@@ -105,19 +105,20 @@ async fn list_kind(
     page: u32,
 ) -> Result<Vec<Object>, kube::Error> {
     let client = conn.client.clone();
+    let ns = super::scope_namespace(scope);
     match kind {
-        Kind::Runtime => list(api_for::<Runtime>(client, scope, kind), page).await,
+        Kind::Runtime => list(api_for::<Runtime>(client, ns), page).await,
         Kind::RuntimeGrant => list(Api::<RuntimeGrant>::all(client), page).await,
         Kind::RuntimeClass => list(Api::<RuntimeClass>::all(client), page).await,
         Kind::Node => list(Api::<Node>::all(client), page).await,
-        Kind::Pod => list(api_for::<Pod>(client, scope, kind), page).await,
-        Kind::Deployment => list(api_for::<Deployment>(client, scope, kind), page).await,
-        Kind::ReplicaSet => list(api_for::<ReplicaSet>(client, scope, kind), page).await,
-        Kind::StatefulSet => list(api_for::<StatefulSet>(client, scope, kind), page).await,
-        Kind::DaemonSet => list(api_for::<DaemonSet>(client, scope, kind), page).await,
-        Kind::Job => list(api_for::<Job>(client, scope, kind), page).await,
-        Kind::CronJob => list(api_for::<CronJob>(client, scope, kind), page).await,
-        Kind::Event => list(api_for::<Event>(client, scope, kind), page).await,
+        Kind::Pod => list(api_for::<Pod>(client, ns), page).await,
+        Kind::Deployment => list(api_for::<Deployment>(client, ns), page).await,
+        Kind::ReplicaSet => list(api_for::<ReplicaSet>(client, ns), page).await,
+        Kind::StatefulSet => list(api_for::<StatefulSet>(client, ns), page).await,
+        Kind::DaemonSet => list(api_for::<DaemonSet>(client, ns), page).await,
+        Kind::Job => list(api_for::<Job>(client, ns), page).await,
+        Kind::CronJob => list(api_for::<CronJob>(client, ns), page).await,
+        Kind::Event => list(api_for::<Event>(client, ns), page).await,
         Kind::Lease => {
             let api = Api::<Lease>::namespaced(client, &agent_lease.0);
             Ok(match api.get_opt(&agent_lease.1).await {

@@ -30,7 +30,7 @@ mod load;
 
 pub use load::{Loaded, PAGE, fetch, load, load_available, load_paged};
 
-use crate::model::{Msg, Scope, WatchEvent};
+use crate::model::{Filter, Msg, Scope, WatchEvent, WatchKey};
 use crate::store::ingest::admit;
 use crate::store::{Kind, ObjKey, Object};
 use starts::StartsLayer;
@@ -197,7 +197,7 @@ pub struct Watchers {
     agent_lease: ObjKey,
     tx: MsgSender<Msg>,
     generation: u64,
-    tasks: BTreeMap<Kind, JoinHandle<()>>,
+    tasks: BTreeMap<WatchKey, JoinHandle<()>>,
 }
 
 impl Watchers {
@@ -226,32 +226,54 @@ impl Watchers {
         }
     }
 
-    /// Starts a watcher for every kind not yet watched.
+    /// Starts a watcher of the whole kind for every kind not yet watched
+    /// so.
     pub fn ensure(&mut self, kinds: &[Kind]) {
         for &kind in kinds {
-            if self.tasks.contains_key(&kind) {
-                continue;
-            }
-            // Not awaited (the app task calls this and is the receiver): if
-            // the channel is full this one is dropped, which loses nothing,
-            // as the watcher's own first event is an Init too.
-            let _ = self
-                .tx
-                .try_send(Msg::Watched(self.generation, kind, WatchEvent::Init));
-            let handle = spawn_kind(
-                self.client.clone(),
-                &self.starts,
-                &self.scope,
-                &self.agent_lease,
-                kind,
-                Sender {
-                    tx: self.tx.clone(),
-                    generation: self.generation,
-                    kind,
-                },
-            );
-            self.tasks.insert(kind, handle);
+            self.start(WatchKey::all(kind));
         }
+    }
+
+    /// Runs exactly `keys`: starts the missing watchers, stops the others
+    /// (the app has already dropped what they held and ignores their
+    /// events still queued).
+    pub fn sync(&mut self, keys: &[WatchKey]) {
+        let wanted: std::collections::BTreeSet<&WatchKey> = keys.iter().collect();
+        self.tasks.retain(|k, t| {
+            let keep = wanted.contains(k);
+            if !keep {
+                t.abort();
+            }
+            keep
+        });
+        for k in keys {
+            self.start(k.clone());
+        }
+    }
+
+    fn start(&mut self, key: WatchKey) {
+        if self.tasks.contains_key(&key) {
+            return;
+        }
+        // Not awaited (the app task calls this and is the receiver): if
+        // the channel is full this one is dropped, which loses nothing,
+        // as the watcher's own first event is an Init too.
+        let _ = self
+            .tx
+            .try_send(Msg::Watched(self.generation, key.clone(), WatchEvent::Init));
+        let handle = spawn_kind(
+            self.client.clone(),
+            &self.starts,
+            &self.scope,
+            &self.agent_lease,
+            &key,
+            Sender {
+                tx: self.tx.clone(),
+                generation: self.generation,
+                key: key.clone(),
+            },
+        );
+        self.tasks.insert(key, handle);
     }
 
     /// Stops every watcher.
@@ -268,32 +290,63 @@ impl Drop for Watchers {
     }
 }
 
-/// Sends one kind's events tagged with the connection's generation.
+/// Sends one watch's events tagged with the connection's generation.
 struct Sender {
     tx: MsgSender<Msg>,
     generation: u64,
-    kind: Kind,
+    key: WatchKey,
 }
 
 impl Sender {
     /// Waits while the channel is full (backpressure).
     async fn send(&self, ev: WatchEvent) -> Result<(), ()> {
         self.tx
-            .send(Msg::Watched(self.generation, self.kind, ev))
+            .send(Msg::Watched(self.generation, self.key.clone(), ev))
             .await
             .map_err(|_| ())
     }
 }
 
-fn api_for<K>(client: Client, scope: &Scope, kind: Kind) -> Api<K>
+/// The namespace a watch reads: the console's scope for the whole kind,
+/// the filter's own otherwise (`None`: every namespace).
+fn namespace_of<'a>(scope: &'a Scope, key: &'a WatchKey) -> Option<&'a str> {
+    match &key.filter {
+        Filter::All => scope_namespace(scope),
+        Filter::Select { namespace, .. } => (!namespace.is_empty()).then_some(namespace),
+    }
+}
+
+/// The one namespace of the console's scope, if it is one.
+fn scope_namespace(scope: &Scope) -> Option<&str> {
+    match scope {
+        Scope::Namespace(ns) => Some(ns),
+        Scope::All => None,
+    }
+}
+
+fn api_for<K>(client: Client, namespace: Option<&str>) -> Api<K>
 where
     K: Resource<DynamicType = ()>,
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
 {
-    match scope {
-        Scope::Namespace(ns) if kind.namespaced() => Api::namespaced(client, ns),
-        _ => Api::all(client),
+    match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
     }
+}
+
+/// The watcher's config: the selectors of a scoped watch.
+fn config_of(key: &WatchKey) -> watcher::Config {
+    let mut cfg = watcher::Config::default().timeout(WATCH_TIMEOUT_SECONDS);
+    if let Filter::Select { labels, fields, .. } = &key.filter {
+        if !labels.is_empty() {
+            cfg = cfg.labels(labels);
+        }
+        if !fields.is_empty() {
+            cfg = cfg.fields(fields);
+        }
+    }
+    cfg
 }
 
 fn spawn_kind(
@@ -301,27 +354,32 @@ fn spawn_kind(
     starts: &WatchStarts,
     scope: &Scope,
     lease: &ObjKey,
-    kind: Kind,
+    key: &WatchKey,
     tx: Sender,
 ) -> JoinHandle<()> {
-    let cfg = watcher::Config::default().timeout(WATCH_TIMEOUT_SECONDS);
+    let cfg = config_of(key);
+    let ns = namespace_of(scope, key);
     let s = starts.clone();
-    match kind {
-        Kind::Runtime => spawn(api_for::<Runtime>(client, scope, kind), cfg, s, tx),
+    match key.kind {
+        Kind::Runtime => spawn(api_for::<Runtime>(client, ns), cfg, s, tx),
         Kind::RuntimeGrant => spawn(Api::<RuntimeGrant>::all(client), cfg, s, tx),
         Kind::RuntimeClass => spawn(Api::<RuntimeClass>::all(client), cfg, s, tx),
         Kind::Node => spawn(Api::<Node>::all(client), cfg, s, tx),
-        Kind::Pod => spawn(api_for::<Pod>(client, scope, kind), cfg, s, tx),
-        Kind::Deployment => spawn(api_for::<Deployment>(client, scope, kind), cfg, s, tx),
-        Kind::ReplicaSet => spawn(api_for::<ReplicaSet>(client, scope, kind), cfg, s, tx),
-        Kind::StatefulSet => spawn(api_for::<StatefulSet>(client, scope, kind), cfg, s, tx),
-        Kind::DaemonSet => spawn(api_for::<DaemonSet>(client, scope, kind), cfg, s, tx),
-        Kind::Job => spawn(api_for::<Job>(client, scope, kind), cfg, s, tx),
-        Kind::CronJob => spawn(api_for::<CronJob>(client, scope, kind), cfg, s, tx),
-        Kind::Event => spawn(api_for::<Event>(client, scope, kind), cfg, s, tx),
+        Kind::Pod => spawn(api_for::<Pod>(client, ns), cfg, s, tx),
+        Kind::Deployment => spawn(api_for::<Deployment>(client, ns), cfg, s, tx),
+        Kind::ReplicaSet => spawn(api_for::<ReplicaSet>(client, ns), cfg, s, tx),
+        Kind::StatefulSet => spawn(api_for::<StatefulSet>(client, ns), cfg, s, tx),
+        Kind::DaemonSet => spawn(api_for::<DaemonSet>(client, ns), cfg, s, tx),
+        Kind::Job => spawn(api_for::<Job>(client, ns), cfg, s, tx),
+        Kind::CronJob => spawn(api_for::<CronJob>(client, ns), cfg, s, tx),
+        Kind::Event => spawn(api_for::<Event>(client, ns), cfg, s, tx),
+        // Only the agent's, whatever the key says (screens ask for these
+        // whole: see `Screen::watches`).
         Kind::Lease => spawn(
             Api::<Lease>::namespaced(client, &lease.0),
-            cfg.fields(&format!("metadata.name={}", lease.1)),
+            watcher::Config::default()
+                .timeout(WATCH_TIMEOUT_SECONDS)
+                .fields(&format!("metadata.name={}", lease.1)),
             s,
             tx,
         ),
@@ -329,7 +387,9 @@ fn spawn_kind(
         // Only this agent's (named after its Lease).
         Kind::PendingGrantsFile => spawn(
             Api::<PendingGrantsFile>::all(client),
-            cfg.fields(&format!("metadata.name={}", lease.1)),
+            watcher::Config::default()
+                .timeout(WATCH_TIMEOUT_SECONDS)
+                .fields(&format!("metadata.name={}", lease.1)),
             s,
             tx,
         ),

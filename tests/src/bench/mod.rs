@@ -555,19 +555,8 @@ async fn console_figures(
         work.to_path_buf(),
     );
     let (frames, tui) = tokio::task::spawn_blocking(move || {
-        let tui = console::Console::start(&b, &k, &w);
-        let t = Instant::now();
-        let mut frames = vec![tui.until_complete(ListView::Runtimes, t, Duration::from_secs(600))];
-        for (key, view) in [
-            ("2", ListView::Grants),
-            ("3", ListView::Handlers),
-            ("4", ListView::Retained),
-        ] {
-            let t = Instant::now();
-            tui.send(key);
-            frames.push(tui.until_complete(view, t, Duration::from_secs(600)));
-        }
-        (frames, tui)
+        let frames = console::first_frames(&b, &k, &w);
+        (frames, console::visit_all(&b, &k, &w))
     })
     .await
     .expect("console thread");
