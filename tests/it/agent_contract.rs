@@ -99,8 +99,10 @@ async fn agent_contract_zero_writes_at_rest_counted_by_the_apiserver() {
         )
         .await;
     }
-    // The last progress write is paced (5 s per Runtime): let it land.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // The last status-only Deployment update wakes the reconcile at most
+    // 5 s late (agent `controller::pace`) and its progress write is paced
+    // (5 s per Runtime): let both land.
+    tokio::time::sleep(Duration::from_secs(11)).await;
 
     // Another field manager adds a label and an annotation (tolerated).
     let foreign = PatchParams {

@@ -11,7 +11,16 @@
 //! reads a store without the holder (a second watch could race the store).
 //! A deletion missed while the watch was down shows up only as a relist;
 //! the periodic resync covers that case.
+//!
+//! The same stream drops updates of a Runtime that change only its status
+//! (issue 14): the agent's own status writes woke a second reconcile of
+//! every Runtime they touched, which found nothing to do but took a slot
+//! that a Runtime never reconciled was waiting for. A spec, label,
+//! annotation, owner or deletion change still wakes it at once (see
+//! `triggers::spec_fingerprint`); a status someone else rewrote is put
+//! back by the next resync.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use berth_shared::api::Runtime;
@@ -22,8 +31,11 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-/// The controller's trigger stream: every applied Runtime, plus the rivals
-/// of a Runtime that is deleted or being deleted.
+use super::triggers::spec_fingerprint;
+
+/// The controller's trigger stream: every applied Runtime whose spec,
+/// labels, annotations, owners or deletion changed (not a status-only
+/// update), plus the rivals of a Runtime that is deleted or being deleted.
 pub fn with_rivals<S>(
     events: S,
     store: Store<Runtime>,
@@ -31,6 +43,7 @@ pub fn with_rivals<S>(
 where
     S: Stream<Item = Result<watcher::Event<Runtime>, watcher::Error>> + Send + 'static,
 {
+    let mut seen: HashMap<ObjectRef<Runtime>, Option<u64>> = HashMap::new();
     events.flat_map(move |event| {
         let out: Vec<Result<Runtime, watcher::Error>> = match event {
             Ok(watcher::Event::Apply(rt) | watcher::Event::InitApply(rt)) => {
@@ -38,10 +51,16 @@ where
                 if rt.metadata.deletion_timestamp.is_some() {
                     out.extend(rivals(&store, &rt).into_iter().map(Ok));
                 }
-                out.push(Ok(rt));
+                let fingerprint = spec_fingerprint(&rt);
+                if seen.insert(ObjectRef::from_obj(&rt), fingerprint) != Some(fingerprint) {
+                    out.push(Ok(rt));
+                }
                 out
             }
-            Ok(watcher::Event::Delete(rt)) => rivals(&store, &rt).into_iter().map(Ok).collect(),
+            Ok(watcher::Event::Delete(rt)) => {
+                seen.remove(&ObjectRef::from_obj(&rt));
+                rivals(&store, &rt).into_iter().map(Ok).collect()
+            }
             Ok(watcher::Event::Init | watcher::Event::InitDone) => Vec::new(),
             Err(e) => vec![Err(e)],
         };
@@ -148,6 +167,34 @@ mod tests {
         let events = futures::stream::iter(vec![Ok(watcher::Event::Apply(deleting))]);
         let out: Vec<_> = block_on(with_rivals(events, store).collect());
         assert_eq!(names(out), vec!["copy", "holder"]);
+    }
+
+    #[test]
+    fn a_status_only_update_wakes_nothing_and_anything_else_does() {
+        let web = rt("team-a", "web", "worker");
+        let mut status_only = web.clone();
+        status_only.metadata.resource_version = Some("2".into());
+        status_only.status = Some(Default::default());
+        let mut respecced = status_only.clone();
+        respecced.metadata.generation = Some(2);
+        let mut relabelled = respecced.clone();
+        relabelled.metadata.labels = Some([("tier".to_string(), "gold".to_string())].into());
+        let events = futures::stream::iter(vec![
+            Ok(watcher::Event::InitApply(web.clone())),
+            Ok(watcher::Event::Apply(status_only.clone())),
+            Ok(watcher::Event::Apply(respecced)),
+            Ok(watcher::Event::Apply(relabelled.clone())),
+            Ok(watcher::Event::Apply(relabelled.clone())),
+            // Deleted and created again under the same name: new.
+            Ok(watcher::Event::Delete(relabelled.clone())),
+            Ok(watcher::Event::Apply(relabelled)),
+        ]);
+        let out: Vec<_> = block_on(with_rivals(events, store_of(&[])).collect());
+        let generations: Vec<_> = out
+            .into_iter()
+            .map(|r| r.ok().and_then(|r| r.metadata.generation))
+            .collect();
+        assert_eq!(generations, vec![None, Some(2), Some(2), Some(2)]);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod identity;
 pub mod index;
 pub mod live;
 pub mod names;
+pub mod pace;
 pub mod read;
 pub mod reduce;
 pub mod status;
@@ -442,7 +443,8 @@ pub fn start(
         .owns_stream(cm_s)
         .owns_stream(sa_s)
         .owns_stream(svc_s)
-        .owns_stream(dep_s)
+        // Status-only updates paced per Deployment (see `pace`).
+        .owns_stream(pace::paced(dep_s, context::PROGRESS_INTERVAL))
         // Their status is not read: a status-only update wakes nothing.
         .owns_stream(pdb_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))
         .owns_stream(np_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))

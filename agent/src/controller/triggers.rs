@@ -3,7 +3,9 @@
 //! could not change anything: status-only updates of owned PDBs, HPAs, Jobs
 //! and CronJobs (the disruption controller rewrites a PDB's status for
 //! every pod that becomes ready), and resyncs of every Runtime falling due
-//! together. New Runtimes waited behind them.
+//! together. New Runtimes waited behind them. Status-only updates of
+//! owned Deployments, whose status the Runtime's status is computed from,
+//! are paced instead (`super::pace`).
 //!
 //! Not used: kube-runtime's debounce. It is trailing-edge: every new
 //! trigger pushes the reconcile back, and a RuntimeClass or Node change
