@@ -21,6 +21,7 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         churn_pods: 20,
         presses: 5,
         no_console: false,
+        floor_pods: true,
         profile: false,
     };
     let report = bench::run(&opts).await;

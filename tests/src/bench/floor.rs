@@ -2,7 +2,9 @@
 //! applies the same rendered objects the agent would, Runtime after
 //! Runtime, with the agent's concurrency. Deployments go in paused (one
 //! field more) so the floor does not make the controllers create a second
-//! set of pods; everything is deleted again before the agent starts.
+//! set of pods, unless `--floor-pods` asks for the floor that pays for
+//! them as the agent does; everything is deleted again before the agent
+//! starts.
 
 use std::time::{Duration, Instant};
 
@@ -10,7 +12,7 @@ use berth_shared::api::Runtime;
 use berth_shared::render;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -47,10 +49,17 @@ where
     .map(|_| ())
 }
 
-async fn apply_runtime(client: Client, runtime: Runtime, planned: Planned) -> Result<(), String> {
+async fn apply_runtime(
+    client: Client,
+    runtime: Runtime,
+    planned: Planned,
+    pods: bool,
+) -> Result<(), String> {
     let mut r = render::render(&runtime, &planned.identity(), &planned.decision())
         .map_err(|e| e.to_string())?;
-    if let Some(spec) = r.deployment.spec.as_mut() {
+    if let Some(spec) = r.deployment.spec.as_mut()
+        && !pods
+    {
         spec.paused = Some(true);
     }
     let e = |e: kube::Error| e.to_string();
@@ -62,16 +71,18 @@ async fn apply_runtime(client: Client, runtime: Runtime, planned: Planned) -> Re
 }
 
 /// Applies every Runtime's rendered objects, `concurrency` Runtimes at a
-/// time; returns the wall time and the number of objects applied.
+/// time (Deployments paused unless `pods`); returns the wall time and the
+/// number of objects applied.
 pub async fn measure(
     client: &Client,
     stored: &[Runtime],
     plan: &[Planned],
     concurrency: usize,
+    pods: bool,
 ) -> (Duration, usize) {
     let started = Instant::now();
     futures::stream::iter(stored.iter().cloned().zip(plan.iter().cloned()))
-        .map(|(rt, p)| apply_runtime(client.clone(), rt, p))
+        .map(|(rt, p)| apply_runtime(client.clone(), rt, p, pods))
         .buffer_unordered(concurrency.max(1))
         .try_collect::<Vec<()>>()
         .await
@@ -101,8 +112,9 @@ where
     );
 }
 
-/// Deletes what the floor applied and waits until it is gone.
-pub async fn clear(client: &Client, namespaces: &[String]) {
+/// Deletes what the floor applied and waits until it is gone (with
+/// `pods`, also every pod its Deployments made).
+pub async fn clear(client: &Client, namespaces: &[String], pods: bool) {
     for ns in namespaces {
         clear_kind::<Deployment>(client, ns).await;
         clear_kind::<ConfigMap>(client, ns).await;
@@ -110,4 +122,23 @@ pub async fn clear(client: &Client, namespaces: &[String]) {
         clear_kind::<Service>(client, ns).await;
         clear_kind::<PodDisruptionBudget>(client, ns).await;
     }
+    if pods {
+        for ns in namespaces {
+            no_pods_left(client, ns).await;
+        }
+    }
+}
+
+/// Waits until the garbage collector has removed the pods of the floor's
+/// Deployments (the world's namespaces hold nothing else at that point).
+async fn no_pods_left(client: &Client, namespace: &str) {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let lp = ListParams::default().limit(1);
+    for _ in 0..3600 {
+        match api.list_metadata(&lp).await {
+            Ok(l) if l.items.is_empty() => return,
+            _ => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
+    panic!("the pods of the floor's Deployments in {namespace} were not deleted in an hour");
 }
