@@ -98,12 +98,6 @@ impl World {
         out
     }
 
-    /// An app fed with [`World::objects`] through the watch path, every
-    /// kind synced, showing the Runtimes view.
-    pub fn app(&self) -> App {
-        app_with(self.objects())
-    }
-
     fn grant(&self, i: usize) -> Option<(String, String)> {
         (i < self.granted).then(|| (format!("b{i}"), class_name(i % self.classes.max(1))))
     }
@@ -176,7 +170,10 @@ impl World {
             }))));
         }
         let mut dep = serde_json::to_value(&rendered.deployment).unwrap_or(Value::Null);
-        let dep_name = dep["metadata"]["name"].as_str().unwrap_or(&name).to_string();
+        let dep_name = dep["metadata"]["name"]
+            .as_str()
+            .unwrap_or(&name)
+            .to_string();
         dep["apiVersion"] = json!("apps/v1");
         dep["kind"] = json!("Deployment");
         dep["metadata"]["uid"] = json!(format!("uid-dep-{i}"));
@@ -227,7 +224,10 @@ impl World {
             meta["resourceVersion"] = json!("4567");
             meta["ownerReferences"] = owner("ReplicaSet", &rs_name, format!("uid-rs-{i}"));
             let mut spec = rs_template["spec"].clone();
-            spec["nodeName"] = json!(format!("kwok-node-{}", (i * replicas + p) % self.nodes.max(1)));
+            spec["nodeName"] = json!(format!(
+                "kwok-node-{}",
+                (i * replicas + p) % self.nodes.max(1)
+            ));
             let ready = |t: &str| {
                 json!({"type": t, "status": "True", "lastProbeTime": null,
                        "lastTransitionTime": CREATED})
@@ -283,7 +283,8 @@ fn node(n: usize) -> Node {
         json!({"type": t, "status": s, "reason": "KubeletReady", "message": "kwok",
                "lastHeartbeatTime": CREATED, "lastTransitionTime": CREATED})
     };
-    let resources = json!({"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"});
+    let resources =
+        json!({"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"});
     from(json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": format!("kwok-node-{n}"), "uid": format!("uid-node-{n}"),

@@ -4,6 +4,7 @@
 //! read ([`compact`]), stripped and sanitized. The bottom layer: it
 //! imports nothing else of the console.
 
+pub mod classed;
 pub mod compact;
 pub mod index;
 pub mod ingest;
@@ -27,7 +28,7 @@ pub fn key_of<K: ResourceExt>(obj: &K) -> ObjKey {
 }
 
 macro_rules! kinds {
-    ($( $variant:ident => $ty:ty, $field:ident, $label:literal, $namespaced:literal, $links:path; )*) => {
+    ($( $variant:ident => $ty:ty, $field:ident, $label:literal, $namespaced:literal, $links:path, $classed:path; )*) => {
         /// Every kind the console watches.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Kind { $( $variant, )* }
@@ -87,6 +88,9 @@ macro_rules! kinds {
             $( pub $field: BTreeMap<ObjKey, $ty>, )*
             /// Who points at whom ([`index`]), kept by every write below.
             pub links: index::Links,
+            /// Which workloads reference a class ([`classed`]), kept by
+            /// every write below.
+            pub classed: classed::Classed,
             /// Bumped on every change, so derived rows know when to rebuild.
             pub version: u64,
             /// Bumped on every change of one kind, so that a view is rebuilt
@@ -101,6 +105,7 @@ macro_rules! kinds {
                 match obj { $( Object::$variant(o) => {
                     let key = key_of(o.as_ref());
                     let links = $links(o.as_ref());
+                    self.classed.set(Kind::$variant, &key, $classed(o.as_ref()));
                     if let Some(old) = self.$field.insert(key.clone(), *o) {
                         self.links.remove(Kind::$variant, &key, &$links(&old));
                     }
@@ -115,6 +120,7 @@ macro_rules! kinds {
                     if let Some(old) = self.$field.remove(key) {
                         self.links.remove(kind, key, &$links(&old));
                     }
+                    self.classed.remove(kind, key);
                 } )* }
             }
 
@@ -133,6 +139,7 @@ macro_rules! kinds {
                 self.touch(kind);
                 match kind { $( Kind::$variant => self.$field.clear(), )* }
                 self.links.clear(kind);
+                self.classed.clear(kind);
             }
 
             /// Records a change of `kind` (what every write does).
@@ -166,21 +173,21 @@ macro_rules! kinds {
 }
 
 kinds! {
-    Runtime => Runtime, runtimes, "Runtime", true, index::none;
-    RuntimeGrant => RuntimeGrant, grants, "RuntimeGrant", false, index::none;
-    RuntimeClass => RuntimeClass, classes, "RuntimeClass", false, index::none;
-    Node => Node, nodes, "Node", false, index::none;
-    Pod => Pod, pods, "Pod", true, index::owners;
-    Deployment => Deployment, deployments, "Deployment", true, index::owners;
-    ReplicaSet => ReplicaSet, replicasets, "ReplicaSet", true, index::owners;
-    StatefulSet => StatefulSet, statefulsets, "StatefulSet", true, index::none;
-    DaemonSet => DaemonSet, daemonsets, "DaemonSet", true, index::none;
-    Job => Job, jobs, "Job", true, index::none;
-    CronJob => CronJob, cronjobs, "CronJob", true, index::none;
-    Event => Event, events, "Event", true, index::involved;
-    Lease => Lease, leases, "Lease", true, index::none;
-    Namespace => Namespace, namespaces, "Namespace", false, index::none;
-    PendingGrantsFile => PendingGrantsFile, pending_files, "PendingGrantsFile", false, index::none;
+    Runtime => Runtime, runtimes, "Runtime", true, index::none, classed::never;
+    RuntimeGrant => RuntimeGrant, grants, "RuntimeGrant", false, index::none, classed::never;
+    RuntimeClass => RuntimeClass, classes, "RuntimeClass", false, index::none, classed::never;
+    Node => Node, nodes, "Node", false, index::none, classed::never;
+    Pod => Pod, pods, "Pod", true, index::owners, classed::pod;
+    Deployment => Deployment, deployments, "Deployment", true, index::owners, classed::deployment;
+    ReplicaSet => ReplicaSet, replicasets, "ReplicaSet", true, index::owners, classed::replica_set;
+    StatefulSet => StatefulSet, statefulsets, "StatefulSet", true, index::none, classed::stateful_set;
+    DaemonSet => DaemonSet, daemonsets, "DaemonSet", true, index::none, classed::daemon_set;
+    Job => Job, jobs, "Job", true, index::none, classed::job;
+    CronJob => CronJob, cronjobs, "CronJob", true, index::none, classed::cron_job;
+    Event => Event, events, "Event", true, index::involved, classed::never;
+    Lease => Lease, leases, "Lease", true, index::none, classed::never;
+    Namespace => Namespace, namespaces, "Namespace", false, index::none, classed::never;
+    PendingGrantsFile => PendingGrantsFile, pending_files, "PendingGrantsFile", false, index::none, classed::never;
 }
 
 /// The kinds the workload analysis (Handlers, Retained, the plan) reads:

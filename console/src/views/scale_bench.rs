@@ -127,8 +127,5 @@ fn frame_time_at_scale() {
         );
         draw(&mut app);
     }
-    println!(
-        "RSS with every tab visited: {} MB",
-        rss_kb() / 1024
-    );
+    println!("RSS with every tab visited: {} MB", rss_kb() / 1024);
 }
