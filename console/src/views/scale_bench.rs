@@ -65,6 +65,7 @@ fn frame_time_at_scale() {
         rss0 / 1024,
         rss1 / 1024
     );
+    print_store_sizes(&app.store);
     let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
     let mut draw = |app: &mut App| {
         app.refresh();
@@ -128,4 +129,60 @@ fn frame_time_at_scale() {
         draw(&mut app);
     }
     println!("RSS with every tab visited: {} MB", rss_kb() / 1024);
+}
+
+/// What the store holds per object of the big kinds: the inline size of
+/// the typed object (every absent optional field of the k8s-openapi
+/// structs still takes its room), what its data weighs as JSON, and the
+/// resulting estimate for the kind. A guide to where the RSS goes, not an
+/// exact count (allocator overhead and map nodes come on top).
+fn print_store_sizes(store: &crate::store::Store) {
+    use k8s_openapi::api::core::v1::Container;
+    use std::mem::size_of;
+    fn json_bytes<'a, T: serde::Serialize + 'a>(objs: impl Iterator<Item = &'a T>) -> usize {
+        objs.map(|o| serde_json::to_vec(o).map_or(0, |v| v.len()))
+            .sum()
+    }
+    let rows = [
+        (
+            "Pod",
+            store.pods.len(),
+            size_of::<k8s_openapi::api::core::v1::Pod>() + size_of::<Container>(),
+            json_bytes(store.pods.values()),
+        ),
+        (
+            "ReplicaSet",
+            store.replicasets.len(),
+            size_of::<k8s_openapi::api::apps::v1::ReplicaSet>()
+                + size_of::<k8s_openapi::api::core::v1::PodTemplateSpec>()
+                + size_of::<Container>(),
+            json_bytes(store.replicasets.values()),
+        ),
+        (
+            "Deployment",
+            store.deployments.len(),
+            size_of::<k8s_openapi::api::apps::v1::Deployment>() + size_of::<Container>(),
+            json_bytes(store.deployments.values()),
+        ),
+        (
+            "Runtime",
+            store.runtimes.len(),
+            size_of::<berth_shared::api::Runtime>(),
+            json_bytes(store.runtimes.values()),
+        ),
+        (
+            "Node",
+            store.nodes.len(),
+            size_of::<k8s_openapi::api::core::v1::Node>(),
+            json_bytes(store.nodes.values()),
+        ),
+    ];
+    println!("kind         count  inline B/obj  JSON B/obj  ≈ MB (inline + 2×JSON)");
+    for (kind, n, inline, json) in rows {
+        let per = json / n.max(1);
+        println!(
+            "{kind:<11} {n:>6} {inline:>13} {per:>11} {:>8.1}",
+            (n * (inline + 2 * per)) as f64 / 1e6
+        );
+    }
 }
