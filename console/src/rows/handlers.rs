@@ -15,13 +15,13 @@ use crate::store::{Kind, ObjKey, Store};
 /// Every workload the store knows, as the shared analysis sees them.
 pub fn workloads(store: &Store) -> Vec<Workload> {
     // References into the store: no copy of every workload per rebuild.
-    let deployments: Vec<_> = store.deployments.values().collect();
-    let replica_sets: Vec<_> = store.replicasets.values().collect();
-    let stateful_sets: Vec<_> = store.statefulsets.values().collect();
-    let daemon_sets: Vec<_> = store.daemonsets.values().collect();
-    let jobs: Vec<_> = store.jobs.values().collect();
-    let cron_jobs: Vec<_> = store.cronjobs.values().collect();
-    let pods: Vec<_> = store.pods.values().collect();
+    let deployments: Vec<_> = store.deployments.values().map(Box::as_ref).collect();
+    let replica_sets: Vec<_> = store.replicasets.values().map(Box::as_ref).collect();
+    let stateful_sets: Vec<_> = store.statefulsets.values().map(Box::as_ref).collect();
+    let daemon_sets: Vec<_> = store.daemonsets.values().map(Box::as_ref).collect();
+    let jobs: Vec<_> = store.jobs.values().map(Box::as_ref).collect();
+    let cron_jobs: Vec<_> = store.cronjobs.values().map(Box::as_ref).collect();
+    let pods: Vec<_> = store.pods.values().map(Box::as_ref).collect();
     WorkloadSources {
         deployments: &deployments,
         replica_sets: &replica_sets,
@@ -51,7 +51,7 @@ pub fn classed_workloads(store: &Store) -> Vec<Workload> {
     // passed along for its revision, and dropped from the answer below.
     let mut deployment_keys: BTreeSet<&ObjKey> = of(Kind::Deployment).collect();
     let replica_sets: Vec<_> = of(Kind::ReplicaSet)
-        .filter_map(|k| store.replicasets.get(k))
+        .filter_map(|k| store.replicasets.get(k).map(Box::as_ref))
         .collect();
     let owners: Vec<ObjKey> = replica_sets
         .iter()
@@ -71,19 +71,23 @@ pub fn classed_workloads(store: &Store) -> Vec<Workload> {
     deployment_keys.extend(owners.iter());
     let deployments: Vec<_> = deployment_keys
         .into_iter()
-        .filter_map(|k| store.deployments.get(k))
+        .filter_map(|k| store.deployments.get(k).map(Box::as_ref))
         .collect();
     let stateful_sets: Vec<_> = of(Kind::StatefulSet)
-        .filter_map(|k| store.statefulsets.get(k))
+        .filter_map(|k| store.statefulsets.get(k).map(Box::as_ref))
         .collect();
     let daemon_sets: Vec<_> = of(Kind::DaemonSet)
-        .filter_map(|k| store.daemonsets.get(k))
+        .filter_map(|k| store.daemonsets.get(k).map(Box::as_ref))
         .collect();
-    let jobs: Vec<_> = of(Kind::Job).filter_map(|k| store.jobs.get(k)).collect();
+    let jobs: Vec<_> = of(Kind::Job)
+        .filter_map(|k| store.jobs.get(k).map(Box::as_ref))
+        .collect();
     let cron_jobs: Vec<_> = of(Kind::CronJob)
-        .filter_map(|k| store.cronjobs.get(k))
+        .filter_map(|k| store.cronjobs.get(k).map(Box::as_ref))
         .collect();
-    let pods: Vec<_> = of(Kind::Pod).filter_map(|k| store.pods.get(k)).collect();
+    let pods: Vec<_> = of(Kind::Pod)
+        .filter_map(|k| store.pods.get(k).map(Box::as_ref))
+        .collect();
     let mut out = WorkloadSources {
         deployments: &deployments,
         replica_sets: &replica_sets,
@@ -108,7 +112,7 @@ pub(crate) fn bindings(store: &Store) -> Vec<GrantBinding> {
         .grants
         .values()
         .filter(|g| !is_retired(g))
-        .map(analysis::binding_from_grant)
+        .map(|g| analysis::binding_from_grant(g))
         .collect()
 }
 
@@ -194,9 +198,13 @@ pub(crate) fn handler_rows_of(store: &Store, all: &[Workload]) -> Vec<HandlerRow
     let classes: Vec<ObservedClass> = store
         .classes
         .values()
-        .map(ObservedClass::from_runtime_class)
+        .map(|c| ObservedClass::from_runtime_class(c))
         .collect();
-    let nodes: Vec<NodeInfo> = store.nodes.values().map(NodeInfo::from_node).collect();
+    let nodes: Vec<NodeInfo> = store
+        .nodes
+        .values()
+        .map(|n| NodeInfo::from_node(n))
+        .collect();
     let grants = bindings(store);
     let reports = analysis::handler_reports(&classes, &grants, &nodes, all);
     let mut rows: Vec<HandlerRow> = reports
