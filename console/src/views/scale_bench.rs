@@ -98,6 +98,12 @@ fn frame_time_at_scale() {
             text.contains(&format!("{rows}/{rows}")),
             "{view:?} shows its {rows} rows:\n{text}"
         );
+        if view == ListView::Handlers {
+            // The classes' usage is the granted Runtimes' Deployment,
+            // ReplicaSet and Pods: the analysis ran over them.
+            let used: usize = app.derived.handlers.iter().map(|r| r.workloads.len()).sum();
+            assert_eq!(used, world.granted * (2 + world.replicas));
+        }
         let (mut events, mut floor) = (Vec::new(), Vec::new());
         for _ in 0..FRAMES {
             let t = Instant::now();
