@@ -40,3 +40,5 @@ mod injection_tests;
 mod layering_tests;
 #[cfg(test)]
 mod readme_tests;
+#[cfg(test)]
+pub(crate) mod scale_world;

@@ -431,7 +431,7 @@ fn the_cursor_stays_on_its_object_across_updates_filters_and_sorts() {
         .runtimes
         .values()
         .cloned()
-        .map(Object::from)
+        .map(Object::Runtime)
         .collect();
     update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Init));
     for o in all.into_iter().rev() {

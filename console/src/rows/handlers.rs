@@ -2,7 +2,7 @@
 //! no longer exist), its handler, flags, node coverage, the workloads that
 //! reference it and the shared analysis's "safe to remove" verdict.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use berth_shared::analysis::{self, NodeInfo, RemovalVerdict, Workload, WorkloadSources};
 use berth_shared::decide::{GrantBinding, ObservedClass};
@@ -10,18 +10,18 @@ use serde::Serialize;
 
 use super::NONE;
 use super::table::{Cell, Row, RowRef, RowTone};
-use crate::store::Store;
+use crate::store::{Kind, ObjKey, Store};
 
 /// Every workload the store knows, as the shared analysis sees them.
 pub fn workloads(store: &Store) -> Vec<Workload> {
     // References into the store: no copy of every workload per rebuild.
-    let deployments: Vec<_> = store.deployments.values().collect();
-    let replica_sets: Vec<_> = store.replicasets.values().collect();
-    let stateful_sets: Vec<_> = store.statefulsets.values().collect();
-    let daemon_sets: Vec<_> = store.daemonsets.values().collect();
-    let jobs: Vec<_> = store.jobs.values().collect();
-    let cron_jobs: Vec<_> = store.cronjobs.values().collect();
-    let pods: Vec<_> = store.pods.values().collect();
+    let deployments: Vec<_> = store.deployments.values().map(Box::as_ref).collect();
+    let replica_sets: Vec<_> = store.replicasets.values().map(Box::as_ref).collect();
+    let stateful_sets: Vec<_> = store.statefulsets.values().map(Box::as_ref).collect();
+    let daemon_sets: Vec<_> = store.daemonsets.values().map(Box::as_ref).collect();
+    let jobs: Vec<_> = store.jobs.values().map(Box::as_ref).collect();
+    let cron_jobs: Vec<_> = store.cronjobs.values().map(Box::as_ref).collect();
+    let pods: Vec<_> = store.pods.values().map(Box::as_ref).collect();
     WorkloadSources {
         deployments: &deployments,
         replica_sets: &replica_sets,
@@ -37,6 +37,72 @@ pub fn workloads(store: &Store) -> Vec<Workload> {
     .collect()
 }
 
+/// The workloads that reference a RuntimeClass, as the shared analysis
+/// sees them: exactly `workloads(store)` without those on the default
+/// runtime, which no class's usage and no retained row reads. Found by the
+/// store's [`crate::store::classed`] index instead of converting every
+/// workload and Pod on each rebuild (issue 14).
+pub fn classed_workloads(store: &Store) -> Vec<Workload> {
+    let c = &store.classed;
+    let of = |kind| c.keys(kind);
+    // A ReplicaSet is judged against its Deployment's revision, and that
+    // Deployment may be on the default runtime itself (the class was
+    // removed from the template and an old revision still names it): it is
+    // passed along for its revision, and dropped from the answer below.
+    let mut deployment_keys: BTreeSet<&ObjKey> = of(Kind::Deployment).collect();
+    let replica_sets: Vec<_> = of(Kind::ReplicaSet)
+        .filter_map(|k| store.replicasets.get(k).map(Box::as_ref))
+        .collect();
+    let owners: Vec<ObjKey> = replica_sets
+        .iter()
+        .filter_map(|rs| {
+            let r = rs
+                .metadata
+                .owner_references
+                .as_ref()?
+                .iter()
+                .find(|r| r.controller == Some(true) && r.kind == "Deployment")?;
+            Some((
+                rs.metadata.namespace.clone().unwrap_or_default(),
+                r.name.clone(),
+            ))
+        })
+        .collect();
+    deployment_keys.extend(owners.iter());
+    let deployments: Vec<_> = deployment_keys
+        .into_iter()
+        .filter_map(|k| store.deployments.get(k).map(Box::as_ref))
+        .collect();
+    let stateful_sets: Vec<_> = of(Kind::StatefulSet)
+        .filter_map(|k| store.statefulsets.get(k).map(Box::as_ref))
+        .collect();
+    let daemon_sets: Vec<_> = of(Kind::DaemonSet)
+        .filter_map(|k| store.daemonsets.get(k).map(Box::as_ref))
+        .collect();
+    let jobs: Vec<_> = of(Kind::Job)
+        .filter_map(|k| store.jobs.get(k).map(Box::as_ref))
+        .collect();
+    let cron_jobs: Vec<_> = of(Kind::CronJob)
+        .filter_map(|k| store.cronjobs.get(k).map(Box::as_ref))
+        .collect();
+    let pods: Vec<_> = of(Kind::Pod)
+        .filter_map(|k| store.pods.get(k).map(Box::as_ref))
+        .collect();
+    let mut out = WorkloadSources {
+        deployments: &deployments,
+        replica_sets: &replica_sets,
+        stateful_sets: &stateful_sets,
+        daemon_sets: &daemon_sets,
+        jobs: &jobs,
+        cron_jobs: &cron_jobs,
+        pods: &pods,
+        ..Default::default()
+    }
+    .collect();
+    out.retain(|w| w.runtime_class.is_some());
+    out
+}
+
 /// The bindings of the loaded grants file, from the RuntimeGrants the
 /// agent publishes. A RuntimeGrant kept `Retired` (its binding left the
 /// file; it only lists the workloads that still need its class) grants
@@ -46,7 +112,7 @@ pub(crate) fn bindings(store: &Store) -> Vec<GrantBinding> {
         .grants
         .values()
         .filter(|g| !is_retired(g))
-        .map(analysis::binding_from_grant)
+        .map(|g| analysis::binding_from_grant(g))
         .collect()
 }
 
@@ -123,15 +189,24 @@ pub struct HandlerRow {
 /// Rows of the Handlers view: every RuntimeClass, granted or not, plus
 /// referenced classes that are missing.
 pub fn handler_rows(store: &Store) -> Vec<HandlerRow> {
+    handler_rows_of(store, &classed_workloads(store))
+}
+
+/// [`handler_rows`] from the given workloads: any superset of those that
+/// reference a class gives the same rows.
+pub(crate) fn handler_rows_of(store: &Store, all: &[Workload]) -> Vec<HandlerRow> {
     let classes: Vec<ObservedClass> = store
         .classes
         .values()
-        .map(ObservedClass::from_runtime_class)
+        .map(|c| ObservedClass::from_runtime_class(c))
         .collect();
-    let nodes: Vec<NodeInfo> = store.nodes.values().map(NodeInfo::from_node).collect();
+    let nodes: Vec<NodeInfo> = store
+        .nodes
+        .values()
+        .map(|n| NodeInfo::from_node(n))
+        .collect();
     let grants = bindings(store);
-    let all = workloads(store);
-    let reports = analysis::handler_reports(&classes, &grants, &nodes, &all);
+    let reports = analysis::handler_reports(&classes, &grants, &nodes, all);
     let mut rows: Vec<HandlerRow> = reports
         .iter()
         .map(|r| {
@@ -166,7 +241,7 @@ pub fn handler_rows(store: &Store) -> Vec<HandlerRow> {
         })
         .collect();
     // Classes referenced by workloads or grants that do not exist.
-    let usage = analysis::class_usage(&all);
+    let usage = analysis::class_usage(all);
     let mut missing: BTreeMap<String, Vec<&Workload>> = BTreeMap::new();
     for (class, ws) in usage {
         if !store.classes.contains_key(&(String::new(), class.clone())) {

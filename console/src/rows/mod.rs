@@ -12,6 +12,9 @@ pub mod rollout;
 pub mod runtimes;
 pub mod table;
 
+#[cfg(test)]
+mod classed_tests;
+
 use berth_shared::analysis::WorkloadKind;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;

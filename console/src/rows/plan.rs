@@ -27,7 +27,7 @@ pub fn loaded_bindings(store: &Store, publisher: &str) -> Vec<GrantBinding> {
                 .is_some_and(|p| p == publisher)
         })
         .filter(|g| !is_retired(g))
-        .map(binding_from_grant)
+        .map(|g| binding_from_grant(g))
         .collect()
 }
 
@@ -77,14 +77,18 @@ fn published_revisions(store: &Store, publisher: &str) -> Vec<Workload> {
 
 /// The plan of replacing `publisher`'s loaded bindings with `candidate`.
 pub fn plan_from_store(store: &Store, publisher: &str, candidate: &Candidate) -> Plan {
-    let runtimes: Vec<_> = store.runtimes.values().cloned().collect();
-    let namespaces: Vec<_> = store.namespaces.values().cloned().collect();
+    let runtimes: Vec<_> = store.runtimes.values().map(|r| (**r).clone()).collect();
+    let namespaces: Vec<_> = store.namespaces.values().map(|n| (**n).clone()).collect();
     let classes: Vec<ObservedClass> = store
         .classes
         .values()
-        .map(ObservedClass::from_runtime_class)
+        .map(|c| ObservedClass::from_runtime_class(c))
         .collect();
-    let nodes: Vec<NodeInfo> = store.nodes.values().map(NodeInfo::from_node).collect();
+    let nodes: Vec<NodeInfo> = store
+        .nodes
+        .values()
+        .map(|n| NodeInfo::from_node(n))
+        .collect();
     let mut workloads = workloads(store);
     workloads.extend(published_revisions(store, publisher));
     plan::plan(

@@ -4,7 +4,9 @@
 use berth_shared::analysis::{self, RetainReason};
 use serde::Serialize;
 
-use super::handlers::{WorkloadEntry, bindings, workloads};
+use berth_shared::analysis::Workload;
+
+use super::handlers::{WorkloadEntry, bindings, classed_workloads};
 use super::store_kind;
 use super::table::{Cell, Row, RowRef, RowTone};
 use crate::store::{Kind, Store};
@@ -29,9 +31,14 @@ pub struct RetainedRow {
 
 /// Rows of the Retained view.
 pub fn retained_rows(store: &Store) -> Vec<RetainedRow> {
+    retained_rows_of(store, &classed_workloads(store))
+}
+
+/// [`retained_rows`] from the given workloads: any superset of those that
+/// reference a class gives the same rows.
+pub(crate) fn retained_rows_of(store: &Store, all: &[Workload]) -> Vec<RetainedRow> {
     let grants = bindings(store);
-    let all = workloads(store);
-    analysis::retained(&all, &grants, None)
+    analysis::retained(all, &grants, None)
         .into_iter()
         .map(|r| {
             let entry = WorkloadEntry::from_workload(&r.workload);

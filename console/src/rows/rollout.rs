@@ -100,13 +100,14 @@ pub fn deployment_of<'a>(store: &'a Store, key: &ObjKey) -> Option<&'a Deploymen
         .of(Kind::Deployment, &key.0, "Runtime", &key.1)
         .find_map(|name| store.deployments.get(&(key.0.clone(), name.clone())))
         .or_else(|| store.deployments.get(key))
+        .map(Box::as_ref)
 }
 
 /// Objects of `kind` in `namespace` that name `owner_kind`/`owner` among
 /// their owners, in name order (the owner index).
 fn owned<'a, T>(
     store: &'a Store,
-    map: &'a std::collections::BTreeMap<ObjKey, T>,
+    map: &'a std::collections::BTreeMap<ObjKey, Box<T>>,
     kind: Kind,
     namespace: &str,
     owner_kind: &str,
@@ -116,6 +117,7 @@ fn owned<'a, T>(
         .links
         .of(kind, namespace, owner_kind, owner)
         .filter_map(|name| map.get(&(namespace.to_string(), name.clone())))
+        .map(Box::as_ref)
         .collect()
 }
 
@@ -287,6 +289,7 @@ pub fn events_for(
     let mut evs: Vec<&Event> = names
         .into_iter()
         .filter_map(|name| store.events.get(&(namespace.to_string(), name.clone())))
+        .map(Box::as_ref)
         .collect();
     evs.sort_by_key(|e| std::cmp::Reverse(event_time(e).unwrap_or(0)));
     evs.into_iter()

@@ -53,10 +53,13 @@ pub fn runtime_rows(store: &Store, now: Timestamp) -> Vec<RuntimeRow> {
 }
 
 fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
-    let status = r.status.clone().unwrap_or_default();
-    let profile = status.profile.clone();
-    let rollout = status.rollout.clone();
-    let blocked = condition::is_true(&status.conditions, condition_types::BLOCKED)
+    // Borrowed, not cloned: this runs for every Runtime on each change of
+    // any one of them (issue 14: the clone was a third of the rebuild).
+    let status = r.status.as_ref();
+    let conditions = status.map_or(&[][..], |s| s.conditions.as_slice());
+    let profile = status.and_then(|s| s.profile.as_ref());
+    let rollout = status.and_then(|s| s.rollout.as_ref());
+    let blocked = condition::is_true(conditions, condition_types::BLOCKED)
         || profile.as_ref().is_some_and(|p| state_blocks(p.state))
         || rollout
             .as_ref()
@@ -67,7 +70,7 @@ fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
         condition_types::DEGRADED,
     ]
     .iter()
-    .filter_map(|t| condition::find(&status.conditions, t))
+    .filter_map(|t| condition::find(conditions, t))
     .find(|c| {
         (c.type_ == condition_types::PROFILE_GRANTED && c.status == "False")
             || (c.type_ != condition_types::PROFILE_GRANTED && c.status == "True")
@@ -89,7 +92,7 @@ fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
             .map(|p| p.state.as_str().to_string())
             .unwrap_or_else(|| NONE.into()),
         handler: profile
-            .and_then(|p| p.handler)
+            .and_then(|p| p.handler.clone())
             .unwrap_or_else(|| NONE.into()),
         ready: rollout.as_ref().map(|r| r.ready).unwrap_or(0),
         desired: rollout.as_ref().map(|r| r.desired).unwrap_or(0),

@@ -183,16 +183,16 @@ mod tests {
     fn scanned(store: &Store) -> Links {
         let mut l = Links::default();
         for (k, o) in &store.deployments {
-            l.add(Kind::Deployment, k, &owners(o));
+            l.add(Kind::Deployment, k, &owners(o.as_ref()));
         }
         for (k, o) in &store.replicasets {
-            l.add(Kind::ReplicaSet, k, &owners(o));
+            l.add(Kind::ReplicaSet, k, &owners(o.as_ref()));
         }
         for (k, o) in &store.pods {
-            l.add(Kind::Pod, k, &owners(o));
+            l.add(Kind::Pod, k, &owners(o.as_ref()));
         }
         for (k, o) in &store.events {
-            l.add(Kind::Event, k, &involved(o));
+            l.add(Kind::Event, k, &involved(o.as_ref()));
         }
         l
     }

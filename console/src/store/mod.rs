@@ -4,6 +4,7 @@
 //! read ([`compact`]), stripped and sanitized. The bottom layer: it
 //! imports nothing else of the console.
 
+pub mod classed;
 pub mod compact;
 pub mod index;
 pub mod ingest;
@@ -27,7 +28,7 @@ pub fn key_of<K: ResourceExt>(obj: &K) -> ObjKey {
 }
 
 macro_rules! kinds {
-    ($( $variant:ident => $ty:ty, $field:ident, $label:literal, $namespaced:literal, $links:path; )*) => {
+    ($( $variant:ident => $ty:ty, $field:ident, $label:literal, $namespaced:literal, $links:path, $classed:path; )*) => {
         /// Every kind the console watches.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Kind { $( $variant, )* }
@@ -84,9 +85,16 @@ macro_rules! kinds {
         /// The console's copy of the cluster.
         #[derive(Clone, Debug, Default)]
         pub struct Store {
-            $( pub $field: BTreeMap<ObjKey, $ty>, )*
+            // Boxed: a map node holds 11 values and is often half full
+            // (lists arrive in key order), and a reduced Pod is still ~4 kB
+            // of mostly absent optional fields; boxed, the half-empty
+            // nodes hold pointers (issue 14: ~70 MB at scale S).
+            $( pub $field: BTreeMap<ObjKey, Box<$ty>>, )*
             /// Who points at whom ([`index`]), kept by every write below.
             pub links: index::Links,
+            /// Which workloads reference a class ([`classed`]), kept by
+            /// every write below.
+            pub classed: classed::Classed,
             /// Bumped on every change, so derived rows know when to rebuild.
             pub version: u64,
             /// Bumped on every change of one kind, so that a view is rebuilt
@@ -101,8 +109,9 @@ macro_rules! kinds {
                 match obj { $( Object::$variant(o) => {
                     let key = key_of(o.as_ref());
                     let links = $links(o.as_ref());
-                    if let Some(old) = self.$field.insert(key.clone(), *o) {
-                        self.links.remove(Kind::$variant, &key, &$links(&old));
+                    self.classed.set(Kind::$variant, &key, $classed(o.as_ref()));
+                    if let Some(old) = self.$field.insert(key.clone(), o) {
+                        self.links.remove(Kind::$variant, &key, &$links(old.as_ref()));
                     }
                     self.links.add(Kind::$variant, &key, &links);
                 } )* }
@@ -113,8 +122,9 @@ macro_rules! kinds {
                 self.touch(kind);
                 match kind { $( Kind::$variant => {
                     if let Some(old) = self.$field.remove(key) {
-                        self.links.remove(kind, key, &$links(&old));
+                        self.links.remove(kind, key, &$links(old.as_ref()));
                     }
+                    self.classed.remove(kind, key);
                 } )* }
             }
 
@@ -133,6 +143,7 @@ macro_rules! kinds {
                 self.touch(kind);
                 match kind { $( Kind::$variant => self.$field.clear(), )* }
                 self.links.clear(kind);
+                self.classed.clear(kind);
             }
 
             /// Records a change of `kind` (what every write does).
@@ -159,28 +170,28 @@ macro_rules! kinds {
 
             /// One object by kind and key, cloned into an [`Object`].
             pub fn get(&self, kind: Kind, key: &ObjKey) -> Option<Object> {
-                match kind { $( Kind::$variant => self.$field.get(key).cloned().map(Object::from), )* }
+                match kind { $( Kind::$variant => self.$field.get(key).cloned().map(Object::$variant), )* }
             }
         }
     };
 }
 
 kinds! {
-    Runtime => Runtime, runtimes, "Runtime", true, index::none;
-    RuntimeGrant => RuntimeGrant, grants, "RuntimeGrant", false, index::none;
-    RuntimeClass => RuntimeClass, classes, "RuntimeClass", false, index::none;
-    Node => Node, nodes, "Node", false, index::none;
-    Pod => Pod, pods, "Pod", true, index::owners;
-    Deployment => Deployment, deployments, "Deployment", true, index::owners;
-    ReplicaSet => ReplicaSet, replicasets, "ReplicaSet", true, index::owners;
-    StatefulSet => StatefulSet, statefulsets, "StatefulSet", true, index::none;
-    DaemonSet => DaemonSet, daemonsets, "DaemonSet", true, index::none;
-    Job => Job, jobs, "Job", true, index::none;
-    CronJob => CronJob, cronjobs, "CronJob", true, index::none;
-    Event => Event, events, "Event", true, index::involved;
-    Lease => Lease, leases, "Lease", true, index::none;
-    Namespace => Namespace, namespaces, "Namespace", false, index::none;
-    PendingGrantsFile => PendingGrantsFile, pending_files, "PendingGrantsFile", false, index::none;
+    Runtime => Runtime, runtimes, "Runtime", true, index::none, classed::never;
+    RuntimeGrant => RuntimeGrant, grants, "RuntimeGrant", false, index::none, classed::never;
+    RuntimeClass => RuntimeClass, classes, "RuntimeClass", false, index::none, classed::never;
+    Node => Node, nodes, "Node", false, index::none, classed::never;
+    Pod => Pod, pods, "Pod", true, index::owners, classed::pod;
+    Deployment => Deployment, deployments, "Deployment", true, index::owners, classed::deployment;
+    ReplicaSet => ReplicaSet, replicasets, "ReplicaSet", true, index::owners, classed::replica_set;
+    StatefulSet => StatefulSet, statefulsets, "StatefulSet", true, index::none, classed::stateful_set;
+    DaemonSet => DaemonSet, daemonsets, "DaemonSet", true, index::none, classed::daemon_set;
+    Job => Job, jobs, "Job", true, index::none, classed::job;
+    CronJob => CronJob, cronjobs, "CronJob", true, index::none, classed::cron_job;
+    Event => Event, events, "Event", true, index::involved, classed::never;
+    Lease => Lease, leases, "Lease", true, index::none, classed::never;
+    Namespace => Namespace, namespaces, "Namespace", false, index::none, classed::never;
+    PendingGrantsFile => PendingGrantsFile, pending_files, "PendingGrantsFile", false, index::none, classed::never;
 }
 
 /// The kinds the workload analysis (Handlers, Retained, the plan) reads:

@@ -13,6 +13,8 @@ pub mod rollout;
 pub mod statusbar;
 
 #[cfg(test)]
+mod scale_bench;
+#[cfg(test)]
 pub(crate) mod tests;
 
 use ratatui::Frame;

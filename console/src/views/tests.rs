@@ -238,7 +238,12 @@ fn pod_details_show_the_fetched_whole_object() {
     let g = app.generation;
     update(
         &mut app,
-        Msg::Fetched(g, Kind::Pod, key.clone(), Ok(Some(full.into()))),
+        Msg::Fetched(
+            g,
+            Kind::Pod,
+            key.clone(),
+            Ok(Some(crate::store::Object::Pod(full))),
+        ),
     );
     let text = text_of(&render(&mut app, 140, 40));
     assert!(text.contains("FULL-MARKER"), "{text}");

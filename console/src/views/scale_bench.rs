@@ -1,0 +1,194 @@
+//! Issue 14's console target without a cluster: on the synthetic world of
+//! scale S ([`crate::scale_world`]), a watch event (a Runtime and a Pod
+//! touched, as `berth-bench`'s `model_times` does) → rebuilt, redrawn
+//! frame, against redrawing the same frame with nothing changed, for the
+//! Runtimes, Handlers and Retained views. Prints ratios only (no timing
+//! assertion); asserts that every view shows the rows the world implies,
+//! so it cannot measure an empty screen. Run:
+//! `cargo test -p berth-console --release -- --ignored --nocapture frame_time_at_scale`.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use crate::model::{App, Kind, ListView, Msg, update};
+use crate::scale_world::World;
+
+/// Frames measured per view.
+const FRAMES: usize = 21;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// Resident set size of this process, kB (Linux; 0 elsewhere).
+pub(crate) fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+#[ignore = "benchmark: prints event → frame ratios at scale S"]
+fn frame_time_at_scale() {
+    let world = World::S;
+    let rss0 = rss_kb();
+    let t = Instant::now();
+    let objects = world.objects();
+    let made = t.elapsed();
+    let t = Instant::now();
+    let mut app = crate::scale_world::app_with(objects);
+    let ingested = t.elapsed();
+    let rss1 = rss_kb();
+    println!(
+        "world S: {} objects made in {made:?}, into the store in {ingested:?}; \
+         RSS {} MB → {} MB",
+        [
+            Kind::Runtime,
+            Kind::Deployment,
+            Kind::ReplicaSet,
+            Kind::Pod,
+            Kind::Node
+        ]
+        .iter()
+        .map(|k| app.store.count(*k))
+        .sum::<usize>(),
+        rss0 / 1024,
+        rss1 / 1024
+    );
+    print_store_sizes(&app.store);
+    let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
+    let mut draw = |app: &mut App| {
+        app.refresh();
+        term.draw(|f| super::draw(f, app)).expect("draw");
+        let buf = term.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let views = [
+        (ListView::Runtimes, '1', world.runtimes),
+        (ListView::Handlers, '3', world.classes),
+        (ListView::Retained, '4', world.retained_rows()),
+    ];
+    println!("view       event→frame   redraw floor   ratio");
+    for (view, key, rows) in views {
+        update(
+            &mut app,
+            Msg::Key(KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE)),
+        );
+        let text = draw(&mut app);
+        // What is measured is the full view, not a loading or empty screen.
+        assert_eq!(app.table(view).visible.len(), rows, "{view:?}");
+        assert!(
+            text.contains(&format!("{rows}/{rows}")),
+            "{view:?} shows its {rows} rows:\n{text}"
+        );
+        if view == ListView::Handlers {
+            // The classes' usage is the granted Runtimes' Deployment,
+            // ReplicaSet and Pods: the analysis ran over them.
+            let used: usize = app.derived.handlers.iter().map(|r| r.workloads.len()).sum();
+            assert_eq!(used, world.granted * (2 + world.replicas));
+        }
+        let (mut events, mut floor) = (Vec::new(), Vec::new());
+        for _ in 0..FRAMES {
+            let t = Instant::now();
+            app.store.touch(Kind::Runtime);
+            app.store.touch(Kind::Pod);
+            draw(&mut app);
+            events.push(t.elapsed());
+            assert!(!app.stale(view), "{view:?} was rebuilt");
+            let t = Instant::now();
+            draw(&mut app);
+            floor.push(t.elapsed());
+        }
+        assert_eq!(app.table(view).visible.len(), rows, "{view:?}");
+        let (e, f) = (median(events), median(floor));
+        println!(
+            "{:<10} {e:>11.2?} {f:>14.2?} {:>7.1}",
+            view.title(),
+            e.as_secs_f64() / f.as_secs_f64().max(1e-9)
+        );
+    }
+    for v in ListView::TABS {
+        update(
+            &mut app,
+            Msg::Key(KeyEvent::new(
+                KeyCode::Char(char::from(b'1' + v.index() as u8)),
+                KeyModifiers::NONE,
+            )),
+        );
+        draw(&mut app);
+    }
+    println!("RSS with every tab visited: {} MB", rss_kb() / 1024);
+}
+
+/// What the store holds per object of the big kinds: the inline size of
+/// the typed object (every absent optional field of the k8s-openapi
+/// structs still takes its room), what its data weighs as JSON, and the
+/// resulting estimate for the kind. A guide to where the RSS goes, not an
+/// exact count (allocator overhead and map nodes come on top).
+fn print_store_sizes(store: &crate::store::Store) {
+    use k8s_openapi::api::core::v1::Container;
+    use std::mem::size_of;
+    fn json_bytes<'a, T: serde::Serialize + 'a>(objs: impl Iterator<Item = &'a T>) -> usize {
+        objs.map(|o| serde_json::to_vec(o).map_or(0, |v| v.len()))
+            .sum()
+    }
+    let rows = [
+        (
+            "Pod",
+            store.pods.len(),
+            size_of::<k8s_openapi::api::core::v1::Pod>() + size_of::<Container>(),
+            json_bytes(store.pods.values()),
+        ),
+        (
+            "ReplicaSet",
+            store.replicasets.len(),
+            size_of::<k8s_openapi::api::apps::v1::ReplicaSet>()
+                + size_of::<k8s_openapi::api::core::v1::PodTemplateSpec>()
+                + size_of::<Container>(),
+            json_bytes(store.replicasets.values()),
+        ),
+        (
+            "Deployment",
+            store.deployments.len(),
+            size_of::<k8s_openapi::api::apps::v1::Deployment>() + size_of::<Container>(),
+            json_bytes(store.deployments.values()),
+        ),
+        (
+            "Runtime",
+            store.runtimes.len(),
+            size_of::<berth_shared::api::Runtime>(),
+            json_bytes(store.runtimes.values()),
+        ),
+        (
+            "Node",
+            store.nodes.len(),
+            size_of::<k8s_openapi::api::core::v1::Node>(),
+            json_bytes(store.nodes.values()),
+        ),
+    ];
+    println!("kind         count  inline B/obj  JSON B/obj  ≈ MB (inline + 2×JSON)");
+    for (kind, n, inline, json) in rows {
+        let per = json / n.max(1);
+        println!(
+            "{kind:<11} {n:>6} {inline:>13} {per:>11} {:>8.1}",
+            (n * (inline + 2 * per)) as f64 / 1e6
+        );
+    }
+}
