@@ -42,3 +42,5 @@ mod layering_tests;
 mod readme_tests;
 #[cfg(test)]
 pub(crate) mod scale_world;
+#[cfg(test)]
+pub(crate) mod test_rng;

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::handlers::{classed_workloads, handler_rows, handler_rows_of, workloads};
 use super::retained::{retained_rows, retained_rows_of};
 use crate::store::{Kind, Object, Store};
+use crate::test_rng::Rng;
 
 /// Every row family the index feeds, computed both ways.
 fn assert_same_rows(store: &Store, what: &str) {
@@ -57,27 +58,6 @@ fn a_small_synthetic_world_has_the_same_rows() {
     // default runtime.
     assert_eq!(classed_workloads(&app.store).len(), 12 * (2 + 3));
     assert_same_rows(&app.store, "small world");
-}
-
-/// A small deterministic generator (xorshift): the same sequences every
-/// run, so that a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> usize {
-        (self.next() % n) as usize
-    }
-
-    fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
-        of[self.below(of.len() as u64)]
-    }
 }
 
 const CLASSES: &[&str] = &["", "a", "b", "gone"];

@@ -37,6 +37,14 @@ pub fn workloads(store: &Store) -> Vec<Workload> {
     .collect()
 }
 
+/// The stored objects at `keys` (a key the map lacks is skipped).
+fn lookup<'a, T>(
+    keys: impl Iterator<Item = &'a ObjKey>,
+    map: &'a BTreeMap<ObjKey, Box<T>>,
+) -> Vec<&'a T> {
+    keys.filter_map(|k| map.get(k).map(Box::as_ref)).collect()
+}
+
 /// The workloads that reference a RuntimeClass, as the shared analysis
 /// sees them: exactly `workloads(store)` without those on the default
 /// runtime, which no class's usage and no retained row reads. Found by the
@@ -50,9 +58,7 @@ pub fn classed_workloads(store: &Store) -> Vec<Workload> {
     // removed from the template and an old revision still names it): it is
     // passed along for its revision, and dropped from the answer below.
     let mut deployment_keys: BTreeSet<&ObjKey> = of(Kind::Deployment).collect();
-    let replica_sets: Vec<_> = of(Kind::ReplicaSet)
-        .filter_map(|k| store.replicasets.get(k).map(Box::as_ref))
-        .collect();
+    let replica_sets: Vec<_> = lookup(of(Kind::ReplicaSet), &store.replicasets);
     let owners: Vec<ObjKey> = replica_sets
         .iter()
         .filter_map(|rs| {
@@ -69,25 +75,12 @@ pub fn classed_workloads(store: &Store) -> Vec<Workload> {
         })
         .collect();
     deployment_keys.extend(owners.iter());
-    let deployments: Vec<_> = deployment_keys
-        .into_iter()
-        .filter_map(|k| store.deployments.get(k).map(Box::as_ref))
-        .collect();
-    let stateful_sets: Vec<_> = of(Kind::StatefulSet)
-        .filter_map(|k| store.statefulsets.get(k).map(Box::as_ref))
-        .collect();
-    let daemon_sets: Vec<_> = of(Kind::DaemonSet)
-        .filter_map(|k| store.daemonsets.get(k).map(Box::as_ref))
-        .collect();
-    let jobs: Vec<_> = of(Kind::Job)
-        .filter_map(|k| store.jobs.get(k).map(Box::as_ref))
-        .collect();
-    let cron_jobs: Vec<_> = of(Kind::CronJob)
-        .filter_map(|k| store.cronjobs.get(k).map(Box::as_ref))
-        .collect();
-    let pods: Vec<_> = of(Kind::Pod)
-        .filter_map(|k| store.pods.get(k).map(Box::as_ref))
-        .collect();
+    let deployments: Vec<_> = lookup(deployment_keys.into_iter(), &store.deployments);
+    let stateful_sets: Vec<_> = lookup(of(Kind::StatefulSet), &store.statefulsets);
+    let daemon_sets: Vec<_> = lookup(of(Kind::DaemonSet), &store.daemonsets);
+    let jobs: Vec<_> = lookup(of(Kind::Job), &store.jobs);
+    let cron_jobs: Vec<_> = lookup(of(Kind::CronJob), &store.cronjobs);
+    let pods: Vec<_> = lookup(of(Kind::Pod), &store.pods);
     let mut out = WorkloadSources {
         deployments: &deployments,
         replica_sets: &replica_sets,
@@ -192,19 +185,29 @@ pub fn handler_rows(store: &Store) -> Vec<HandlerRow> {
     handler_rows_of(store, &classed_workloads(store))
 }
 
-/// [`handler_rows`] from the given workloads: any superset of those that
-/// reference a class gives the same rows.
-pub(crate) fn handler_rows_of(store: &Store, all: &[Workload]) -> Vec<HandlerRow> {
-    let classes: Vec<ObservedClass> = store
+/// Every stored RuntimeClass, as the shared analysis sees it.
+pub(crate) fn observed_classes(store: &Store) -> Vec<ObservedClass> {
+    store
         .classes
         .values()
         .map(|c| ObservedClass::from_runtime_class(c))
-        .collect();
-    let nodes: Vec<NodeInfo> = store
+        .collect()
+}
+
+/// Every stored Node, as the shared analysis sees it.
+pub(crate) fn node_infos(store: &Store) -> Vec<NodeInfo> {
+    store
         .nodes
         .values()
         .map(|n| NodeInfo::from_node(n))
-        .collect();
+        .collect()
+}
+
+/// [`handler_rows`] from the given workloads: any superset of those that
+/// reference a class gives the same rows.
+pub(crate) fn handler_rows_of(store: &Store, all: &[Workload]) -> Vec<HandlerRow> {
+    let classes = observed_classes(store);
+    let nodes = node_infos(store);
     let grants = bindings(store);
     let reports = analysis::handler_reports(&classes, &grants, &nodes, all);
     let mut rows: Vec<HandlerRow> = reports

@@ -3,12 +3,12 @@
 //! the cluster is what the store holds. Also the plan as text lines, every
 //! value from the cluster or the file sanitized.
 
-use berth_shared::analysis::{NodeInfo, Workload, WorkloadKind, binding_from_grant};
-use berth_shared::decide::{GrantBinding, ObservedClass};
+use berth_shared::analysis::{Workload, WorkloadKind, binding_from_grant};
+use berth_shared::decide::GrantBinding;
 use berth_shared::plan::{self, Candidate, ClassEffect, Cluster, Effect, Plan, Stage};
 use berth_shared::sanitize;
 
-use super::handlers::{is_retired, workloads};
+use super::handlers::{is_retired, node_infos, observed_classes, workloads};
 use crate::store::Store;
 
 pub use berth_shared::api::meta::PUBLISHED_BY_LABEL;
@@ -79,16 +79,8 @@ fn published_revisions(store: &Store, publisher: &str) -> Vec<Workload> {
 pub fn plan_from_store(store: &Store, publisher: &str, candidate: &Candidate) -> Plan {
     let runtimes: Vec<_> = store.runtimes.values().map(|r| (**r).clone()).collect();
     let namespaces: Vec<_> = store.namespaces.values().map(|n| (**n).clone()).collect();
-    let classes: Vec<ObservedClass> = store
-        .classes
-        .values()
-        .map(|c| ObservedClass::from_runtime_class(c))
-        .collect();
-    let nodes: Vec<NodeInfo> = store
-        .nodes
-        .values()
-        .map(|n| NodeInfo::from_node(n))
-        .collect();
+    let classes = observed_classes(store);
+    let nodes = node_infos(store);
     let mut workloads = workloads(store);
     workloads.extend(published_revisions(store, publisher));
     plan::plan(

@@ -110,22 +110,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use kube::api::ObjectMeta;
 
-    /// A small deterministic generator (xorshift): the sequences are the
-    /// same every run, so a failure reproduces.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: u64) -> usize {
-            (self.next() % n) as usize
-        }
-    }
+    use crate::test_rng::Rng;
 
     const NAMESPACES: &[&str] = &["a", "b"];
 
