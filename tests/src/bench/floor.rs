@@ -100,16 +100,26 @@ where
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     let lp = ListParams::default().labels(MANAGED);
     let _ = api.delete_collection(&DeleteParams::default(), &lp).await;
-    for _ in 0..600 {
-        match api.list_metadata(&lp).await {
-            Ok(l) if l.items.is_empty() => return,
-            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+    if !until_empty(&api, &lp, 600, Duration::from_millis(200)).await {
+        panic!(
+            "the floor's {} in {namespace} were not deleted",
+            K::kind(&())
+        );
+    }
+}
+
+/// Polls until `api` lists nothing for `lp`; false after `tries` polls.
+async fn until_empty<K>(api: &Api<K>, lp: &ListParams, tries: u32, pause: Duration) -> bool
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    for _ in 0..tries {
+        match api.list_metadata(lp).await {
+            Ok(l) if l.items.is_empty() => return true,
+            _ => tokio::time::sleep(pause).await,
         }
     }
-    panic!(
-        "the floor's {} in {namespace} were not deleted",
-        K::kind(&())
-    );
+    false
 }
 
 /// Deletes what the floor applied and waits until it is gone (with
@@ -134,11 +144,8 @@ pub async fn clear(client: &Client, namespaces: &[String], pods: bool) {
 async fn no_pods_left(client: &Client, namespace: &str) {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let lp = ListParams::default().limit(1);
-    for _ in 0..3600 {
-        match api.list_metadata(&lp).await {
-            Ok(l) if l.items.is_empty() => return,
-            _ => tokio::time::sleep(Duration::from_secs(1)).await,
-        }
+    if until_empty(&api, &lp, 3600, Duration::from_secs(1)).await {
+        return;
     }
     panic!("the pods of the floor's Deployments in {namespace} were not deleted in an hour");
 }
