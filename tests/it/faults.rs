@@ -821,8 +821,34 @@ async fn faults_world_survives_every_fault() {
             |p| p.contains("reconnecting…"),
         )
     });
-    // Unreachable for a few seconds, as a short outage would be.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The agent (on its own path) publishes the new size meanwhile: the
+    // console must show what the cluster says, so wait for the cluster to
+    // say it first (a slow agent is not the console's recovery time, and a
+    // timeout here names the agent, not the console).
+    let t_cut = Instant::now();
+    let desired = |rt: &Runtime| {
+        rt.status
+            .as_ref()
+            .and_then(|s| s.rollout.as_ref())
+            .map(|r| (r.ready, r.desired))
+    };
+    let runtimes: Api<Runtime> = Api::namespaced(w.client.clone(), &w.ns.name);
+    loop {
+        let rt = runtimes.get(&rt_name(4)).await.expect("get rt-004");
+        if desired(&rt).is_some_and(|(_, d)| d == 2) {
+            break;
+        }
+        assert!(
+            t_cut.elapsed() < Duration::from_secs(60),
+            "the agent did not publish rt-004's new size within 60s (ready, desired) = {:?}, generation {:?}, status {:?}",
+            desired(&rt),
+            rt.metadata.generation,
+            rt.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Unreachable for a few seconds at least, as a short outage would be.
+    tokio::time::sleep(Duration::from_secs(3).saturating_sub(t_cut.elapsed())).await;
     let t_restore = Instant::now();
     console.proxy.accept();
     let scaled_shown = |p: &str| {

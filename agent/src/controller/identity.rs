@@ -17,8 +17,8 @@
 //! every Runtime they touched, which found nothing to do but took a slot
 //! that a Runtime never reconciled was waiting for. A spec, label,
 //! annotation, owner or deletion change still wakes it at once (see
-//! `triggers::spec_fingerprint`); a status someone else rewrote is put
-//! back by the next resync.
+//! `triggers::spec_fingerprint`), and so does every Runtime of a relist;
+//! a status someone else rewrote is put back by the next resync.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -61,7 +61,15 @@ where
                 seen.remove(&ObjectRef::from_obj(&rt));
                 rivals(&store, &rt).into_iter().map(Ok).collect()
             }
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => Vec::new(),
+            // A relist (first start, or the watch expired): whatever
+            // happened while the watch was down (a Runtime deleted and
+            // created again under its name, a change whose event was
+            // lost) shows up only here, so every listed Runtime wakes.
+            Ok(watcher::Event::Init) => {
+                seen.clear();
+                Vec::new()
+            }
+            Ok(watcher::Event::InitDone) => Vec::new(),
             Err(e) => vec![Err(e)],
         };
         futures::stream::iter(out)
@@ -187,6 +195,11 @@ mod tests {
             Ok(watcher::Event::Apply(relabelled.clone())),
             // Deleted and created again under the same name: new.
             Ok(watcher::Event::Delete(relabelled.clone())),
+            Ok(watcher::Event::Apply(relabelled.clone())),
+            // A relist wakes every listed Runtime, changed or not.
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(relabelled.clone())),
+            Ok(watcher::Event::InitDone),
             Ok(watcher::Event::Apply(relabelled)),
         ]);
         let out: Vec<_> = block_on(with_rivals(events, store_of(&[])).collect());
@@ -194,7 +207,7 @@ mod tests {
             .into_iter()
             .map(|r| r.ok().and_then(|r| r.metadata.generation))
             .collect();
-        assert_eq!(generations, vec![None, Some(2), Some(2), Some(2)]);
+        assert_eq!(generations, vec![None, Some(2), Some(2), Some(2), Some(2)]);
     }
 
     #[test]

@@ -197,10 +197,22 @@ fn node_fingerprint(node: &Node) -> Option<u64> {
 }
 
 /// The watch settings of every cache: the server ends each watch well
-/// inside the client's read timeout (see [`crate::kube_client::READ_TIMEOUT`]).
+/// inside the client's read timeout (see [`crate::kube_client::READ_TIMEOUT`]),
+/// and lists come in pages of [`LIST_PAGE_SIZE`].
 pub fn watch_config() -> watcher::Config {
-    watcher::Config::default().timeout(crate::kube_client::WATCH_TIMEOUT_SECONDS)
+    watcher::Config::default()
+        .timeout(crate::kube_client::WATCH_TIMEOUT_SECONDS)
+        .page_size(LIST_PAGE_SIZE)
 }
+
+/// Objects per page of a cache's (re)list. Every page is parsed whole,
+/// managedFields included, before the reduction drops most of it, and the
+/// ~18 caches list at once when the agent starts: the parsed pages, not
+/// the caches, set the agent's peak heap (issue 14, heaptrack at 500
+/// Runtimes: 71 MB peak, 24 MB live; a page of 500 Pods with their
+/// managedFields is several MB parsed). kube's default is 500; at 100
+/// the pages cost a fifth, for more requests of the same total size.
+pub const LIST_PAGE_SIZE: u32 = 100;
 
 /// Everything started: the stores (for the grants publisher and health) and
 /// the controller future.
@@ -366,7 +378,9 @@ pub fn start(
     // few kilobytes per Runtime, and nothing reads them.
     let runtime_events = reflector::reflector(
         runtime_writer,
-        watcher(ns_api::<Runtime>(c, &scope), all()).modify(reduce::strip),
+        watcher(ns_api::<Runtime>(c, &scope), all())
+            .default_backoff()
+            .modify(reduce::strip),
     );
     let controller = Controller::for_stream(
         identity::with_rivals(runtime_events, runtimes.clone()),
@@ -375,7 +389,9 @@ pub fn start(
     .with_config(
         kube::runtime::controller::Config::default()
             .concurrency(u16::try_from(settings.concurrency).unwrap_or(u16::MAX)),
-    );
+    )
+    // Each watch backs off alone (see `triggers::NoSharedBackoff`).
+    .trigger_backoff(triggers::NoSharedBackoff);
     let stores = Stores {
         runtimes: runtimes.clone(),
         namespaces,
