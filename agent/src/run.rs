@@ -283,7 +283,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             Api::<RuntimeGrant>::all(client.clone()),
             controller::watch_config(),
         )
-        .default_backoff()
+        .backoff(crate::controller::watch_backoff::WatchBackoff::default())
         .reflect(grant_writer)
         .applied_objects();
         tokio::spawn(async move {

@@ -4,8 +4,8 @@
 /// console with every view visited held 154 MB under mimalloc against
 /// 160–172 MB under glibc, and 138 MB against 160 MB after 2,000 pods of
 /// churn (`berth-bench --runtimes 500 --replicas 10 --nodes 50`, one run
-/// each). The agent stays on glibc: there mimalloc held more (84 MB
-/// against 54 MB after convergence).
+/// each). The agent uses jemalloc: there mimalloc held more (84 MB
+/// against 54 MB after convergence), see agent/src/main.rs.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

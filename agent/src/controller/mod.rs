@@ -19,6 +19,7 @@ pub mod read;
 pub mod reduce;
 pub mod status;
 pub mod triggers;
+pub mod watch_backoff;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -50,6 +51,7 @@ use serde::de::DeserializeOwned;
 
 use self::context::{Context, Stores};
 use self::triggers::spec_fingerprint;
+use self::watch_backoff::WatchBackoff;
 
 /// Reconcile errors (each retried with per-object exponential backoff).
 #[derive(Debug, thiserror::Error)]
@@ -98,7 +100,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let stream = watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .modify(reduce)
         .reflect(writer)
         .applied_objects();
@@ -121,7 +123,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let stream = watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .modify(reduce)
         .reflect(writer)
         .inspect(move |event| {
@@ -154,7 +156,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     let stream = watcher(api, watch_config())
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .inspect(move |event| {
             if let Ok(event) = event {
                 index.apply(event);
@@ -322,7 +324,7 @@ pub fn start(
     let (pods, pod_s) = {
         let (reader, writer) = reflector::store();
         let stream = watcher(ns_api::<Pod>(c, &scope), all())
-            .default_backoff()
+            .backoff(WatchBackoff::default())
             .filter_map(|event| {
                 futures::future::ready(match event {
                     Ok(e) => reduce::bare_pods_only(e).map(Ok),
@@ -379,7 +381,7 @@ pub fn start(
     let runtime_events = reflector::reflector(
         runtime_writer,
         watcher(ns_api::<Runtime>(c, &scope), all())
-            .default_backoff()
+            .backoff(WatchBackoff::default())
             .modify(reduce::strip),
     );
     let controller = Controller::for_stream(

@@ -61,7 +61,7 @@ pub fn resync_after(resync: Duration, uid: &str) -> Duration {
 /// reports its expired resourceVersion in turn, each such error restarted
 /// the shared wait, and Runtime changes went unseen for minutes (seen in
 /// the fault suite: a spec change not reconciled 4 minutes later). Every
-/// watch backs off on its own errors instead (`default_backoff` on each),
+/// watch backs off on its own errors instead (`watch_backoff` on each),
 /// so a failing watch waits alone.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoSharedBackoff;
