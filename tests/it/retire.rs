@@ -214,6 +214,34 @@ fn live(pods: &[Pod]) -> Vec<&Pod> {
         .collect()
 }
 
+/// Waits until the Runtime has not changed for longer than the agent's
+/// status pacing (5 s): a reviewed change is refused (optimistic
+/// concurrency, "review again") when the agent's status write lands
+/// between the review and the apply, which is right for an operator and
+/// a flake for a test (seen in CI after a revision prune).
+async fn settled(ns: &TestNamespace, name: &str) {
+    let quiet = Duration::from_secs(6);
+    let deadline = std::time::Instant::now() + WAIT;
+    let mut last = None;
+    let mut since = std::time::Instant::now();
+    loop {
+        let rv = runtime(ns, name)
+            .await
+            .and_then(|r| r.metadata.resource_version);
+        if rv != last {
+            last = rv;
+            since = std::time::Instant::now();
+        } else if since.elapsed() >= quiet {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Runtime {name} kept changing for {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 async fn runtime(ns: &TestNamespace, name: &str) -> Option<Runtime> {
     Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
         .get_opt(name)
@@ -488,6 +516,7 @@ async fn retire_prune_suspend_delete_through_the_berth_binary() {
     assert!(out.contains("nothing to do"), "{out}");
 
     // Suspend: dry-run, then for real — the pods stop.
+    settled(&ns, "worker").await;
     let before = runtime(&ns, "worker").await.expect("rt");
     let (code, out, _) = berth(&admin, &["retire", &target, "--suspend", "--dry-run"]).await;
     assert_eq!(code, 0, "{out}");
