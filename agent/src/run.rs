@@ -279,11 +279,10 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     {
         use futures::StreamExt;
         use kube::runtime::WatchStreamExt;
-        let stream = kube::runtime::watcher(
+        let stream = controller::cache_watch(
             Api::<RuntimeGrant>::all(client.clone()),
             controller::watch_config(),
         )
-        .backoff(crate::controller::watch_backoff::WatchBackoff::default())
         .reflect(grant_writer)
         .applied_objects();
         tokio::spawn(async move {

@@ -833,20 +833,21 @@ async fn faults_world_survives_every_fault() {
             .map(|r| (r.ready, r.desired))
     };
     let runtimes: Api<Runtime> = Api::namespaced(w.client.clone(), &w.ns.name);
-    loop {
-        let rt = runtimes.get(&rt_name(4)).await.expect("get rt-004");
-        if desired(&rt).is_some_and(|(_, d)| d == 2) {
-            break;
-        }
-        assert!(
-            t_cut.elapsed() < Duration::from_secs(60),
-            "the agent did not publish rt-004's new size within 60s (ready, desired) = {:?}, generation {:?}, status {:?}",
-            desired(&rt),
-            rt.metadata.generation,
-            rt.status
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    harness::wait_for_ok(
+        "the agent to publish rt-004's new size (desired 2)",
+        Duration::from_secs(60),
+        || async {
+            let rt = runtimes.get(&rt_name(4)).await.map_err(|e| e.to_string())?;
+            match desired(&rt) {
+                Some((_, 2)) => Ok(()),
+                seen => Err(format!(
+                    "(ready, desired) = {seen:?}, generation {:?}, status {:?}",
+                    rt.metadata.generation, rt.status
+                )),
+            }
+        },
+    )
+    .await;
     // Unreachable for a few seconds at least, as a short outage would be.
     tokio::time::sleep(Duration::from_secs(3).saturating_sub(t_cut.elapsed())).await;
     let t_restore = Instant::now();

@@ -378,6 +378,29 @@ where
     }
 }
 
+/// Polls `get` until it yields `Ok`, returning the value; after `timeout`
+/// panics naming `what` and the last `Err`: what was seen instead, so that
+/// a timeout says what state the wait was stuck in.
+pub async fn wait_for_ok<T, F, Fut>(what: &str, timeout: Duration, mut get: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let seen = match get().await {
+            Ok(v) => return v,
+            Err(seen) => seen,
+        };
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {}s waiting for {what}; last seen: {seen}",
+            timeout.as_secs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// Applies berth's CRDs (server-side apply, so concurrent tests and reruns
 /// are idempotent) and waits until each is Established.
 pub async fn install_crds(client: &Client) {

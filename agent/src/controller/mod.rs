@@ -99,8 +99,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = watcher(api, config)
-        .backoff(WatchBackoff::default())
+    let stream = cache_watch(api, config)
         .modify(reduce)
         .reflect(writer)
         .applied_objects();
@@ -122,8 +121,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = watcher(api, config)
-        .backoff(WatchBackoff::default())
+    let stream = cache_watch(api, config)
         .modify(reduce)
         .reflect(writer)
         .inspect(move |event| {
@@ -155,13 +153,11 @@ fn watch_names<K>(api: Api<PartialObjectMeta<K>>, index: names::NameIndex)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    let stream = watcher(api, watch_config())
-        .backoff(WatchBackoff::default())
-        .inspect(move |event| {
-            if let Ok(event) = event {
-                index.apply(event);
-            }
-        });
+    let stream = cache_watch(api, watch_config()).inspect(move |event| {
+        if let Ok(event) = event {
+            index.apply(event);
+        }
+    });
     drain(stream);
 }
 
@@ -196,6 +192,19 @@ fn node_fingerprint(node: &Node) -> Option<u64> {
         t.effect.hash(&mut h);
     }
     Some(h.finish())
+}
+
+/// The watch of every cache: `watcher` with this agent's own backoff
+/// ([`WatchBackoff`]; the controller shares none, see
+/// [`triggers::NoSharedBackoff`]).
+pub fn cache_watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    watcher(api, config).backoff(WatchBackoff::default())
 }
 
 /// The watch settings of every cache: the server ends each watch well
@@ -323,8 +332,7 @@ pub fn start(
     let (namespaces, ns_s) = reflect(Api::<PartialObjectMeta<Namespace>>::all(c.clone()), all());
     let (pods, pod_s) = {
         let (reader, writer) = reflector::store();
-        let stream = watcher(ns_api::<Pod>(c, &scope), all())
-            .backoff(WatchBackoff::default())
+        let stream = cache_watch(ns_api::<Pod>(c, &scope), all())
             .filter_map(|event| {
                 futures::future::ready(match event {
                     Ok(e) => reduce::bare_pods_only(e).map(Ok),
@@ -380,9 +388,7 @@ pub fn start(
     // few kilobytes per Runtime, and nothing reads them.
     let runtime_events = reflector::reflector(
         runtime_writer,
-        watcher(ns_api::<Runtime>(c, &scope), all())
-            .backoff(WatchBackoff::default())
-            .modify(reduce::strip),
+        cache_watch(ns_api::<Runtime>(c, &scope), all()).modify(reduce::strip),
     );
     let controller = Controller::for_stream(
         identity::with_rivals(runtime_events, runtimes.clone()),
