@@ -254,6 +254,15 @@ pub struct Context {
 /// cost one write per interval, not one per pod.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 
+/// The same wait while other Runtimes still wait for their first reconcile
+/// at their generation (`berth_shared::status::awaiting_first_pass`): many
+/// Runtimes created or changed at once. kube-runtime picks the next
+/// reconcile from a set in no order, so a Runtime never reconciled waits
+/// behind others' progress writes; holding those longer gives the apiserver
+/// time to the first passes. Transitions are still written at once, and
+/// progress at most this late (issue 14).
+pub const FIRST_PASS_PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
+
 /// The time of each Runtime's last status write, keyed `namespace/name`.
 /// Only entries younger than [`PROGRESS_INTERVAL`] matter; older ones are
 /// dropped as the map grows.
@@ -261,12 +270,12 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 pub struct StatusPacer(std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>);
 
 impl StatusPacer {
-    /// How much longer a progress-only write of `key` must wait (`None`:
-    /// write now).
-    pub fn wait(&self, key: &str, now: std::time::Instant) -> Option<Duration> {
+    /// How much longer a progress-only write of `key` must wait, when
+    /// progress is written at most once per `interval` (`None`: write now).
+    pub fn wait(&self, key: &str, now: std::time::Instant, interval: Duration) -> Option<Duration> {
         let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let last = map.get(key)?;
-        PROGRESS_INTERVAL
+        interval
             .checked_sub(now.saturating_duration_since(*last))
             .filter(|d| !d.is_zero())
     }
@@ -275,7 +284,7 @@ impl StatusPacer {
     pub fn wrote(&self, key: &str, now: std::time::Instant) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= 1024 {
-            map.retain(|_, t| now.saturating_duration_since(*t) < PROGRESS_INTERVAL);
+            map.retain(|_, t| now.saturating_duration_since(*t) < FIRST_PASS_PROGRESS_INTERVAL);
         }
         map.insert(key.to_string(), now);
     }
@@ -307,32 +316,38 @@ impl Synced {
 
 #[cfg(test)]
 mod tests {
-    use super::{PROGRESS_INTERVAL, StatusPacer, WriteMemory};
+    use super::{FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, StatusPacer, WriteMemory};
     use std::time::{Duration, Instant};
 
     #[test]
     fn progress_waits_out_the_interval_after_the_last_write() {
         let p = StatusPacer::default();
         let t0 = Instant::now();
-        assert_eq!(p.wait("ns/a", t0), None, "never written: write now");
+        let wait = |key: &str, at: Instant| p.wait(key, at, PROGRESS_INTERVAL);
+        assert_eq!(wait("ns/a", t0), None, "never written: write now");
         p.wrote("ns/a", t0);
         assert_eq!(
-            p.wait("ns/a", t0 + Duration::from_secs(2)),
+            wait("ns/a", t0 + Duration::from_secs(2)),
             Some(PROGRESS_INTERVAL - Duration::from_secs(2))
         );
-        assert_eq!(p.wait("ns/a", t0 + PROGRESS_INTERVAL), None);
-        assert_eq!(p.wait("ns/b", t0), None, "per Runtime");
+        assert_eq!(wait("ns/a", t0 + PROGRESS_INTERVAL), None);
+        assert_eq!(wait("ns/b", t0), None, "per Runtime");
+        // While first passes wait, the same write waits longer.
+        assert_eq!(
+            p.wait("ns/a", t0 + PROGRESS_INTERVAL, FIRST_PASS_PROGRESS_INTERVAL),
+            Some(FIRST_PASS_PROGRESS_INTERVAL - PROGRESS_INTERVAL)
+        );
         // Old entries are dropped as the map grows; young ones stay.
         for i in 0..1100 {
             p.wrote(&format!("ns/{i}"), t0);
         }
-        let later = t0 + PROGRESS_INTERVAL * 2;
+        let later = t0 + FIRST_PASS_PROGRESS_INTERVAL * 2;
         p.wrote("ns/new", later);
         for i in 0..2000 {
             p.wrote(&format!("ns/x{i}"), later);
         }
-        assert!(p.wait("ns/new", later).is_some());
-        assert_eq!(p.wait("ns/5", later), None);
+        assert!(p.wait("ns/new", later, PROGRESS_INTERVAL).is_some());
+        assert_eq!(p.wait("ns/5", later, PROGRESS_INTERVAL), None);
     }
 
     #[test]

@@ -666,12 +666,30 @@ async fn publish_status(
         .status
         .as_ref()
         .filter(|old| berth_shared::status::progress_only(old, new_status))
-        .and_then(|_| ctx.status_pacer.wait(&key, now));
+        .and_then(|_| ctx.status_pacer.wait(&key, now, progress_interval(ctx)));
     if progress_wait.is_none() {
         write_status(ctx, runtime, new_status).await?;
         ctx.status_pacer.wrote(&key, now);
     }
     Ok(progress_wait)
+}
+
+/// How often a Runtime's progress may be written now: less often while
+/// other Runtimes wait for their first reconcile (see
+/// [`context::FIRST_PASS_PROGRESS_INTERVAL`]). A scan of the Runtime cache,
+/// made only for a progress-only change.
+fn progress_interval(ctx: &Context) -> Duration {
+    let waiting = ctx
+        .stores
+        .runtimes
+        .state()
+        .iter()
+        .any(|r| berth_shared::status::awaiting_first_pass(r));
+    if waiting {
+        context::FIRST_PASS_PROGRESS_INTERVAL
+    } else {
+        context::PROGRESS_INTERVAL
+    }
 }
 
 /// Writes a changed status and raises the Events its transitions call for.

@@ -7,7 +7,7 @@
 //! identity, the profile, the upgrade or the job records is written at
 //! once.
 
-use crate::api::RuntimeStatus;
+use crate::api::{Runtime, RuntimeStatus};
 
 /// Whether `new` differs from `old` only in progress: rollout counts and
 /// condition messages, with every condition's (type, status, reason) and
@@ -26,6 +26,15 @@ pub fn progress_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
         && old.profile == new.profile
         && old.upgrade == new.upgrade
         && old.jobs == new.jobs
+}
+
+/// Whether a Runtime still waits for its first reconcile at its current
+/// generation: created or changed, and no status says it was seen yet. A
+/// Runtime being deleted waits for nothing.
+pub fn awaiting_first_pass(runtime: &Runtime) -> bool {
+    runtime.metadata.deletion_timestamp.is_none()
+        && runtime.status.as_ref().and_then(|s| s.observed_generation)
+            != runtime.metadata.generation
 }
 
 #[cfg(test)]
@@ -127,5 +136,25 @@ mod tests {
             template_hash: "abc".into(),
         });
         assert!(!progress_only(&base, &with_jobs), "a job record");
+    }
+
+    #[test]
+    fn a_runtime_awaits_its_first_pass_until_a_status_names_its_generation() {
+        let mut rt = crate::status::fixtures::runtime();
+        rt.metadata.generation = Some(3);
+        assert!(awaiting_first_pass(&rt), "no status yet");
+        rt.status = Some(status(Vec::new(), 2));
+        assert!(awaiting_first_pass(&rt), "status of an older generation");
+        rt.status = Some(status(Vec::new(), 3));
+        assert!(!awaiting_first_pass(&rt), "seen at its generation");
+        rt.metadata.generation = Some(4);
+        rt.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ));
+        assert!(
+            !awaiting_first_pass(&rt),
+            "being deleted: waits for nothing"
+        );
     }
 }
