@@ -69,6 +69,14 @@ impl World {
     /// Every object of the world, reduced and sanitized as the watches
     /// deliver them.
     pub fn objects(&self) -> Vec<Object> {
+        self.stream().collect()
+    }
+
+    /// [`World::objects`], made one Runtime's objects at a time: a
+    /// benchmark that ingests them as they come holds no more of them at
+    /// once than a watch's page (the whole world made first would add a
+    /// peak of every Pod as a whole `Pod`, which the console never holds).
+    pub fn stream(&self) -> impl Iterator<Item = Object> + '_ {
         let mut out = Vec::new();
         for c in 0..self.classes {
             out.extend(admit::<RuntimeClass>(from(json!({
@@ -92,10 +100,12 @@ impl World {
                 "status": {"phase": "Active"},
             }))));
         }
-        for i in 0..self.runtimes {
+        let runtimes = (0..self.runtimes).flat_map(|i| {
+            let mut out = Vec::new();
             self.runtime_objects(i, &mut out);
-        }
-        out
+            out
+        });
+        out.into_iter().chain(runtimes)
     }
 
     fn grant(&self, i: usize) -> Option<(String, String)> {
@@ -246,18 +256,19 @@ impl World {
     }
 }
 
-/// An app fed with `objs` through the watch path, every kind synced.
-pub fn app_with(objs: Vec<Object>) -> App {
+/// An app fed with `objs` through the watch path, every kind synced: as
+/// the console's concurrent watches deliver them, every kind's list is
+/// open at once, the objects arrive interleaved as they come and each
+/// kind's list completes at the end.
+pub fn app_with(objs: impl IntoIterator<Item = Object>) -> App {
     let mut app = App::new("scale", Scope::All, crate::fixtures::now());
-    let mut by_kind: std::collections::BTreeMap<Kind, Vec<Object>> = Default::default();
-    for o in objs {
-        by_kind.entry(o.kind()).or_default().push(o);
-    }
     for kind in Kind::ALL {
         update(&mut app, Msg::Watch(*kind, WatchEvent::Init));
-        for o in by_kind.remove(kind).unwrap_or_default() {
-            update(&mut app, Msg::Watch(*kind, WatchEvent::InitApply(o)));
-        }
+    }
+    for o in objs {
+        update(&mut app, Msg::Watch(o.kind(), WatchEvent::InitApply(o)));
+    }
+    for kind in Kind::ALL {
         update(&mut app, Msg::Watch(*kind, WatchEvent::InitDone));
     }
     app

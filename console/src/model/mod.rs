@@ -21,7 +21,7 @@ use crossterm::event::KeyEvent;
 use k8s_openapi::jiff::Timestamp;
 
 pub use crate::rows::{RowRef, RowTone, TableData};
-use crate::store::{ANALYSIS_KINDS, WORKLOAD_KINDS};
+use crate::store::{ANALYSIS_KINDS, Stored, WORKLOAD_KINDS};
 pub use crate::store::{Kind, ObjKey, Object, Store};
 pub use watches::{Filter, WatchKey, WatchSet};
 
@@ -428,8 +428,8 @@ pub struct App {
     pub scope: Scope,
     pub read_only: bool,
     pub watches: BTreeMap<WatchKey, WatchState>,
-    /// Objects of (re)lists in progress.
-    pub pending: BTreeMap<WatchKey, Vec<Object>>,
+    /// Objects of (re)lists in progress, as the store keeps them.
+    pub pending: BTreeMap<WatchKey, Vec<Stored>>,
     /// The keys each scoped watch holds in the store (see [`watches`]).
     pub held: BTreeMap<WatchKey, BTreeSet<ObjKey>>,
     /// The watches asked for, with their grace periods.

@@ -6,7 +6,8 @@
 use std::collections::BTreeSet;
 
 use super::watches::{self, WatchKey};
-use super::{App, Effect, Kind, ListView, ObjKey, Object, WatchEvent, WatchState};
+use super::{App, Effect, Kind, ListView, ObjKey, WatchEvent, WatchState};
+use crate::store::Stored;
 
 impl App {
     /// Watches every screen of the stack needs, plus the agent Lease; a
@@ -111,7 +112,9 @@ pub(super) fn on_watch(app: &mut App, key: WatchKey, ev: WatchEvent) {
             app.watches.entry(key).or_insert(WatchState::Connecting);
         }
         WatchEvent::InitApply(o) => {
-            app.pending.entry(key.clone()).or_default().push(o);
+            // Kept as the store keeps it: a (re)list of every Pod is
+            // held here until its InitDone.
+            app.pending.entry(key.clone()).or_default().push(o.into());
             app.watches.entry(key).or_insert(WatchState::Connecting);
         }
         WatchEvent::InitDone => {
@@ -164,7 +167,7 @@ pub(super) fn on_watch(app: &mut App, key: WatchKey, ev: WatchEvent) {
 
 /// A (re)list of `key` completed with `objs`: they replace what that
 /// watch held (see [`watches`] for overlapping watches of a kind).
-fn relisted(app: &mut App, key: &WatchKey, objs: Vec<Object>) {
+fn relisted(app: &mut App, key: &WatchKey, objs: Vec<Stored>) {
     let kind = key.kind;
     if key.is_all() {
         // What scoped watches hold and the list lacks stays (they will say
@@ -172,15 +175,15 @@ fn relisted(app: &mut App, key: &WatchKey, objs: Vec<Object>) {
         let keep = app.held_of(kind);
         let mut objs = objs;
         if !keep.is_empty() {
-            let listed: BTreeSet<ObjKey> = objs.iter().map(Object::key).collect();
+            let listed: BTreeSet<ObjKey> = objs.iter().map(Stored::key).collect();
             objs.extend(
                 keep.difference(&listed)
-                    .filter_map(|k| app.store.get(kind, k)),
+                    .filter_map(|k| app.store.get_stored(kind, k)),
             );
         }
         app.store.replace(kind, objs);
     } else {
-        let now: BTreeSet<ObjKey> = objs.iter().map(Object::key).collect();
+        let now: BTreeSet<ObjKey> = objs.iter().map(Stored::key).collect();
         let before = app
             .held
             .insert(key.clone(), now.clone())

@@ -21,20 +21,22 @@ pub fn workloads(store: &Store) -> Vec<Workload> {
     let daemon_sets: Vec<_> = store.daemonsets.values().map(Box::as_ref).collect();
     let jobs: Vec<_> = store.jobs.values().map(Box::as_ref).collect();
     let cron_jobs: Vec<_> = store.cronjobs.values().map(Box::as_ref).collect();
-    let pods: Vec<_> = store.pods.values().map(Box::as_ref).collect();
-    WorkloadSources {
+    let mut out = WorkloadSources {
         deployments: &deployments,
         replica_sets: &replica_sets,
         stateful_sets: &stateful_sets,
         daemon_sets: &daemon_sets,
         jobs: &jobs,
         cron_jobs: &cron_jobs,
-        pods: &pods,
         // The console does not watch ControllerRevisions (the agent does
         // and publishes them as retained workloads of their class).
         ..Default::default()
     }
-    .collect()
+    .collect();
+    // Pods come last, as `collect` orders them; the store keeps them slim,
+    // so they are converted from what is kept.
+    out.extend(store.pods.values().map(|p| p.workload()));
+    out
 }
 
 /// The stored objects at `keys` (a key the map lacks is skipped).
@@ -80,7 +82,6 @@ pub fn classed_workloads(store: &Store) -> Vec<Workload> {
     let daemon_sets: Vec<_> = lookup(of(Kind::DaemonSet), &store.daemonsets);
     let jobs: Vec<_> = lookup(of(Kind::Job), &store.jobs);
     let cron_jobs: Vec<_> = lookup(of(Kind::CronJob), &store.cronjobs);
-    let pods: Vec<_> = lookup(of(Kind::Pod), &store.pods);
     let mut out = WorkloadSources {
         deployments: &deployments,
         replica_sets: &replica_sets,
@@ -88,10 +89,15 @@ pub fn classed_workloads(store: &Store) -> Vec<Workload> {
         daemon_sets: &daemon_sets,
         jobs: &jobs,
         cron_jobs: &cron_jobs,
-        pods: &pods,
         ..Default::default()
     }
     .collect();
+    // Last, as in `workloads`.
+    out.extend(
+        lookup(of(Kind::Pod), &store.pods)
+            .into_iter()
+            .map(|p| p.workload()),
+    );
     out.retain(|w| w.runtime_class.is_some());
     out
 }

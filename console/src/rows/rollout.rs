@@ -156,17 +156,9 @@ pub fn rollout(store: &Store, key: &ObjKey, now: Timestamp) -> Option<RolloutRow
                 .into_iter()
                 .map(|p| PodEntry {
                     name: p.metadata.name.clone().unwrap_or_default(),
-                    phase: p
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.phase.clone())
-                        .unwrap_or_else(|| NONE.into()),
-                    ready: meta::pod_ready(p),
-                    node: p
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.node_name.clone())
-                        .unwrap_or_else(|| NONE.into()),
+                    phase: p.phase().unwrap_or(NONE).to_string(),
+                    ready: p.ready(),
+                    node: p.node_name().unwrap_or(NONE).to_string(),
                 })
                 .collect();
             ReplicaSetEntry {

@@ -14,8 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 
+use super::slim::SlimPod;
 use super::{Kind, ObjKey};
 
 /// Keys of the objects that reference a class, per kind.
@@ -53,19 +54,19 @@ impl Classed {
     }
 }
 
-/// Whether a pod spec names a class (an empty name is the default runtime,
-/// as the analysis reads it).
-fn spec(s: Option<&PodSpec>) -> bool {
-    s.and_then(|s| s.runtime_class_name.as_deref())
-        .is_some_and(|c| !c.is_empty())
+/// Whether a `runtimeClassName` names a class (an empty name is the
+/// default runtime, as the analysis reads it).
+fn names_class(class: Option<&str>) -> bool {
+    class.is_some_and(|c| !c.is_empty())
 }
 
 fn template(t: Option<&PodTemplateSpec>) -> bool {
-    spec(t.and_then(|t| t.spec.as_ref()))
+    let spec: Option<&PodSpec> = t.and_then(|t| t.spec.as_ref());
+    names_class(spec.and_then(|s| s.runtime_class_name.as_deref()))
 }
 
-pub fn pod(p: &Pod) -> bool {
-    spec(p.spec.as_ref())
+pub fn pod(p: &SlimPod) -> bool {
+    names_class(p.runtime_class_name())
 }
 
 pub fn deployment(d: &Deployment) -> bool {

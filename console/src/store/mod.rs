@@ -1,13 +1,16 @@
 //! The console's copy of the cluster: one map per watched kind, filled from
 //! watch events (the app task is the reflector's store). Every object in
 //! here went through [`ingest::admit`] first: reduced to what the views
-//! read ([`compact`]), stripped and sanitized. The bottom layer: it
-//! imports nothing else of the console.
+//! read ([`compact`]), stripped and sanitized; Pods are then kept slimmer
+//! still ([`slim`], see [`kept`]). The bottom layer: it imports nothing
+//! else of the console.
 
 pub mod classed;
 pub mod compact;
 pub mod index;
 pub mod ingest;
+pub mod kept;
+pub mod slim;
 
 use std::collections::BTreeMap;
 
@@ -19,6 +22,9 @@ use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::ResourceExt;
 
+use kept::Kept;
+use slim::SlimPod;
+
 /// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
 pub type ObjKey = (String, String);
 
@@ -28,7 +34,7 @@ pub fn key_of<K: ResourceExt>(obj: &K) -> ObjKey {
 }
 
 macro_rules! kinds {
-    ($( $variant:ident => $ty:ty, $field:ident, $label:literal, $namespaced:literal, $links:path, $classed:path; )*) => {
+    ($( $variant:ident => $ty:ty as $kept:ty, $field:ident, $label:literal, $namespaced:literal, $links:path, $classed:path; )*) => {
         /// Every kind the console watches.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Kind { $( $variant, )* }
@@ -82,14 +88,40 @@ macro_rules! kinds {
             }
         )*
 
+        /// One object of any watched kind as the store keeps it ([`kept`]):
+        /// what a (re)list collects until it completes, so that a list of
+        /// 20,000 Pods is not held as 20,000 whole `Pod` structs meanwhile.
+        #[derive(Clone, Debug)]
+        pub enum Stored { $( $variant(Box<$kept>), )* }
+
+        impl Stored {
+            /// The object's kind.
+            pub fn kind(&self) -> Kind {
+                match self { $( Stored::$variant(_) => Kind::$variant, )* }
+            }
+
+            /// The object's key.
+            pub fn key(&self) -> ObjKey {
+                match self { $( Stored::$variant(o) => key_of(o.as_ref()), )* }
+            }
+        }
+
+        impl From<Object> for Stored {
+            /// The kept form of an object that went through
+            /// [`ingest::admit`].
+            fn from(obj: Object) -> Self {
+                match obj { $( Object::$variant(o) => Stored::$variant(<$kept as Kept<$ty>>::keep(o)), )* }
+            }
+        }
+
         /// The console's copy of the cluster.
         #[derive(Clone, Debug, Default)]
         pub struct Store {
             // Boxed: a map node holds 11 values and is often half full
-            // (lists arrive in key order), and a reduced Pod is still ~4 kB
-            // of mostly absent optional fields; boxed, the half-empty
-            // nodes hold pointers (issue 14: ~70 MB at scale S).
-            $( pub $field: BTreeMap<ObjKey, Box<$ty>>, )*
+            // (lists arrive in key order), and a reduced workload is still
+            // kilobytes of mostly absent optional fields; boxed, the
+            // half-empty nodes hold pointers (issue 14: ~70 MB at scale S).
+            $( pub $field: BTreeMap<ObjKey, Box<$kept>>, )*
             /// Who points at whom ([`index`]), kept by every write below.
             pub links: index::Links,
             /// Which workloads reference a class ([`classed`]), kept by
@@ -103,10 +135,12 @@ macro_rules! kinds {
         }
 
         impl Store {
-            /// Inserts or replaces an object.
-            pub fn apply(&mut self, obj: Object) {
+            /// Inserts or replaces an object. It must have come through
+            /// [`ingest::admit`]: what is kept is built from it as it is.
+            pub fn apply(&mut self, obj: impl Into<Stored>) {
+                let obj: Stored = obj.into();
                 self.touch(obj.kind());
-                match obj { $( Object::$variant(o) => {
+                match obj { $( Stored::$variant(o) => {
                     let key = key_of(o.as_ref());
                     let links = $links(o.as_ref());
                     self.classed.set(Kind::$variant, &key, $classed(o.as_ref()));
@@ -129,9 +163,10 @@ macro_rules! kinds {
             }
 
             /// Replaces every object of a kind (the end of a (re)list).
-            pub fn replace(&mut self, kind: Kind, objs: Vec<Object>) {
+            pub fn replace<O: Into<Stored>>(&mut self, kind: Kind, objs: Vec<O>) {
                 self.clear(kind);
                 for o in objs {
+                    let o: Stored = o.into();
                     if o.kind() == kind {
                         self.apply(o);
                     }
@@ -168,30 +203,42 @@ macro_rules! kinds {
                 match kind { $( Kind::$variant => self.$field.keys().cloned().collect(), )* }
             }
 
-            /// One object by kind and key, cloned into an [`Object`].
+            /// One object by kind and key, as an [`Object`] (a copy; a Pod
+            /// rebuilt from what is kept, see [`kept::Kept::object`]).
             pub fn get(&self, kind: Kind, key: &ObjKey) -> Option<Object> {
-                match kind { $( Kind::$variant => self.$field.get(key).cloned().map(Object::$variant), )* }
+                match kind { $( Kind::$variant => self.$field.get(key).map(|o| {
+                    Object::$variant(Box::new(Kept::<$ty>::object(o.as_ref())))
+                }), )* }
+            }
+
+            /// One object by kind and key as it is kept (a copy).
+            pub fn get_stored(&self, kind: Kind, key: &ObjKey) -> Option<Stored> {
+                match kind { $( Kind::$variant => self.$field.get(key).cloned().map(Stored::$variant), )* }
             }
         }
     };
 }
 
+// Per kind: the `Object` variant => the object's type as the store keeps
+// it ([`kept`]), the map's field, the kind's name, whether it is
+// namespaced, its links ([`index`]) and whether it references a class
+// ([`classed`]).
 kinds! {
-    Runtime => Runtime, runtimes, "Runtime", true, index::none, classed::never;
-    RuntimeGrant => RuntimeGrant, grants, "RuntimeGrant", false, index::none, classed::never;
-    RuntimeClass => RuntimeClass, classes, "RuntimeClass", false, index::none, classed::never;
-    Node => Node, nodes, "Node", false, index::none, classed::never;
-    Pod => Pod, pods, "Pod", true, index::owners, classed::pod;
-    Deployment => Deployment, deployments, "Deployment", true, index::owners, classed::deployment;
-    ReplicaSet => ReplicaSet, replicasets, "ReplicaSet", true, index::owners, classed::replica_set;
-    StatefulSet => StatefulSet, statefulsets, "StatefulSet", true, index::none, classed::stateful_set;
-    DaemonSet => DaemonSet, daemonsets, "DaemonSet", true, index::none, classed::daemon_set;
-    Job => Job, jobs, "Job", true, index::none, classed::job;
-    CronJob => CronJob, cronjobs, "CronJob", true, index::none, classed::cron_job;
-    Event => Event, events, "Event", true, index::involved, classed::never;
-    Lease => Lease, leases, "Lease", true, index::none, classed::never;
-    Namespace => Namespace, namespaces, "Namespace", false, index::none, classed::never;
-    PendingGrantsFile => PendingGrantsFile, pending_files, "PendingGrantsFile", false, index::none, classed::never;
+    Runtime => Runtime as Runtime, runtimes, "Runtime", true, index::none, classed::never;
+    RuntimeGrant => RuntimeGrant as RuntimeGrant, grants, "RuntimeGrant", false, index::none, classed::never;
+    RuntimeClass => RuntimeClass as RuntimeClass, classes, "RuntimeClass", false, index::none, classed::never;
+    Node => Node as Node, nodes, "Node", false, index::none, classed::never;
+    Pod => Pod as SlimPod, pods, "Pod", true, index::owners, classed::pod;
+    Deployment => Deployment as Deployment, deployments, "Deployment", true, index::owners, classed::deployment;
+    ReplicaSet => ReplicaSet as ReplicaSet, replicasets, "ReplicaSet", true, index::owners, classed::replica_set;
+    StatefulSet => StatefulSet as StatefulSet, statefulsets, "StatefulSet", true, index::none, classed::stateful_set;
+    DaemonSet => DaemonSet as DaemonSet, daemonsets, "DaemonSet", true, index::none, classed::daemon_set;
+    Job => Job as Job, jobs, "Job", true, index::none, classed::job;
+    CronJob => CronJob as CronJob, cronjobs, "CronJob", true, index::none, classed::cron_job;
+    Event => Event as Event, events, "Event", true, index::involved, classed::never;
+    Lease => Lease as Lease, leases, "Lease", true, index::none, classed::never;
+    Namespace => Namespace as Namespace, namespaces, "Namespace", false, index::none, classed::never;
+    PendingGrantsFile => PendingGrantsFile as PendingGrantsFile, pending_files, "PendingGrantsFile", false, index::none, classed::never;
 }
 
 /// The kinds the workload analysis (Handlers, Retained, the plan) reads:

@@ -233,7 +233,7 @@ fn pod_details_show_the_fetched_whole_object() {
     app.open(crate::model::Screen::Details(Kind::Pod, key.clone()));
     let text = text_of(&render(&mut app, 140, 40));
     assert!(text.contains("summary; reading the whole object"), "{text}");
-    let mut full = app.store.pods.get(&key).cloned().expect("pod");
+    let mut full = Box::new(app.store.pods.get(&key).expect("pod").to_pod());
     full.metadata.annotations = Some([("note".to_string(), "FULL-MARKER".to_string())].into());
     let g = app.generation;
     update(

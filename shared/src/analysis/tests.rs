@@ -292,6 +292,22 @@ fn pods() {
 }
 
 #[test]
+fn pod_parts_read_like_the_pod() {
+    let pod: Pod = from(json!({"metadata": {"name": "p", "namespace": "ns",
+            "labels": {"app.kubernetes.io/managed-by": "berth"},
+            "annotations": {"berth.dev/runtime-profile": "bounded"}},
+        "spec": {"runtimeClassName": "kata", "containers": [{"name": "a"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}));
+    let w = Workload::from_pod_parts(&pod.metadata, Some("kata"), Some("Running"), true);
+    assert_eq!(w, Workload::from_pod(&pod));
+    assert!(w.managed_by_berth);
+    assert_eq!(w.runtime_profile.as_deref(), Some("bounded"));
+    // An empty class is the default runtime; a failed pod wants nothing.
+    let w = Workload::from_pod_parts(&pod.metadata, Some(""), Some("Failed"), false);
+    assert_eq!((w.runtime_class, w.replicas, w.ready), (None, 0, 0));
+}
+
+#[test]
 fn class_usage_groups_by_class() {
     let ws = vec![
         Workload::from_deployment(&deployment("a", Some("gvisor"), 1, 1, "1")),

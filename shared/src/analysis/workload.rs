@@ -242,26 +242,37 @@ impl Workload {
 
     /// From a Pod: wants one replica until it terminated (Succeeded/Failed).
     pub fn from_pod(p: &Pod) -> Self {
-        let status = p.status.as_ref();
-        let terminated = status
-            .and_then(|s| s.phase.as_deref())
-            .is_some_and(|ph| ph == "Succeeded" || ph == "Failed");
-        let ready = crate::api::meta::pod_ready(p);
+        let spec = p.spec.as_ref();
+        Self::from_pod_parts(
+            &p.metadata,
+            spec.and_then(|s| s.runtime_class_name.as_deref()),
+            p.status.as_ref().and_then(|s| s.phase.as_deref()),
+            crate::api::meta::pod_ready(p),
+        )
+    }
+
+    /// From what [`Workload::from_pod`] reads of a Pod: its metadata,
+    /// `spec.runtimeClassName`, `status.phase` and whether its `Ready`
+    /// condition is `True`. For callers that keep pods reduced to those
+    /// fields (the console) and would otherwise rebuild a whole `Pod` per
+    /// conversion.
+    pub fn from_pod_parts(
+        meta: &ObjectMeta,
+        runtime_class: Option<&str>,
+        phase: Option<&str>,
+        ready: bool,
+    ) -> Self {
+        let terminated = phase.is_some_and(|ph| ph == "Succeeded" || ph == "Failed");
         let mut w = base(
             WorkloadKind::Pod,
-            &p.metadata,
+            meta,
             None,
             i32::from(!terminated),
             i32::from(ready),
         );
-        w.runtime_class = p
-            .spec
-            .as_ref()
-            .and_then(|s| s.runtime_class_name.clone())
-            .filter(|c| !c.is_empty());
-        w.managed_by_berth = is_managed(&p.metadata);
-        w.runtime_profile = p
-            .metadata
+        w.runtime_class = runtime_class.filter(|c| !c.is_empty()).map(str::to_string);
+        w.managed_by_berth = is_managed(meta);
+        w.runtime_profile = meta
             .annotations
             .as_ref()
             .and_then(|a| a.get(RUNTIME_PROFILE_ANNOTATION).cloned());
