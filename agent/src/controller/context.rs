@@ -264,8 +264,8 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 pub const FIRST_PASS_PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
 
 /// The time of each Runtime's last status write, keyed `namespace/name`.
-/// Only entries younger than [`PROGRESS_INTERVAL`] matter; older ones are
-/// dropped as the map grows.
+/// Only entries younger than [`FIRST_PASS_PROGRESS_INTERVAL`] (the longer
+/// interval) matter; older ones are dropped as the map grows.
 #[derive(Debug, Default)]
 pub struct StatusPacer(std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>);
 

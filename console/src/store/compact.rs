@@ -165,13 +165,13 @@ fn pod(p: &mut Pod) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use berth_shared::analysis::Workload;
     use berth_shared::api::meta::pod_ready;
     use k8s_openapi::api::apps::v1::ReplicaSet;
 
-    fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+    pub(in crate::store) fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
         serde_json::from_value(v).expect("object")
     }
 
@@ -195,9 +195,12 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_pod_keeps_what_the_views_read() {
-        let full: Pod = from(serde_json::json!({
+    /// A Pod as the API server sends it, with much the console drops
+    /// (also the slim Pod's tests' input, [`super::super::slim`]).
+    pub(in crate::store) fn full_pod() -> Pod {
+        let mut spec = big_template()["spec"].clone();
+        spec["nodeName"] = "node-3".into();
+        from(serde_json::json!({
             "metadata": {
                 "name": "web-1", "namespace": "ns", "uid": "u1",
                 "labels": {"app": "web"},
@@ -206,7 +209,7 @@ mod tests {
                     "name": "web-abc", "uid": "u2", "controller": true}],
                 "finalizers": ["f"]
             },
-            "spec": big_template()["spec"].clone(),
+            "spec": spec,
             "status": {
                 "phase": "Running",
                 "conditions": [
@@ -216,7 +219,12 @@ mod tests {
                 "containerStatuses": [{"name": "app", "image": "i", "imageID": "x",
                     "ready": true, "restartCount": 0}]
             }
-        }));
+        }))
+    }
+
+    #[test]
+    fn a_pod_keeps_what_the_views_read() {
+        let full = full_pod();
         let before = Workload::from_pod(&full);
         let Object::Pod(small) = compact(Object::from(full.clone())) else {
             panic!("a pod");

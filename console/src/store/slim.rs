@@ -211,46 +211,10 @@ impl k8s_openapi::Metadata for SlimPod {
 
 #[cfg(test)]
 mod tests {
+    use super::super::compact::tests::{from, full_pod};
     use super::*;
     use crate::store::{Kind, Object, Store, Stored, ingest, key_of};
     use berth_shared::api::meta::pod_ready;
-
-    fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
-        serde_json::from_value(v).expect("object")
-    }
-
-    /// A Pod as the API server sends it, with much the console drops.
-    fn full_pod() -> Pod {
-        from(serde_json::json!({
-            "metadata": {
-                "name": "web-1", "namespace": "ns", "uid": "u1",
-                "labels": {"app": "web"},
-                "annotations": {"berth.dev/runtime-profile": "bounded", "big": "x".repeat(5000)},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                    "name": "web-abc", "uid": "u2", "controller": true}],
-                "finalizers": ["f"]
-            },
-            "spec": {
-                "runtimeClassName": "kata",
-                "nodeName": "node-3",
-                "volumes": [{"name": "v", "emptyDir": {}}],
-                "containers": [
-                    {"name": "app", "image": "registry.invalid/web:2",
-                     "env": [{"name": "A", "value": "x".repeat(1000)}]},
-                    {"name": "sidecar", "image": "registry.invalid/side:1"}
-                ]
-            },
-            "status": {
-                "phase": "Running",
-                "conditions": [
-                    {"type": "Ready", "status": "True", "message": "m"},
-                    {"type": "PodScheduled", "status": "True"}
-                ],
-                "containerStatuses": [{"name": "app", "image": "i", "imageID": "x",
-                    "ready": true, "restartCount": 0}]
-            }
-        }))
-    }
 
     /// The Pod as the store keeps it, the way every watched Pod gets there.
     fn stored(pod: Pod) -> (Store, SlimPod) {
