@@ -295,7 +295,7 @@ pub async fn run(opts: &Options) -> Report {
             )
         }
     };
-    let agent_rss = process::rss_bytes(agent.pid()).unwrap_or(0) as f64;
+    let agent_rss = process::rss(agent.pid()).unwrap_or_default();
 
     // The idle window needs resyncs, so many that at scale they would crowd
     // out convergence: a second agent, with the resync forced short, is
@@ -345,7 +345,7 @@ pub async fn run(opts: &Options) -> Report {
     let idle_reconciles = process::reconciles(&m1) - process::reconciles(&m0);
     let idle_agent_writes = process::writes(&m1) - process::writes(&m0);
     let idle_server_writes = s1 - s0;
-    let agent_rss_idle = process::rss_bytes(agent.pid()).unwrap_or(0) as f64;
+    let agent_rss_idle = process::rss(agent.pid()).unwrap_or_default();
 
     progress(started, "deleting a RuntimeClass");
     let class = world::class_name(0);
@@ -410,15 +410,18 @@ pub async fn run(opts: &Options) -> Report {
             Target::AtMost(0.0),
         ),
         Figure::of(
-            "agent: RSS after convergence",
+            &format!("agent: RSS after convergence ({})", agent_rss.parts()),
             Unit::Bytes,
-            agent_rss,
+            agent_rss.total as f64,
             Target::AtMost(80e6),
         ),
         Figure::of(
-            "agent: RSS after the idle window (restarted agent)",
+            &format!(
+                "agent: RSS after the idle window (restarted agent; {})",
+                agent_rss_idle.parts()
+            ),
             Unit::Bytes,
-            agent_rss_idle,
+            agent_rss_idle.total as f64,
             Target::AtMost(80e6),
         ),
     ];
@@ -584,11 +587,11 @@ async fn console_figures(
             Target::RatioAtMost(1.2),
         ));
     }
-    let rss = process::rss_bytes(tui.pid).unwrap_or(0) as f64;
+    let rss = process::rss(tui.pid).unwrap_or_default();
     figures.push(Figure::of(
-        "console: RSS with every view visited",
+        &format!("console: RSS with every view visited ({})", rss.parts()),
         Unit::Bytes,
-        rss,
+        rss.total as f64,
         Target::AtMost(150e6),
     ));
     let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
@@ -646,10 +649,11 @@ async fn console_figures(
             (cpu1 - cpu0).as_secs_f64() / took.as_secs_f64().max(0.001),
             Target::AtMost(0.10),
         ));
+        let rss = process::rss(tui.pid).unwrap_or_default();
         figures.push(Figure::of(
-            "console: RSS after the churn",
+            &format!("console: RSS after the churn ({})", rss.parts()),
             Unit::Bytes,
-            process::rss_bytes(tui.pid).unwrap_or(0) as f64,
+            rss.total as f64,
             Target::AtMost(150e6),
         ));
     }

@@ -6,16 +6,50 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// Resident set size of a process, in bytes (`VmRSS` of /proc/PID/status).
-pub fn rss_bytes(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    parse_vm_rss(&text)
+/// A process's resident memory, in bytes, and what it is made of.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Rss {
+    /// `VmRSS`: what the targets are about.
+    pub total: u64,
+    /// `RssAnon`: the heap, stacks, the allocator's own.
+    pub anon: u64,
+    /// `RssFile`: the binary's pages mapped from the page cache (its code,
+    /// nearly all of it once the kernel's fault-around has mapped the
+    /// neighbours of every page run).
+    pub file: u64,
 }
 
-fn parse_vm_rss(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+impl Rss {
+    /// "anon A MB + file F MB", for a figure's name.
+    pub fn parts(&self) -> String {
+        format!(
+            "anon {} MB + file {} MB",
+            self.anon / 1_000_000,
+            self.file / 1_000_000
+        )
+    }
+}
+
+/// [`Rss`] of a process, from /proc/PID/status.
+pub fn rss(pid: u32) -> Option<Rss> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_rss(&text)
+}
+
+fn status_kb(status: &str, field: &str) -> Option<u64> {
+    let line = status
+        .lines()
+        .find(|l| l.split(':').next() == Some(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+fn parse_rss(status: &str) -> Option<Rss> {
+    Some(Rss {
+        total: status_kb(status, "VmRSS")?,
+        anon: status_kb(status, "RssAnon").unwrap_or(0),
+        file: status_kb(status, "RssFile").unwrap_or(0),
+    })
 }
 
 /// Every process's pid and arguments (`/proc/PID/cmdline` split at NULs);
@@ -219,9 +253,14 @@ mod tests {
 
     #[test]
     fn reads_rss_and_cpu_from_proc_text() {
-        let status = "Name:\tx\nVmPeak:\t  9000 kB\nVmRSS:\t   1234 kB\nThreads:\t3\n";
-        assert_eq!(parse_vm_rss(status), Some(1234 * 1024));
-        assert_eq!(parse_vm_rss("Name:\tx\n"), None);
+        let status = "Name:\tx\nVmPeak:\t  9000 kB\nVmRSS:\t   1234 kB\nRssAnon:\t  1000 kB\nRssFile:\t   234 kB\nThreads:\t3\n";
+        let rss = parse_rss(status).expect("VmRSS");
+        assert_eq!(
+            (rss.total, rss.anon, rss.file),
+            (1234 * 1024, 1000 * 1024, 234 * 1024)
+        );
+        assert_eq!(rss.parts(), "anon 1 MB + file 0 MB");
+        assert_eq!(parse_rss("Name:\tx\n"), None);
         // A command name with spaces and a parenthesis.
         let stat = "42 (berth (x) y) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0";
         assert_eq!(parse_stat_ticks(stat), Some(325));
@@ -231,7 +270,7 @@ mod tests {
     #[test]
     fn reads_this_process_from_proc() {
         let pid = std::process::id();
-        assert!(rss_bytes(pid).is_some_and(|b| b > 0));
+        assert!(rss(pid).is_some_and(|r| r.anon > 0 && r.anon + r.file <= r.total + 4096));
         assert!(cpu_time(pid).is_some());
         let own = command_lines().into_iter().find(|(p, _)| *p == pid);
         assert!(own.is_some_and(|(_, args)| !args.is_empty()));
