@@ -67,8 +67,10 @@ pub struct RunArgs {
     /// after another): bounds the agent's concurrent writes.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
-    /// Seconds the leader may take to sync its caches before it gives up the
-    /// lease and exits non-zero (to be restarted with fresh watches).
+    /// Seconds a cache's first list may go without receiving anything
+    /// before the leader gives up the lease and exits non-zero (to be
+    /// restarted with fresh watches). A list still receiving objects is
+    /// waited for, however long the cluster takes to send it.
     #[arg(long, default_value_t = 60)]
     pub cache_sync_timeout_seconds: u64,
     /// Seconds between RuntimeGrant publishing passes.
@@ -303,15 +305,28 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     let sync_timeout = Duration::from_secs(args.cache_sync_timeout_seconds.max(1));
     let (sync_failed_tx, sync_failed_rx) = tokio::sync::oneshot::channel::<Vec<&'static str>>();
     tokio::spawn(async move {
-        if tokio::time::timeout(sync_timeout, synced.wait())
+        let mut before = controller::list_progress::snapshot();
+        while tokio::time::timeout(sync_timeout, synced.wait())
             .await
             .is_err()
         {
             // A cache that never completes its first list leaves the
             // leader holding the lease without reconciling. Exiting hands
-            // the lease on and lets the restart start every watch afresh.
-            let _ = sync_failed_tx.send(controller::unsynced(&stores).await);
-            return;
+            // the lease on and lets the restart start every watch afresh;
+            // a cache whose list is still arriving (a big cluster, a busy
+            // apiserver) is waited for (`list_progress`).
+            let pending = controller::unsynced(&stores).await;
+            let now = controller::list_progress::snapshot();
+            let stalled = controller::list_progress::stalled(&pending, &before, &now);
+            if !stalled.is_empty() {
+                let _ = sync_failed_tx.send(stalled);
+                return;
+            }
+            tracing::info!(
+                ?pending,
+                "caches still listing, and each received objects in the last {sync_timeout:?}: waiting"
+            );
+            before = now;
         }
         ready_flag.set(true);
         leading_flag.set(true);
@@ -332,8 +347,8 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             readiness.set(false);
             metrics.leader.set(0);
             elector.release().await;
-            tracing::error!(?pending, timeout = ?sync_timeout, "caches did not sync: exiting so that a restart starts the watches afresh");
-            Err(eyre!("caches did not sync within {sync_timeout:?}: {pending:?}"))
+            tracing::error!(?pending, timeout = ?sync_timeout, "caches received nothing while listing: exiting so that a restart starts the watches afresh");
+            Err(eyre!("caches did not sync: nothing received for {sync_timeout:?} while listing {pending:?}"))
         }
         () = stopped() => {
             readiness.set(false);

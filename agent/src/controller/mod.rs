@@ -12,6 +12,7 @@ pub mod context;
 pub mod events;
 pub mod identity;
 pub mod index;
+pub mod list_progress;
 pub mod live;
 pub mod names;
 pub mod pace;
@@ -203,8 +204,18 @@ pub fn cache_watch<K>(
 ) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Default,
 {
-    watcher(api, config).backoff(WatchBackoff::default())
+    // Every event received counts as progress of the kind's first list
+    // (see `list_progress`); errors do not.
+    let received = list_progress::counter(&K::plural(&K::DynamicType::default()));
+    watcher(api, config)
+        .backoff(WatchBackoff::default())
+        .inspect(move |event| {
+            if event.is_ok() {
+                received.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
 }
 
 /// The watch settings of every cache: the server ends each watch well

@@ -1,0 +1,82 @@
+//! Whether the caches' first lists are still moving (issue 14).
+//!
+//! The leader gives up when a cache never completes its first list (a
+//! watch refused, an apiserver that never answers): exiting hands the lease
+//! on and a restart starts every watch afresh. A fixed deadline for the
+//! whole list cannot tell that from a big cluster: at 20,000 pods, with the
+//! control plane busy making pods, the Pod cache's first list (in pages of
+//! [`super::LIST_PAGE_SIZE`]) took longer than the 60 s default, and the
+//! restarted agent would have timed out again on every restart. So the
+//! deadline is for progress: a cache still listing must have received an
+//! event within each window of `--cache-sync-timeout-seconds`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// Events received per cache, by resource plural (the names
+/// [`super::unsynced`] reports).
+static RECEIVED: LazyLock<Mutex<BTreeMap<String, Arc<AtomicU64>>>> =
+    LazyLock::new(|| Mutex::new(BTreeMap::new()));
+
+/// The counter of the caches of `plural` (two watches of one kind share
+/// it: they list the same resource with the same permissions).
+pub fn counter(plural: &str) -> Arc<AtomicU64> {
+    let mut map = RECEIVED.lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(plural.to_string()).or_default().clone()
+}
+
+/// Every cache's count so far.
+pub fn snapshot() -> BTreeMap<String, u64> {
+    RECEIVED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed)))
+        .collect()
+}
+
+/// Of the caches still `pending`, those that received nothing between
+/// `before` and `now` (a cache never counted has received nothing).
+pub fn stalled<'a>(
+    pending: &[&'a str],
+    before: &BTreeMap<String, u64>,
+    now: &BTreeMap<String, u64>,
+) -> Vec<&'a str> {
+    let count = |m: &BTreeMap<String, u64>, name: &str| m.get(name).copied().unwrap_or(0);
+    pending
+        .iter()
+        .copied()
+        .filter(|name| count(now, name) == count(before, name))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn a_pending_cache_stalls_only_when_nothing_arrived_in_the_window() {
+        let before = counts(&[("pods", 4_000), ("runtimes", 10)]);
+        // Pods still listing (pages arriving), Runtimes stuck.
+        let now = counts(&[("pods", 9_000), ("runtimes", 10)]);
+        assert_eq!(stalled(&["pods", "runtimes"], &before, &now), ["runtimes"]);
+        // A cache that never received anything (a refused watch) stalls.
+        assert_eq!(stalled(&["jobs"], &before, &now), ["jobs"]);
+        // Synced caches are not asked about.
+        assert!(stalled(&["pods"], &before, &now).is_empty());
+    }
+
+    #[test]
+    fn watches_of_one_kind_share_a_counter() {
+        let a = counter("list-progress-test-kind");
+        let b = counter("list-progress-test-kind");
+        a.fetch_add(2, Ordering::Relaxed);
+        b.fetch_add(3, Ordering::Relaxed);
+        assert_eq!(snapshot().get("list-progress-test-kind"), Some(&5));
+    }
+}
