@@ -85,6 +85,21 @@ pub struct Options {
     pub profile: bool,
 }
 
+/// The RSS targets at scale S, in bytes.
+const AGENT_RSS_TARGET: f64 = 80e6;
+const CONSOLE_RSS_TARGET: f64 = 150e6;
+
+/// A resident-memory figure: the total against `target`, its parts in the
+/// name (how much of it is data, how much the binary's code).
+fn rss_figure(name: &str, rss: process::Rss, target: f64) -> Figure {
+    Figure::of(
+        &format!("{name} ({})", rss.parts()),
+        Unit::Bytes,
+        rss.total as f64,
+        Target::AtMost(target),
+    )
+}
+
 fn progress(started: Instant, what: &str) {
     eprintln!("[{:>7.1}s] {what}", started.elapsed().as_secs_f64());
 }
@@ -409,20 +424,11 @@ pub async fn run(opts: &Options) -> Report {
             idle_agent_writes,
             Target::AtMost(0.0),
         ),
-        Figure::of(
-            &format!("agent: RSS after convergence ({})", agent_rss.parts()),
-            Unit::Bytes,
-            agent_rss.total as f64,
-            Target::AtMost(80e6),
-        ),
-        Figure::of(
-            &format!(
-                "agent: RSS after the idle window (restarted agent; {})",
-                agent_rss_idle.parts()
-            ),
-            Unit::Bytes,
-            agent_rss_idle.total as f64,
-            Target::AtMost(80e6),
+        rss_figure("agent: RSS after convergence", agent_rss, AGENT_RSS_TARGET),
+        rss_figure(
+            "agent: RSS after the idle window, restarted agent",
+            agent_rss_idle,
+            AGENT_RSS_TARGET,
         ),
     ];
     figures.extend(cpu_figures(&agent_cpu, &floor_cpu));
@@ -587,12 +593,10 @@ async fn console_figures(
             Target::RatioAtMost(1.2),
         ));
     }
-    let rss = process::rss(tui.pid).unwrap_or_default();
-    figures.push(Figure::of(
-        &format!("console: RSS with every view visited ({})", rss.parts()),
-        Unit::Bytes,
-        rss.total as f64,
-        Target::AtMost(150e6),
+    figures.push(rss_figure(
+        "console: RSS with every view visited",
+        process::rss(tui.pid).unwrap_or_default(),
+        CONSOLE_RSS_TARGET,
     ));
     let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
     tokio::time::sleep(Duration::from_secs(opts.console_idle_seconds)).await;
@@ -649,12 +653,10 @@ async fn console_figures(
             (cpu1 - cpu0).as_secs_f64() / took.as_secs_f64().max(0.001),
             Target::AtMost(0.10),
         ));
-        let rss = process::rss(tui.pid).unwrap_or_default();
-        figures.push(Figure::of(
-            &format!("console: RSS after the churn ({})", rss.parts()),
-            Unit::Bytes,
-            rss.total as f64,
-            Target::AtMost(150e6),
+        figures.push(rss_figure(
+            "console: RSS after the churn",
+            process::rss(tui.pid).unwrap_or_default(),
+            CONSOLE_RSS_TARGET,
         ));
     }
     drop(tui);
