@@ -6,6 +6,7 @@
 /// churn (`berth-bench --runtimes 500 --replicas 10 --nodes 50`, one run
 /// each). The agent uses jemalloc: there mimalloc held more (84 MB
 /// against 54 MB after convergence), see agent/src/main.rs.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -23,6 +23,8 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         no_console: false,
         floor_pods: true,
         profile: false,
+        // The hold path runs too (it prints the table and waits).
+        hold_seconds: 1,
     };
     let report = bench::run(&opts).await;
     println!("{}", report.render());

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use berth_console::get::What;
 use berth_console::model::{App, ListView, Msg, Scope, Screen, update};
 use berth_console::store::Kind;
 use berth_console::watch::{self, Connection};
@@ -55,7 +56,16 @@ async fn raw_list(client: &Client, kind: Kind) -> usize {
 
 /// The floor of a view's first frame: its kinds listed in parallel.
 pub async fn list_floor(client: &Client, view: ListView) -> Duration {
-    let kinds = Screen::List(view).kinds();
+    kinds_floor(client, Screen::List(view).kinds()).await
+}
+
+/// The floor of `berth get what`: the kinds it reads listed in parallel
+/// (for rollouts that includes Events, which no list view reads).
+pub async fn get_floor(client: &Client, what: What) -> Duration {
+    kinds_floor(client, what.kinds()).await
+}
+
+async fn kinds_floor(client: &Client, kinds: Vec<Kind>) -> Duration {
     let started = Instant::now();
     join_all(kinds.into_iter().map(|k| raw_list(client, k))).await;
     started.elapsed()
@@ -216,7 +226,9 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
-pub async fn model_times(conn: &Connection, n: usize) -> ModelTimes {
+/// The console's model with every list view's kinds loaded from the
+/// cluster, as the bench times it.
+pub async fn model_app(conn: &Connection) -> App {
     let mut app = App::new("bench", Scope::All, k8s_openapi::jiff::Timestamp::now());
     let kinds: Vec<Kind> = [
         ListView::Runtimes,
@@ -236,6 +248,12 @@ pub async fn model_times(conn: &Connection, n: usize) -> ModelTimes {
             .iter()
             .map(|k| berth_console::model::WatchKey::all(*k)),
     );
+    app
+}
+
+/// Times `n` rounds of key presses and watch events on `app` (see
+/// [`ModelTimes`]).
+pub fn model_times(mut app: App, n: usize) -> ModelTimes {
     let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
     let mut draw = |app: &mut App| {
         app.refresh();

@@ -12,6 +12,7 @@ pub mod world;
 
 use std::time::{Duration, Instant};
 
+use berth_console::get::What;
 use berth_console::model::ListView;
 use berth_shared::api::Runtime;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -83,6 +84,11 @@ pub struct Options {
     /// `agent.top.txt` into the run's directory and prints the top.
     #[arg(long)]
     pub profile: bool,
+    /// After the figures, print the table and keep the control plane and
+    /// the (restarted) agent up for this long, for profiling the agent and
+    /// the console at this size by hand (README "Where the memory goes").
+    #[arg(long, default_value_t = 0)]
+    pub hold_seconds: u64,
 }
 
 /// The issue's RSS targets at scale S, in bytes.
@@ -446,10 +452,18 @@ pub async fn run(opts: &Options) -> Report {
 
     if !opts.no_console {
         progress(started, "console figures");
-        figures
-            .extend(console_figures(opts, &client, &cluster.kubeconfig, &berth_bin, &work).await);
+        figures.extend(
+            console_figures(
+                started,
+                opts,
+                &client,
+                &cluster.kubeconfig,
+                &berth_bin,
+                &work,
+            )
+            .await,
+        );
     }
-    drop(agent);
     let title = format!(
         "berth-bench: {} Runtimes ({} granted over {} classes) × {} replicas = {} pods, {} nodes, \
          concurrency {}, resync {} s (idle window: {} s); total {:.0} s",
@@ -464,7 +478,24 @@ pub async fn run(opts: &Options) -> Report {
         opts.idle_resync_seconds,
         started.elapsed().as_secs_f64()
     );
-    Report { title, figures }
+    let report = Report { title, figures };
+    if opts.hold_seconds > 0 {
+        eprintln!("{}", report.render());
+        progress(
+            started,
+            &format!(
+                "holding for {} s: KUBECONFIG={} (agent pid {}, log {}, grants file {})",
+                opts.hold_seconds,
+                cluster.kubeconfig.display(),
+                agent.pid(),
+                agent.log.display(),
+                grants.display()
+            ),
+        );
+        tokio::time::sleep(Duration::from_secs(opts.hold_seconds)).await;
+    }
+    drop(agent);
+    report
 }
 
 /// Asks the agent for its profile of the convergence (SIGUSR1) and prints
@@ -522,6 +553,7 @@ fn cpu_figures(agent: &cpu::Usage, floor: &cpu::Usage) -> Vec<Figure> {
 }
 
 async fn console_figures(
+    started: Instant,
     opts: &Options,
     client: &Client,
     kubeconfig: &std::path::Path,
@@ -530,18 +562,13 @@ async fn console_figures(
 ) -> Vec<Figure> {
     let mut figures = Vec::new();
     // `berth get` against the parallel LIST of what it shows.
-    for (what, view) in [
-        ("runtimes", Some(ListView::Runtimes)),
-        ("handlers", Some(ListView::Handlers)),
-        ("retained", Some(ListView::Retained)),
-        ("rollouts", None),
+    for (what, kinds) in [
+        ("runtimes", What::Runtimes),
+        ("handlers", What::Handlers),
+        ("retained", What::Retained),
+        ("rollouts", What::Rollouts),
     ] {
-        let floor = match view {
-            Some(v) => console::list_floor(client, v).await,
-            None => console::list_floor(client, ListView::Runtimes)
-                .await
-                .max(console::list_floor(client, ListView::Handlers).await),
-        };
+        let floor = console::get_floor(client, kinds).await;
         let (b, k) = (berth_bin.to_path_buf(), kubeconfig.to_path_buf());
         let w = what.to_string();
         let took = tokio::task::spawn_blocking(move || console::berth_get(&b, &k, &w))
@@ -667,7 +694,18 @@ async fn console_figures(
     })
     .await
     .expect("connect the model");
-    let times = console::model_times(&conn, opts.presses).await;
+    progress(started, "console model: loading the store");
+    let app = console::model_app(&conn).await;
+    // Its own line, so that a profiler can be attached to this phase alone.
+    progress(
+        started,
+        &format!(
+            "console model: timing {} key presses and watch events",
+            opts.presses
+        ),
+    );
+    let times = console::model_times(app, opts.presses);
+    progress(started, "console model: timed");
     figures.push(Figure::millis(
         "console model: key press → redrawn frame (median)",
         times.key_to_frame,
