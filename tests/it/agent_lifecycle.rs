@@ -1,7 +1,8 @@
 //! The agent over a Runtime's life on a real control plane: suspend scales
 //! to zero and suspends schedules; NetworkPolicy, HPA, jobs and schedules
 //! switched off delete only the Runtime's own objects; the agent runs with
-//! exactly the shipped RBAC; losing the lease stops it at once.
+//! exactly the shipped RBAC; losing the lease stops it at once; a cache
+//! that receives nothing (its watch refused) makes it exit, untouched.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -398,8 +399,13 @@ fn yaml_documents(text: &str) -> Vec<serde_json::Value> {
 }
 
 /// Creates the shipped RBAC for a ServiceAccount in `ns` (cluster-scoped
-/// names prefixed with `ns`); returns the cluster-scoped names created.
-async fn install_shipped_rbac(client: &kube::Client, ns: &str) -> (Vec<String>, Vec<String>) {
+/// names prefixed with `ns`), each document passed through `edit` first;
+/// returns the cluster-scoped names created.
+async fn install_shipped_rbac(
+    client: &kube::Client,
+    ns: &str,
+    edit: impl Fn(&mut serde_json::Value),
+) -> (Vec<String>, Vec<String>) {
     let mut docs = yaml_documents(include_str!("../../assets/rbac/agent.yaml"));
     docs.extend(yaml_documents(include_str!(
         "../../assets/rbac/agent-admission.yaml"
@@ -408,6 +414,7 @@ async fn install_shipped_rbac(client: &kube::Client, ns: &str) -> (Vec<String>, 
     let (mut roles, mut bindings) = (Vec::new(), Vec::new());
     let unique = |name: &serde_json::Value| format!("{ns}-{}", name.as_str().expect("name"));
     for mut doc in docs {
+        edit(&mut doc);
         let kind = doc["kind"].as_str().expect("kind").to_string();
         if let Some(subjects) = doc["subjects"].as_array_mut() {
             for s in subjects {
@@ -483,12 +490,12 @@ fn token_kubeconfig(beside: &std::path::Path, token: &str) -> std::path::PathBuf
     path
 }
 
-#[tokio::test]
-async fn agent_runs_with_exactly_the_shipped_rbac() {
-    let (ns, class) = setup("agent-rbac").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
-    let (roles, bindings) = install_shipped_rbac(&ns.client, &ns.name).await;
+/// A kubeconfig for the shipped RBAC's ServiceAccount in `ns` (a bound
+/// token), written next to `beside`.
+async fn agent_kubeconfig(
+    ns: &harness::TestNamespace,
+    beside: &std::path::Path,
+) -> std::path::PathBuf {
     let token = Api::<ServiceAccount>::namespaced(ns.client.clone(), &ns.name)
         .create_token_request(
             "berth-agent",
@@ -506,12 +513,33 @@ async fn agent_runs_with_exactly_the_shipped_rbac() {
         .status
         .expect("token status")
         .token;
-    let kubeconfig = tokio::task::spawn_blocking({
-        let grants = grants.clone();
-        move || token_kubeconfig(&grants, &token)
-    })
-    .await
-    .expect("kubeconfig");
+    let beside = beside.to_path_buf();
+    tokio::task::spawn_blocking(move || token_kubeconfig(&beside, &token))
+        .await
+        .expect("kubeconfig")
+}
+
+/// Deletes the cluster-scoped RBAC objects [`install_shipped_rbac`] made.
+async fn delete_rbac(client: &kube::Client, roles: Vec<String>, bindings: Vec<String>) {
+    for r in roles {
+        let _ = Api::<ClusterRole>::all(client.clone())
+            .delete(&r, &DeleteParams::default())
+            .await;
+    }
+    for b in bindings {
+        let _ = Api::<ClusterRoleBinding>::all(client.clone())
+            .delete(&b, &DeleteParams::default())
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn agent_runs_with_exactly_the_shipped_rbac() {
+    let (ns, class) = setup("agent-rbac").await;
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let (roles, bindings) = install_shipped_rbac(&ns.client, &ns.name, |_| {}).await;
+    let kubeconfig = agent_kubeconfig(&ns, &grants).await;
     let mut opts = AgentOpts::new(&ns.name, Some(&grants));
     opts.kubeconfig = Some(kubeconfig);
     let agent = Agent::start(opts).await;
@@ -599,16 +627,69 @@ async fn agent_runs_with_exactly_the_shipped_rbac() {
     );
 
     drop(agent);
-    for r in roles {
-        let _ = Api::<ClusterRole>::all(ns.client.clone())
-            .delete(&r, &DeleteParams::default())
-            .await;
-    }
-    for b in bindings {
-        let _ = Api::<ClusterRoleBinding>::all(ns.client.clone())
-            .delete(&b, &DeleteParams::default())
-            .await;
-    }
+    delete_rbac(&ns.client, roles, bindings).await;
+}
+
+/// A cache whose watch is refused receives nothing: once a whole
+/// `--cache-sync-timeout-seconds` window passes so, the leader releases the
+/// Lease and exits non-zero naming the cache, having written nothing (a
+/// restart starts every watch afresh; a cache still receiving objects is
+/// waited for instead, see `controller::list_progress`).
+#[tokio::test]
+async fn agent_exits_untouched_when_a_cache_receives_nothing() {
+    let (ns, class) = setup("agent-nosync").await;
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    // The shipped RBAC without the right to list and watch Pods.
+    let (roles, bindings) = install_shipped_rbac(&ns.client, &ns.name, |doc| {
+        if doc["kind"] == "ClusterRole"
+            && let Some(rules) = doc["rules"].as_array_mut()
+        {
+            for rule in rules.iter_mut() {
+                if let Some(resources) = rule["resources"].as_array_mut() {
+                    resources.retain(|r| r != "pods");
+                }
+            }
+            // A rule must name a resource.
+            rules.retain(|rule| rule["resources"].as_array().is_none_or(|r| !r.is_empty()));
+        }
+    })
+    .await;
+    let kubeconfig = agent_kubeconfig(&ns, &grants).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": bw})).await;
+
+    let mut opts = AgentOpts::new(&ns.name, Some(&grants));
+    opts.kubeconfig = Some(kubeconfig);
+    opts.cache_sync_timeout_seconds = 3;
+    let lease_name = opts.lease_name.clone();
+    let identity = opts.identity.clone();
+    let mut agent = Agent::spawn(opts).await;
+    let code = wait_for_value("the agent gives up", Duration::from_secs(60), || {
+        let code = agent.exit_code();
+        async move { code }
+    })
+    .await;
+    let log = agent.log_text();
+    assert!(code.is_some_and(|c| c != 0), "exit code {code:?}\n{log}");
+    assert!(
+        log.contains("caches did not sync: nothing received for 3s while listing")
+            && log.contains("\"pods\""),
+        "the error must name the cache that received nothing:\n{log}"
+    );
+    // It wrote nothing: no status, no Deployment; and it handed the Lease on.
+    let runtime: Runtime = Api::namespaced(ns.client.clone(), &ns.name)
+        .get("web")
+        .await
+        .expect("runtime");
+    assert!(runtime.status.is_none(), "status written: {runtime:?}");
+    assert!(get::<Deployment>(&ns, "web").await.is_none());
+    let lease = Api::<Lease>::namespaced(ns.client.clone(), &ns.name)
+        .get_opt(&lease_name)
+        .await
+        .expect("lease");
+    let holder = lease.and_then(|l| l.spec).and_then(|s| s.holder_identity);
+    assert_ne!(holder.as_deref(), Some(identity.as_str()), "lease kept:\n{log}");
+    delete_rbac(&ns.client, roles, bindings).await;
 }
 
 /// RFC 3339 `timestamp` of a JSON log line containing `needle`.

@@ -90,6 +90,8 @@ pub struct AgentOpts<'a> {
     pub kubeconfig: Option<PathBuf>,
     /// `--resync-seconds` (2 unless a test needs another).
     pub resync_seconds: u64,
+    /// `--cache-sync-timeout-seconds` (40 unless a test needs another).
+    pub cache_sync_timeout_seconds: u64,
 }
 
 impl<'a> AgentOpts<'a> {
@@ -101,6 +103,7 @@ impl<'a> AgentOpts<'a> {
             identity: format!("{namespace}-a"),
             kubeconfig: None,
             resync_seconds: 2,
+            cache_sync_timeout_seconds: 40,
         }
     }
 }
@@ -172,7 +175,10 @@ impl Agent {
             .args(["--lease-renew-seconds", "1"])
             .args(["--resync-seconds", &opts.resync_seconds.to_string()])
             .args(["--grants-interval-seconds", "1"])
-            .args(["--cache-sync-timeout-seconds", "40"])
+            .args([
+                "--cache-sync-timeout-seconds",
+                &opts.cache_sync_timeout_seconds.to_string(),
+            ])
             .env("KUBECONFIG", &kubeconfig)
             .env_remove("BERTH_GRANTS_FILE")
             .env("RUST_LOG", "info,kube_runtime=debug")
