@@ -688,7 +688,11 @@ async fn agent_exits_untouched_when_a_cache_receives_nothing() {
         .await
         .expect("lease");
     let holder = lease.and_then(|l| l.spec).and_then(|s| s.holder_identity);
-    assert_ne!(holder.as_deref(), Some(identity.as_str()), "lease kept:\n{log}");
+    assert_ne!(
+        holder.as_deref(),
+        Some(identity.as_str()),
+        "lease kept:\n{log}"
+    );
     delete_rbac(&ns.client, roles, bindings).await;
 }
 
