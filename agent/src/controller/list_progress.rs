@@ -8,11 +8,14 @@
 //! [`super::LIST_PAGE_SIZE`]) took longer than the 60 s default, and the
 //! restarted agent would have timed out again on every restart. So the
 //! deadline is for progress: a cache still listing must have received an
-//! event within each window of `--cache-sync-timeout-seconds`.
+//! object (or its list's end) within each window of
+//! `--cache-sync-timeout-seconds`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
+
+use kube::runtime::watcher;
 
 /// Events received per cache, by resource plural (the names
 /// [`super::unsynced`] reports).
@@ -24,6 +27,20 @@ static RECEIVED: LazyLock<Mutex<BTreeMap<String, Arc<AtomicU64>>>> =
 pub fn counter(plural: &str) -> Arc<AtomicU64> {
     let mut map = RECEIVED.lock().unwrap_or_else(|e| e.into_inner());
     map.entry(plural.to_string()).or_default().clone()
+}
+
+/// Whether a watch event is progress of a list: an object, or the list's
+/// end. `Init` is not: the watcher yields it when it *starts* a (re)list,
+/// before the request, so a watch refused on every retry (RBAC) yields an
+/// `Init` before each error and would look alive forever. Errors are not.
+pub fn is_progress<K, E>(event: &Result<watcher::Event<K>, E>) -> bool {
+    matches!(
+        event,
+        Ok(watcher::Event::InitApply(_)
+            | watcher::Event::InitDone
+            | watcher::Event::Apply(_)
+            | watcher::Event::Delete(_))
+    )
 }
 
 /// Every cache's count so far.
@@ -69,6 +86,27 @@ mod tests {
         assert_eq!(stalled(&["jobs"], &before, &now), ["jobs"]);
         // Synced caches are not asked about.
         assert!(stalled(&["pods"], &before, &now).is_empty());
+    }
+
+    #[test]
+    fn a_relist_starting_is_not_progress_but_what_it_receives_is() {
+        type Ev = Result<watcher::Event<u8>, &'static str>;
+        // A refused watch: Init before every failing list, then the error.
+        let refused: [Ev; 4] = [
+            Ok(watcher::Event::Init),
+            Err("403"),
+            Ok(watcher::Event::Init),
+            Err("403"),
+        ];
+        assert!(!refused.iter().any(is_progress));
+        // A list arriving: its objects and its end.
+        let listing: [Ev; 4] = [
+            Ok(watcher::Event::InitApply(1)),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Apply(2)),
+            Ok(watcher::Event::Delete(2)),
+        ];
+        assert!(listing.iter().all(is_progress));
     }
 
     #[test]

@@ -206,13 +206,13 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     K::DynamicType: Default,
 {
-    // Every event received counts as progress of the kind's first list
-    // (see `list_progress`); errors do not.
+    // What the kind's first list received counts as its progress (see
+    // `list_progress`).
     let received = list_progress::counter(&K::plural(&K::DynamicType::default()));
     watcher(api, config)
         .backoff(WatchBackoff::default())
         .inspect(move |event| {
-            if event.is_ok() {
+            if list_progress::is_progress(event) {
                 received.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         })
