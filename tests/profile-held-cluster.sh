@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Profiles of the console and the agent against a cluster held by
 # `berth-bench --hold-seconds N` (README "Where the memory goes, measured").
-# usage: prof.sh KUBECONFIG OUTDIR BERTH BERTH_SYSALLOC AGENT_SYSALLOC AGENT_PID GRANTS [steps...]
+# usage: tests/profile-held-cluster.sh KUBECONFIG OUTDIR BERTH BERTH_SYSALLOC AGENT_SYSALLOC AGENT_PID GRANTS [steps...]
 set -u
 KC=$1 W=$2 B=$3 BH=$4 AH=$5 APID=$6 GRANTS=$7; shift 7
 steps=${*:-"heap handlers churn agent"}
