@@ -159,8 +159,11 @@ mod tests {
         let dir = tempfile_dir();
         std::fs::create_dir_all(dir.join("docs")).expect("docs");
         std::fs::create_dir_all(dir.join("agent/src")).expect("src");
-        std::fs::write(dir.join("agent/src/live.rs"), "pub fn strip_revision() {}\n")
-            .expect("source");
+        std::fs::write(
+            dir.join("agent/src/live.rs"),
+            "pub fn strip_revision() {}\n",
+        )
+        .expect("source");
         std::fs::write(
             dir.join("docs/a.md"),
             "`live.rs` and `agent/src/gone.rs`, `strip_revision` and `strip_pod`, \
