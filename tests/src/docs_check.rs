@@ -81,10 +81,9 @@ pub fn stale_names(root: &Path) -> Vec<(String, String, String)> {
     let mut vocabulary = BTreeSet::new();
     for f in &all {
         let ext = Path::new(f).extension().and_then(|e| e.to_str());
-        if ext.is_some_and(|e| SOURCE_EXTENSIONS.contains(&e)) || f == "demo" {
-            if let Ok(text) = std::fs::read_to_string(root.join(f)) {
-                words(&text, &mut vocabulary);
-            }
+        let source = ext.is_some_and(|e| SOURCE_EXTENSIONS.contains(&e)) || f == "demo";
+        if source && let Ok(text) = std::fs::read_to_string(root.join(f)) {
+            words(&text, &mut vocabulary);
         }
     }
     let docs: Vec<&String> = all
