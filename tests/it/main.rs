@@ -15,6 +15,7 @@ mod bench_smoke;
 mod chart;
 mod console;
 mod console_get;
+mod contract_adversary;
 mod crds;
 mod faults;
 mod foundation;
