@@ -556,6 +556,7 @@ async fn contract_adversary_autoscaled_deployment_at_zero_comes_back_to_min() {
         &ns,
         "web",
         json!({"runtimeProfile": bw,
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
             "autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 4}}),
     )
     .await;

@@ -22,6 +22,7 @@ fn allowed(a: Allowed) -> String {
         Allowed::Any => "any".to_string(),
         Allowed::Value(v) => format!("`{v}`"),
         Allowed::DefaultPullPolicy => "the default for the image".to_string(),
+        Allowed::SameAs(field) => format!("the value of `{field}`"),
     }
 }
 

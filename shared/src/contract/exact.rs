@@ -180,6 +180,7 @@ impl Exact<'_> {
                             .unwrap_or_default();
                         value.as_str() == Some(default_pull_policy(image))
                     }
+                    Allowed::SameAs(field) => parent.and_then(|p| p.get(field)) == Some(value),
                 }
         })
     }

@@ -118,6 +118,8 @@ pub enum Allowed {
     /// The pull policy the apiserver defaults for the container's image:
     /// `Always` for `:latest` or no tag, `IfNotPresent` otherwise.
     DefaultPullPolicy,
+    /// The value of this sibling field (the apiserver copies it).
+    SameAs(&'static str),
 }
 
 /// A field berth does not render that a live object may carry.
@@ -438,6 +440,14 @@ pub const TOLERATED: &[Tolerated] = &[
         why: "apiserver default",
         example: r#""default-scheduler""#,
         refused: Some(r#""rogue-scheduler""#),
+    },
+    Tolerated {
+        scope: POD,
+        path: "/spec/serviceAccount",
+        allowed: Allowed::SameAs("serviceAccountName"),
+        why: "the deprecated alias the apiserver copies from `serviceAccountName`",
+        example: r#""worker""#,
+        refused: Some(r#""default""#),
     },
     Tolerated {
         scope: POD,
