@@ -125,8 +125,11 @@ pub(super) fn raise_from(live: Option<i32>) -> bool {
 
 /// Autoscaling on (the rendered Deployment sets no replicas) and the live
 /// Deployment at 0: one merge patch sets minReplicas, conditional on the
-/// uid and the resourceVersion the cache holds (a conflict means it
-/// changed meanwhile: the next reconcile looks again).
+/// uid only. Not on the resourceVersion: a Deployment just scaled to 0
+/// updates its status many times while its pods go, and every such
+/// precondition would fail; the autoscaler never writes at 0, so only a
+/// person scaling it in the same instant could be overwritten (and the
+/// autoscaler owns the count again from there).
 pub(super) async fn raise_from_zero(
     ctx: &Context,
     cached: &Cached<Deployment>,
@@ -150,7 +153,7 @@ pub(super) async fn raise_from_zero(
     let version = live.meta().resource_version.clone();
     let memory_key = format!("{label}/{ns}/replicas");
     let body = serde_json::json!({
-        "metadata": {"uid": live.meta().uid, "resourceVersion": version},
+        "metadata": {"uid": live.meta().uid},
         "spec": {"replicas": min_replicas},
     });
     let sent = super::diff::hash(&body);
@@ -176,11 +179,6 @@ pub(super) async fn raise_from_zero(
                 raised.meta().resource_version.as_deref(),
                 &sent,
             );
-        }
-        // Changed since the cache saw it (status, or a new count): the
-        // change wakes another reconcile.
-        Err(kube::Error::Api(s)) if s.code == 409 => {
-            tracing::debug!(object = %label, namespace = %ns, "raise from 0 raced a change; next reconcile");
         }
         Err(source) => out.errors.push(ApplyError::Handover {
             object: label,
