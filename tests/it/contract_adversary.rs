@@ -4,9 +4,7 @@
 //! drift); then another field manager (`intruder`) adds, one at a time,
 //! what the issue found staying — a key in a selector, AppArmor,
 //! SELinux, sysctls, `LD_PRELOAD`, mounts, `envFrom`, … — and each is gone
-//! after exactly one write. And a Deployment an intruder scales to 0 under
-//! an enabled autoscaler comes back to minReplicas, while a count the
-//! autoscaler's range allows is left alone.
+//! after exactly one write. (Autoscaling from zero: `autoscale_zero.rs`.)
 
 use std::time::Duration;
 
@@ -59,7 +57,7 @@ fn correct_writes(metrics: &str) -> f64 {
     })
 }
 
-fn agent_writes_to(metrics: &str, resource: &str) -> f64 {
+pub(crate) fn agent_writes_to(metrics: &str, resource: &str) -> f64 {
     let wanted = format!("resource=\"{resource}\"");
     metric_sum(metrics, "berth_agent_api_requests_total", |l| {
         !l.contains("method=\"GET\"") && l.contains(&wanted)
@@ -68,7 +66,7 @@ fn agent_writes_to(metrics: &str, resource: &str) -> f64 {
 
 const FORBIDS: &str = "removing what the production contract forbids";
 
-async fn rolled_out(client: &Client, ns: &str, name: &str, min_replicas: i32) {
+pub(crate) async fn rolled_out(client: &Client, ns: &str, name: &str, min_replicas: i32) {
     let deployments = Api::<Deployment>::namespaced(client.clone(), ns);
     wait_for_value(
         &format!("Deployment {name} rolled out"),
@@ -542,85 +540,6 @@ async fn contract_adversary_every_foreign_addition_is_removed_in_one_write() {
     assert!(
         !agent.log_text().contains("reconcile failed"),
         "no reconcile failed; log:\n{}",
-        agent.log_text()
-    );
-}
-
-#[tokio::test]
-async fn contract_adversary_autoscaled_deployment_at_zero_comes_back_to_min() {
-    let (ns, class) = setup("contract-zero").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
-    let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
-    create_runtime(
-        &ns,
-        "web",
-        json!({"runtimeProfile": bw,
-            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-            "autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 4}}),
-    )
-    .await;
-    wait_condition(&ns, "web", "Ready", "True", None).await;
-    rolled_out(&ns.client, &ns.name, "web", 2).await;
-    let deployments: Api<Deployment> = Api::namespaced(ns.client.clone(), &ns.name);
-    let intruder = PatchParams {
-        field_manager: Some("intruder".to_string()),
-        ..Default::default()
-    };
-    let replicas = |d: &Deployment| d.spec.as_ref().and_then(|s| s.replicas);
-
-    // Scaled to 0 by someone else: the autoscaler does nothing at 0, the
-    // agent raises it to minReplicas in one write.
-    let before = agent.metrics().await;
-    let scaled = deployments
-        .patch(
-            "web",
-            &intruder,
-            &Patch::Merge(&json!({"spec": {"replicas": 0}})),
-        )
-        .await
-        .expect("scale to 0");
-    assert_eq!(replicas(&scaled), Some(0));
-    wait_for(
-        "the Deployment back at minReplicas",
-        Duration::from_secs(60),
-        || {
-            let deployments = deployments.clone();
-            async move { replicas(&deployments.get("web").await.expect("get")) == Some(2) }
-        },
-    )
-    .await;
-    wait_reconciles(&agent, 3.0).await;
-    let after = agent.metrics().await;
-    assert_eq!(
-        agent_writes_to(&after, "deployments") - agent_writes_to(&before, "deployments"),
-        1.0,
-        "raised in one write; log:\n{}",
-        agent.log_text()
-    );
-
-    // A count inside the autoscaler's range is the autoscaler's: the agent
-    // leaves it and writes nothing.
-    deployments
-        .patch(
-            "web",
-            &intruder,
-            &Patch::Merge(&json!({"spec": {"replicas": 3}})),
-        )
-        .await
-        .expect("scale to 3");
-    rolled_out(&ns.client, &ns.name, "web", 3).await;
-    let before = agent.metrics().await;
-    wait_reconciles(&agent, 5.0).await;
-    let after = agent.metrics().await;
-    assert_eq!(
-        replicas(&deployments.get("web").await.expect("get")),
-        Some(3)
-    );
-    assert_eq!(
-        agent_writes_to(&after, "deployments") - agent_writes_to(&before, "deployments"),
-        0.0,
-        "no write against the autoscaler's count; log:\n{}",
         agent.log_text()
     );
 }

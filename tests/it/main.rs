@@ -11,6 +11,7 @@ mod agent_lifecycle;
 mod agent_reconcile;
 mod agent_semantics;
 mod assets;
+mod autoscale_zero;
 mod bench_smoke;
 mod chart;
 mod console;

@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::table::{Allowed, GOVERNED, Scope, TOLERATED, UNGOVERNED};
+use super::allowlist::{TOLERATED, UNGOVERNED};
+use super::table::{Allowed, GOVERNED, Scope};
 
 fn scope(s: Scope) -> String {
     match s {

@@ -7,7 +7,8 @@
 //! (`hostNetwork: true`, a key in a selector, an `LD_PRELOAD` env entry,
 //! an AppArmor annotation) would stay for ever. So the live object's
 //! governed parts are compared with the rendered ones, and every
-//! difference is a violation unless the one table (`table.rs`) tolerates
+//! difference is a violation unless the one table (`table.rs`,
+//! `allowlist.rs`) tolerates
 //! that field with that value (fields the apiserver defaults, the replica
 //! count the autoscaler owns, `kubectl rollout restart`). The agent then
 //! writes one merge patch that makes those parts exactly the rendered
@@ -19,15 +20,17 @@ use std::fmt;
 
 use serde_json::Value;
 
+mod allowlist;
 mod docs;
 mod exact;
 pub mod table;
 #[cfg(test)]
 mod tests;
 
+pub use allowlist::{TOLERATED, UNGOVERNED};
 pub use docs::markdown;
 pub use exact::{Difference, default_pull_policy};
-pub use table::{Allowed, GOVERNED, Governed, Kind, Scope, TOLERATED, Tolerated, UNGOVERNED};
+pub use table::{Allowed, GOVERNED, Governed, Kind, Scope, Tolerated, Ungoverned};
 
 use exact::{Exact, Seg, Tolerance, matches, pattern};
 

@@ -81,7 +81,8 @@ fn strategic(target: &mut Value, patch: &Value) {
                 let named = v
                     .as_array()
                     .is_some_and(|e| e.iter().all(|e| e.get("name").is_some()));
-                if let (true, Some(list), Some(entries)) = (named, slot.as_array_mut(), v.as_array())
+                if let (true, Some(list), Some(entries)) =
+                    (named, slot.as_array_mut(), v.as_array())
                 {
                     for e in entries {
                         match list.iter_mut().find(|l| l.get("name") == e.get("name")) {
@@ -391,7 +392,7 @@ fn pull_policy_defaults_follow_the_image() {
     }
 }
 
-const START: &str = "<!-- contract-table:start (generated from shared/src/contract/table.rs) -->\n";
+const START: &str = "<!-- contract-table:start (generated from shared/src/contract/table.rs and allowlist.rs) -->\n";
 const END: &str = "<!-- contract-table:end -->";
 
 #[test]
@@ -410,7 +411,7 @@ fn the_docs_page_shows_the_table() {
     }
     assert_eq!(
         current, expected,
-        "docs/drift-and-events.md's contract table differs from shared/src/contract/table.rs \
+        "docs/drift-and-events.md's contract table differs from shared/src/contract/table.rs and allowlist.rs \
          (BERTH_UPDATE_GOLDEN=1 cargo test -p berth-shared regenerates it)"
     );
 }

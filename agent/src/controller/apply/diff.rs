@@ -3,7 +3,9 @@
 //! annotation, which row of the contract table governs each kind, and the
 //! overlay a replace writes. Pure.
 
-use berth_shared::contract::{self, Kind, Violation};
+use berth_shared::contract::Kind;
+#[cfg(test)]
+use berth_shared::contract::{self, Violation};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -65,7 +67,9 @@ pub trait Governed: Serialize + Sized {
     const KIND: Kind;
     /// Top-level fields a replace sets whole.
     const WHOLE: &'static [&'static str] = &[];
-    /// Forbidden differences between `live` and `desired`.
+    /// Forbidden differences between `live` and `desired` (the apply step
+    /// compares the JSON it already holds; the typed form is for tests).
+    #[cfg(test)]
     fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
         match (serde_json::to_value(live), serde_json::to_value(desired)) {
             (Ok(l), Ok(d)) => contract::violations(Self::KIND, &l, &d),
