@@ -1,8 +1,10 @@
 //! What "differs" means for the apply step: containment of the desired
 //! object in the live one (keyed lists entry by entry), the applied-hash
-//! annotation, what the production contract governs per kind, and the
-//! correction patch and overlay that put the governed part back. Pure.
+//! annotation, which row of the contract table governs each kind, and the
+//! overlay a replace writes. Pure.
 
+use berth_shared::contract::Kind;
+#[cfg(test)]
 use berth_shared::contract::{self, Violation};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -57,74 +59,53 @@ pub fn contains(actual: Option<&Value>, desired: &Value) -> bool {
     }
 }
 
-/// How the production contract governs a managed kind: which live
-/// differences are forbidden, and which top-level fields a correction
-/// replaces whole (the others are overlaid field by field under `spec`).
-pub trait Governed: Sized {
-    /// Forbidden differences between `live` and `desired`.
-    fn violations(_live: &Self, _desired: &Self) -> Vec<Violation> {
-        Vec::new()
-    }
-    /// Top-level fields a replace (the fallback when an apply cannot
-    /// converge) sets whole.
+/// How the production contract governs a managed kind: its row in the
+/// contract table (`berth_shared::contract`), and which top-level fields
+/// a replace (the fallback when an apply cannot converge) sets whole.
+pub trait Governed: Serialize + Sized {
+    /// The kind's rows in the contract table.
+    const KIND: Kind;
+    /// Top-level fields a replace sets whole.
     const WHOLE: &'static [&'static str] = &[];
-    /// JSON pointers of the parts the contract governs whole: a contract
-    /// correction makes each exactly the rendered one.
-    const GOVERNED: &'static [&'static str] = &[];
+    /// Forbidden differences between `live` and `desired` (the apply step
+    /// compares the JSON it already holds; the typed form is for tests).
+    #[cfg(test)]
+    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
+        match (serde_json::to_value(live), serde_json::to_value(desired)) {
+            (Ok(l), Ok(d)) => contract::violations(Self::KIND, &l, &d),
+            _ => Vec::new(),
+        }
+    }
 }
 
-impl Governed for ServiceAccount {}
-impl Governed for Service {}
-impl Governed for NetworkPolicy {}
-impl Governed for HorizontalPodAutoscaler {}
-impl Governed for Job {}
-
+impl Governed for ServiceAccount {
+    const KIND: Kind = Kind::ServiceAccount;
+}
+impl Governed for Service {
+    const KIND: Kind = Kind::Service;
+}
+impl Governed for NetworkPolicy {
+    const KIND: Kind = Kind::NetworkPolicy;
+}
+impl Governed for HorizontalPodAutoscaler {
+    const KIND: Kind = Kind::HorizontalPodAutoscaler;
+}
+impl Governed for Job {
+    const KIND: Kind = Kind::Job;
+}
 impl Governed for ConfigMap {
-    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
-        contract::config_map_violations(live, desired)
-    }
+    const KIND: Kind = Kind::ConfigMap;
     const WHOLE: &'static [&'static str] = &["data", "binaryData"];
-    const GOVERNED: &'static [&'static str] = &["/data", "/binaryData"];
 }
-
 impl Governed for PodDisruptionBudget {
-    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
-        match (&live.spec, &desired.spec) {
-            (Some(l), Some(d)) => contract::pdb_violations(l, d),
-            _ => Vec::new(),
-        }
-    }
+    const KIND: Kind = Kind::PodDisruptionBudget;
     const WHOLE: &'static [&'static str] = &["spec"];
-    const GOVERNED: &'static [&'static str] = &["/spec"];
 }
-
 impl Governed for Deployment {
-    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
-        let pod = |d: &Deployment| d.spec.as_ref().and_then(|s| s.template.spec.clone());
-        match (pod(live), pod(desired)) {
-            (Some(l), Some(d)) => contract::pod_spec_violations("spec.template.spec", &l, &d),
-            _ => Vec::new(),
-        }
-    }
-    const GOVERNED: &'static [&'static str] = &["/spec/template/spec"];
+    const KIND: Kind = Kind::Deployment;
 }
-
 impl Governed for CronJob {
-    fn violations(live: &Self, desired: &Self) -> Vec<Violation> {
-        let pod = |c: &CronJob| {
-            c.spec
-                .as_ref()
-                .and_then(|s| s.job_template.spec.as_ref())
-                .and_then(|j| j.template.spec.clone())
-        };
-        match (pod(live), pod(desired)) {
-            (Some(l), Some(d)) => {
-                contract::pod_spec_violations("spec.jobTemplate.spec.template.spec", &l, &d)
-            }
-            _ => Vec::new(),
-        }
-    }
-    const GOVERNED: &'static [&'static str] = &["/spec/jobTemplate/spec/template/spec"];
+    const KIND: Kind = Kind::CronJob;
 }
 
 pub(super) fn hash(value: &Value) -> String {
@@ -149,63 +130,6 @@ pub fn with_hash<K: Serialize>(desired: &K) -> Result<Value, serde_json::Error> 
         a.insert(APPLIED_HASH_ANNOTATION.to_string(), Value::String(h));
     }
     Ok(value)
-}
-
-/// A JSON merge patch that makes each part of `live` at the `governed`
-/// pointers exactly the rendered one: the desired content, plus an
-/// explicit null for every key `live` has and `desired` does not, at every
-/// depth (lists are replaced whole by a merge patch anyway). Fields the
-/// apiserver defaults come back with their defaults; fields someone else
-/// added are gone. The desired labels and annotations are set too.
-pub fn correction_patch(
-    live: &Value,
-    desired: &Value,
-    governed: &[&str],
-    uid: Option<&str>,
-) -> Value {
-    fn exact(live: Option<&Value>, desired: &Value) -> Value {
-        match (live, desired) {
-            (Some(Value::Object(l)), Value::Object(d)) => {
-                let mut out = serde_json::Map::new();
-                for (k, dv) in d {
-                    out.insert(k.clone(), exact(l.get(k), dv));
-                }
-                for k in l.keys() {
-                    if !d.contains_key(k) {
-                        out.insert(k.clone(), Value::Null);
-                    }
-                }
-                Value::Object(out)
-            }
-            (_, d) => d.clone(),
-        }
-    }
-    let mut patch = serde_json::json!({"metadata": {"uid": uid}});
-    for key in ["labels", "annotations"] {
-        if let Some(v) = desired.pointer(&format!("/metadata/{key}")) {
-            patch["metadata"][key] = v.clone();
-        }
-    }
-    for pointer in governed {
-        let part = match desired.pointer(pointer) {
-            Some(d) => exact(live.pointer(pointer), d),
-            None => Value::Null,
-        };
-        // Build the nesting down to the pointer.
-        let mut at = &mut patch;
-        let segments: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
-        for (i, segment) in segments.iter().enumerate() {
-            if i + 1 == segments.len() {
-                at[*segment] = part.clone();
-            } else {
-                if !at.get(*segment).is_some_and(Value::is_object) {
-                    at[*segment] = serde_json::json!({});
-                }
-                at = &mut at[*segment];
-            }
-        }
-    }
-    patch
 }
 
 /// `live` with the fields in `whole` replaced by `desired`'s (removed when
@@ -331,45 +255,6 @@ mod tests {
             &["data", "binaryData"],
         );
         assert_eq!(cm, json!({"metadata": {"name": "c"}, "data": {"A": "1"}}));
-    }
-
-    #[test]
-    fn correction_patch_makes_the_governed_part_exact() {
-        let live = json!({
-            "metadata": {"name": "web", "uid": "u1", "labels": {"theirs": "x"}},
-            "spec": {"replicas": 3, "template": {
-                "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "t"}},
-                "spec": {
-                    "hostNetwork": true,
-                    "dnsPolicy": "ClusterFirst",
-                    "securityContext": {"runAsNonRoot": true, "sysctls": [{"name": "x", "value": "1"}]},
-                    "containers": [{"name": "app", "image": "a", "securityContext": {"privileged": true}},
-                                   {"name": "sidecar", "image": "b"}]
-                }}}
-        });
-        let desired = json!({
-            "metadata": {"name": "web", "labels": {"berth": "y"}},
-            "spec": {"template": {"spec": {
-                "securityContext": {"runAsNonRoot": true},
-                "containers": [{"name": "app", "image": "a"}]
-            }}}
-        });
-        let patch = correction_patch(&live, &desired, &["/spec/template/spec"], Some("u1"));
-        assert_eq!(
-            patch,
-            json!({
-                "metadata": {"uid": "u1", "labels": {"berth": "y"}},
-                "spec": {"template": {"spec": {
-                    "hostNetwork": null,
-                    "dnsPolicy": null,
-                    "securityContext": {"runAsNonRoot": true, "sysctls": null},
-                    "containers": [{"name": "app", "image": "a"}]
-                }}}
-            })
-        );
-        // Replicas and the template's metadata are not governed: untouched.
-        assert!(patch["spec"].get("replicas").is_none());
-        assert!(patch["spec"]["template"].get("metadata").is_none());
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Autoscaling turned on: the replica count passes from the agent to the
-//! HorizontalPodAutoscaler without the Deployment falling to one replica.
+//! HorizontalPodAutoscaler without the Deployment falling to one replica;
+//! and while autoscaling is on, a Deployment someone scaled to 0 (where the
+//! autoscaler does nothing) is raised back to minReplicas.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
@@ -113,10 +115,90 @@ pub(super) async fn hand_over_replicas(
     }
 }
 
+/// Whether the agent raises a Deployment whose live count is `live` while
+/// autoscaling is on: only from 0 (the autoscaler does nothing for a
+/// target at 0 replicas, so nobody else would). Any other count is the
+/// autoscaler's (or its bounds', which it enforces itself).
+pub(super) fn raise_from(live: Option<i32>) -> bool {
+    live == Some(0)
+}
+
+/// Autoscaling on (the rendered Deployment sets no replicas) and the live
+/// Deployment at 0: one merge patch sets minReplicas, conditional on the
+/// uid only. Not on the resourceVersion: a Deployment just scaled to 0
+/// updates its status many times while its pods go, and every such
+/// precondition would fail; the autoscaler never writes at 0, so only a
+/// person scaling it in the same instant could be overwritten (and the
+/// autoscaler owns the count again from there).
+pub(super) async fn raise_from_zero(
+    ctx: &Context,
+    cached: &Cached<Deployment>,
+    desired: &Deployment,
+    uid: &str,
+    min_replicas: i32,
+    out: &mut ApplyOutcome,
+) {
+    let name = desired.name_any();
+    let ns = desired.namespace().unwrap_or_default();
+    let label = format!("Deployment/{name}");
+    let Some(live) = cached.get(&name) else {
+        return;
+    };
+    if !owned_by(live.meta(), uid)
+        || live.meta().deletion_timestamp.is_some()
+        || !raise_from(live.spec.as_ref().and_then(|s| s.replicas))
+    {
+        return;
+    }
+    let version = live.meta().resource_version.clone();
+    let memory_key = format!("{label}/{ns}/replicas");
+    let body = serde_json::json!({
+        "metadata": {"uid": live.meta().uid},
+        "spec": {"replicas": min_replicas},
+    });
+    let sent = super::diff::hash(&body);
+    if ctx
+        .written
+        .already_sent(&memory_key, version.as_deref(), &sent)
+    {
+        return;
+    }
+    tracing::warn!(object = %label, namespace = %ns, min_replicas, "autoscaling on and the Deployment at 0 replicas: raising it to minReplicas");
+    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let params = PatchParams {
+        field_manager: Some(HANDOVER_MANAGER.to_string()),
+        ..Default::default()
+    };
+    match api.patch(&name, &params, &Patch::Merge(&body)).await {
+        Ok(raised) => {
+            out.writes += 1;
+            ctx.metrics.write("Deployment", "correct");
+            ctx.written.sent(
+                &memory_key,
+                version.as_deref(),
+                raised.meta().resource_version.as_deref(),
+                &sent,
+            );
+        }
+        Err(source) => out.errors.push(ApplyError::Handover {
+            object: label,
+            source,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_zero_is_raised_under_the_autoscaler() {
+        assert!(raise_from(Some(0)));
+        for count in [None, Some(1), Some(2), Some(7)] {
+            assert!(!raise_from(count), "{count:?} is the autoscaler's");
+        }
+    }
 
     #[test]
     fn replica_ownership_from_managed_fields() {

@@ -6,15 +6,16 @@
 //! with the same value (drift), or the live object's
 //! `berth.dev/applied-hash` annotation is not the hash of the desired object
 //! (the spec changed, which also covers fields that were *removed* from the
-//! desired object). Keyed lists (entries with a `name`) are compared entry
-//! by entry, so entries another party added, and the order they put them
-//! in, are not drift; labels and annotations others add are not either.
+//! desired object). For that decision keyed lists (entries with a `name`)
+//! are compared entry by entry; whether an entry another party added may
+//! stay is the contract's question (below): in a governed part it may not.
+//! Labels and annotations others add on the object itself are not drift.
 //!
-//! Server-side apply cannot remove a field another manager owns, so what
-//! the production contract forbids (`berth_shared::contract`: host
-//! namespaces, extra containers or volumes, privilege, a reshaped PDB, …)
-//! is corrected by replacing the governed part of the object with the
-//! rendered one: one merge patch carrying the object's uid, one write.
+//! Server-side apply cannot remove a field another manager owns, so the
+//! governed parts of each object (`berth_shared::contract`: deny by
+//! default, one table of what is tolerated) are compared exactly with the
+//! rendered ones, and any foreign difference is corrected by one merge
+//! patch carrying the object's uid: one write.
 //!
 //! Objects are never adopted: an existing object with a managed name and no
 //! controller reference to this Runtime is a conflict and is left untouched.
@@ -24,6 +25,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use berth_shared::api::{JobRunStatus, Runtime};
+use berth_shared::contract;
 use berth_shared::render::{self, Rendered};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
@@ -35,10 +37,10 @@ use serde_json::Value;
 mod diff;
 mod handover;
 
-pub use diff::{APPLIED_HASH_ANNOTATION, Governed, contains, correction_patch, overlay, with_hash};
+pub use diff::{APPLIED_HASH_ANNOTATION, Governed, contains, overlay, with_hash};
 
 use self::diff::{applied_hash, hash};
-use self::handover::hand_over_replicas;
+use self::handover::{hand_over_replicas, raise_from_zero};
 use super::apply_error::ApplyError;
 use super::context::{Context, FIELD_MANAGER};
 use super::live::{Cached, Live};
@@ -146,17 +148,20 @@ async fn ensure<K: Managed + Governed>(
         if mode == Mode::CreateOnly {
             return;
         }
-        let violations = K::violations(live, desired);
-        if !violations.is_empty() {
-            // Apply cannot remove another manager's fields: replace the
-            // governed part with the rendered one, in one write.
+        let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
+        let violations = contract::violations(K::KIND, &live_value, &desired_value);
+        // Only against the rendering applied last: a changed Runtime is
+        // applied first (below), and what that apply cannot remove is
+        // corrected by the next reconcile.
+        if !violations.is_empty() && applied_hash(&live_value) == applied_hash(&desired_value) {
+            // Apply cannot remove another manager's fields: make the
+            // governed parts exactly the rendered ones, in one write.
             let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
             tracing::warn!(object = %label, namespace = %ns, violations = ?found, "removing what the production contract forbids");
-            let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
-            let patch = correction_patch(
+            let patch = contract::correction(
+                K::KIND,
                 &live_value,
                 &desired_value,
-                K::GOVERNED,
                 live.meta().uid.as_deref(),
             );
             let version = live.meta().resource_version.as_deref();
@@ -198,7 +203,6 @@ async fn ensure<K: Managed + Governed>(
             }
             return;
         }
-        let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
         if contains(Some(&live_value), &desired_value) {
             return;
         }
@@ -504,6 +508,18 @@ pub async fn apply_all(
             &mut out,
         )
         .await;
+        if rendered.horizontal_pod_autoscaler.is_some() {
+            let min = runtime.spec.wanted_replicas();
+            raise_from_zero(
+                ctx,
+                &s.deployments,
+                &rendered.deployment,
+                uid,
+                min,
+                &mut out,
+            )
+            .await;
+        }
         out
     };
     // The kinds a Runtime has zero or more of: each is an owned set.

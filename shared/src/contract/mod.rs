@@ -1,0 +1,237 @@
+//! The production contract on a managed object, whoever changed it
+//! (docs/drift-and-events.md): deny by default.
+//!
+//! The governed part of each managed object is exactly the rendered one.
+//! Server-side apply only corrects the fields the agent itself sets; a
+//! field, map key or list entry another field manager added
+//! (`hostNetwork: true`, a key in a selector, an `LD_PRELOAD` env entry,
+//! an AppArmor annotation) would stay for ever. So the live object's
+//! governed parts are compared with the rendered ones, and every
+//! difference is a violation unless the one table (`table.rs`,
+//! `allowlist.rs`) tolerates
+//! that field with that value (fields the apiserver defaults, the replica
+//! count the autoscaler owns, `kubectl rollout restart`). The agent then
+//! writes one merge patch that makes those parts exactly the rendered
+//! ones again, keeping the tolerated fields ([`correction`]).
+//!
+//! Pure: JSON in, JSON out.
+
+use std::fmt;
+
+use serde_json::Value;
+
+mod allowlist;
+mod docs;
+mod exact;
+pub mod table;
+#[cfg(test)]
+mod tests;
+
+pub use allowlist::{TOLERATED, UNGOVERNED};
+pub use docs::markdown;
+pub use exact::{Difference, default_pull_policy};
+pub use table::{Allowed, GOVERNED, Governed, Kind, Scope, Tolerated, Ungoverned};
+
+use exact::{Exact, Seg, Tolerance, matches, pattern};
+
+/// One forbidden difference between a live object and its rendered form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Where, e.g. `spec.template.spec.hostNetwork`.
+    pub path: String,
+    /// The contract rule broken, stable (metrics, logs, docs).
+    pub rule: Rule,
+}
+
+/// The contract rules a managed object can break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// hostNetwork, hostPID, hostIPC or a shared process namespace.
+    HostNamespace,
+    /// A container, init container or ephemeral container berth did not
+    /// render (or one it rendered, missing).
+    ExtraContainer,
+    /// Any other change to one of berth's containers.
+    Container,
+    /// A volume berth did not render (hostPath or any other).
+    ExtraVolume,
+    /// A security context other than the rendered one (privilege,
+    /// capabilities, AppArmor, SELinux, sysctls, user).
+    Privilege,
+    /// Container ports berth did not render (a host port binds the node's).
+    HostPort,
+    /// Environment entries or sources berth did not render.
+    Environment,
+    /// Volume mounts or devices berth did not render.
+    Mount,
+    /// A different service account, its token, secrets or pull secrets.
+    ServiceAccount,
+    /// A RuntimeClass other than the granted one (or none).
+    RuntimeClass,
+    /// The pod template's labels or annotations.
+    PodMetadata,
+    /// Any other field of the pod spec.
+    PodSpec,
+    /// A selector: which pods a Service, NetworkPolicy or Deployment takes.
+    Selector,
+    /// Any other field of a governed spec.
+    Spec,
+    /// A PodDisruptionBudget other than the rendered one.
+    DisruptionBudget,
+    /// ConfigMap content berth did not render (keys become env vars).
+    ConfigData,
+}
+
+impl Rule {
+    /// Stable identifier.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::HostNamespace => "host-namespace",
+            Rule::ExtraContainer => "extra-container",
+            Rule::Container => "container",
+            Rule::ExtraVolume => "extra-volume",
+            Rule::Privilege => "privilege",
+            Rule::HostPort => "host-port",
+            Rule::Environment => "environment",
+            Rule::Mount => "mount",
+            Rule::ServiceAccount => "service-account",
+            Rule::RuntimeClass => "runtime-class",
+            Rule::PodMetadata => "pod-metadata",
+            Rule::PodSpec => "pod-spec",
+            Rule::Selector => "selector",
+            Rule::Spec => "spec",
+            Rule::DisruptionBudget => "disruption-budget",
+            Rule::ConfigData => "config-data",
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.path, self.rule.as_str())
+    }
+}
+
+/// Whether a row applies to `kind`, and its path from the object's root.
+fn absolute(scope: Scope, path: &str, kind: Kind) -> Option<String> {
+    match scope {
+        Scope::Kind(k) if k == kind => Some(path.to_string()),
+        Scope::Kind(_) => None,
+        Scope::PodTemplate => kind.pod_template().map(|t| format!("{t}{path}")),
+    }
+}
+
+/// The governed rows of `kind` with their absolute patterns.
+fn governed(kind: Kind) -> Vec<(Vec<Seg>, String, &'static Governed)> {
+    GOVERNED
+        .iter()
+        .filter_map(|row| {
+            let path = absolute(row.scope, row.path, kind)?;
+            Some((pattern(&path), path, row))
+        })
+        .collect()
+}
+
+fn exact(kind: Kind) -> Exact<'static> {
+    Exact {
+        tolerances: TOLERATED
+            .iter()
+            .filter_map(|row| {
+                let path = absolute(row.scope, row.path, kind)?;
+                Some(Tolerance {
+                    pattern: pattern(&path),
+                    row,
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The parts of `kind` compared whole: governed rows that are plain
+/// pointers and not inside another governed row.
+pub fn roots(kind: Kind) -> Vec<String> {
+    let rows = governed(kind);
+    let plain: Vec<&String> = rows
+        .iter()
+        .map(|(_, p, _)| p)
+        .filter(|p| !p.contains('*') && !p.contains('{'))
+        .collect();
+    plain
+        .iter()
+        .filter(|p| {
+            !plain
+                .iter()
+                .any(|q| q != *p && p.starts_with(&format!("{q}/")))
+        })
+        .map(|p| (*p).clone())
+        .collect()
+}
+
+fn keys(pointer: &str) -> Vec<String> {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+/// The rule a difference at `keys` breaks: the longest governed row above it.
+fn rule_at(rows: &[(Vec<Seg>, String, &'static Governed)], keys: &[String]) -> Rule {
+    rows.iter()
+        .enumerate()
+        .filter(|(_, (pat, _, _))| matches(pat, keys, false))
+        .max_by_key(|(i, (pat, _, _))| (pat.len(), *i))
+        .map_or(Rule::Spec, |(_, (_, _, row))| row.rule)
+}
+
+/// Every difference between the governed parts of `live` and `desired`
+/// (both the whole object as JSON) that no tolerance covers.
+pub fn violations(kind: Kind, live: &Value, desired: &Value) -> Vec<Violation> {
+    let rows = governed(kind);
+    let compare = exact(kind);
+    roots(kind)
+        .iter()
+        .flat_map(|root| {
+            compare.differences(&keys(root), live.pointer(root), desired.pointer(root))
+        })
+        .map(|d| Violation {
+            rule: rule_at(&rows, &d.keys),
+            path: d.shown,
+        })
+        .collect()
+}
+
+/// A JSON merge patch that makes every governed part of `live` exactly the
+/// rendered one: the desired content, an explicit null for every field
+/// `live` has and `desired` does not (unless tolerated), lists replaced
+/// whole (their entries keep their tolerated fields). It carries the
+/// object's `uid` (so it fails rather than touch a recreated object) and
+/// sets the desired labels and annotations (others' stay).
+pub fn correction(kind: Kind, live: &Value, desired: &Value, uid: Option<&str>) -> Value {
+    let compare = exact(kind);
+    let mut patch = serde_json::json!({"metadata": {"uid": uid}});
+    for key in ["labels", "annotations"] {
+        if let Some(v) = desired.pointer(&format!("/metadata/{key}")) {
+            patch["metadata"][key] = v.clone();
+        }
+    }
+    for root in roots(kind) {
+        let segments = keys(&root);
+        let Some(part) = compare.patch(&segments, live.pointer(&root), desired.pointer(&root))
+        else {
+            continue;
+        };
+        let mut at = &mut patch;
+        for (i, segment) in segments.iter().enumerate() {
+            if i + 1 == segments.len() {
+                at[segment.as_str()] = part.clone();
+            } else {
+                if !at.get(segment.as_str()).is_some_and(Value::is_object) {
+                    at[segment.as_str()] = serde_json::json!({});
+                }
+                at = &mut at[segment.as_str()];
+            }
+        }
+    }
+    patch
+}
