@@ -251,9 +251,34 @@ impl Held {
     }
 }
 
-/// The agent sends no write while nothing changes.
+/// Waits until each Deployment has rolled back onto its template (the
+/// adversary's `hostNetwork` rolled pods, the repair rolls them back):
+/// until then the pods' progress is news, and the agent writes it.
+async fn settled(ns: &TestNamespace, names: &[&str]) {
+    let deps: Api<Deployment> = Api::namespaced(ns.client.clone(), &ns.name);
+    for name in names {
+        wait_for_value(&format!("{name} rolled back and settled"), WAIT, || {
+            let deps = deps.clone();
+            async move {
+                let d = deps.get(name).await.ok()?;
+                let want = d.spec.as_ref()?.replicas?;
+                let s = d.status?;
+                (s.observed_generation >= d.metadata.generation
+                    && s.replicas == Some(want)
+                    && s.updated_replicas == Some(want)
+                    && s.ready_replicas == Some(want)
+                    && s.available_replicas == Some(want))
+                .then_some(())
+            }
+        })
+        .await;
+    }
+}
+
+/// The agent sends no write while nothing changes (after the paced
+/// progress of the last rollout is written: several resyncs).
 async fn silent_at_rest(agent: &Agent) {
-    wait_reconciles(agent, 3.0).await;
+    wait_reconciles(agent, 6.0).await;
     let before = agent.metrics().await;
     wait_reconciles(agent, 6.0).await;
     let after = agent.metrics().await;
@@ -333,6 +358,8 @@ async fn agent_held_runtimes_keep_their_protection_for_every_grant_reason() {
     for h in &held {
         h.check_repaired(&ns).await;
     }
+    let names: Vec<&str> = CASES.iter().map(|c| c.runtime).collect();
+    settled(&ns, &names).await;
     silent_at_rest(&agent).await;
 
     // Let the deleting class go.
@@ -371,5 +398,6 @@ async fn agent_held_for_an_incomplete_identity_keeps_its_protection() {
 
     held.attack(&ns).await;
     held.check_repaired(&ns).await;
+    settled(&ns, &["web"]).await;
     silent_at_rest(&agent).await;
 }
