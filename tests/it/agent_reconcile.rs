@@ -244,7 +244,9 @@ async fn agent_unowned_object_is_a_conflict_and_untouched() {
         .expect("create unowned cm");
     let _agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(&ns, "web", json!({"runtimeProfile": bw})).await;
-    let rt = wait_condition(&ns, "web", "Degraded", "True", Some("Conflict")).await;
+    // The pods would load this ConfigMap: a dependency not owned (issue
+    // 27), which also holds the Deployment back (agent_dependencies).
+    let rt = wait_condition(&ns, "web", "Degraded", "True", Some("DependencyNotOwned")).await;
     let msg = &crate::agent_support::condition(&rt, "Degraded")
         .expect("degraded")
         .message;

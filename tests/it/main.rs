@@ -4,7 +4,9 @@
 mod admission;
 mod agent_classes;
 mod agent_contract;
+mod agent_dependencies;
 mod agent_grants;
+mod agent_held;
 mod agent_identity;
 mod agent_leader;
 mod agent_lifecycle;

@@ -235,6 +235,7 @@ mod tests {
         let mut cases = Vec::new();
         let mut bad = vec![
             (ct::DEGRADED, "True", "Conflict"),
+            (ct::DEGRADED, "True", "DependencyNotOwned"),
             (ct::PROFILE_GRANTED, "False", "ClassMissing"),
             (ct::HANDLER_READY, "False", "HandlerAbsent"),
             (ct::HANDLER_READY, "False", "PlacementIncomplete"),

@@ -48,6 +48,7 @@ pub fn compute(
         hold,
         applied: applied.map(|a| Applied {
             conflicts: &a.conflicts,
+            dependencies: &a.dependencies,
             errors: &errors,
             jobs: &a.jobs,
         }),

@@ -97,13 +97,27 @@ fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
         ready: rollout.as_ref().map(|r| r.ready).unwrap_or(0),
         desired: rollout.as_ref().map(|r| r.desired).unwrap_or(0),
         phase: rollout
-            .map(|r| r.phase.as_str().to_string())
+            .map(|r| shown_phase(r.phase, conditions).as_str().to_string())
             .unwrap_or_else(|| NONE.into()),
         age: age(r.metadata.creation_timestamp.as_ref(), now),
         created: epoch(r.metadata.creation_timestamp.as_ref()),
         uid: r.metadata.uid.clone().unwrap_or_default(),
         blocked,
         message,
+    }
+}
+
+/// The phase shown: never Complete for a Runtime whose Ready is not True
+/// (the agent writes Degraded then; a status written by an older agent
+/// may still say Complete).
+fn shown_phase(
+    phase: RolloutPhase,
+    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+) -> RolloutPhase {
+    if phase == RolloutPhase::Complete && !condition::is_true(conditions, condition_types::READY) {
+        RolloutPhase::Degraded
+    } else {
+        phase
     }
 }
 
@@ -144,7 +158,8 @@ impl Row for RuntimeRow {
     fn tone(&self) -> RowTone {
         if self.blocked {
             RowTone::Problem
-        } else if self.phase == "Progressing" || self.phase == "Failed" || self.ready < self.desired
+        } else if matches!(self.phase.as_str(), "Progressing" | "Failed" | "Degraded")
+            || self.ready < self.desired
         {
             RowTone::Warn
         } else {
@@ -183,5 +198,34 @@ mod tests {
         assert_eq!(t.headers.len(), t.cells[0].len());
         // The uid is the identity.
         assert!(t.ids.iter().any(|id| id == "uid-web"), "{:?}", t.ids);
+    }
+
+    #[test]
+    fn a_complete_rollout_that_is_not_ready_is_not_shown_complete() {
+        let runtime = |ready: &str| -> Runtime {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "berth.dev/v1alpha1",
+                "kind": "Runtime",
+                "metadata": {"name": "web", "namespace": "team", "uid": "u"},
+                "spec": {"application": "a", "service": "s", "image": {"repository": "r"}},
+                "status": {
+                    "rollout": {"desired": 2, "ready": 2, "phase": "Complete"},
+                    "conditions": [{"type": "Ready", "status": ready, "reason": "DependencyNotOwned",
+                        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                },
+            }))
+            .expect("runtime")
+        };
+        let row = runtime_row(&runtime("False"), fixtures::now());
+        assert_eq!(row.phase, "Degraded");
+        assert_eq!(row.tone(), RowTone::Warn);
+        assert_eq!(
+            runtime_row(&runtime("Unknown"), fixtures::now()).phase,
+            "Degraded"
+        );
+        assert_eq!(
+            runtime_row(&runtime("True"), fixtures::now()).phase,
+            "Complete"
+        );
     }
 }

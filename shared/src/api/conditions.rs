@@ -15,7 +15,8 @@ pub mod condition_types {
     pub const READY: &str = "Ready";
     /// Something needs attention but the service still runs.
     pub const DEGRADED: &str = "Degraded";
-    /// The agent will not change managed objects for this Runtime.
+    /// The agent does not carry out this Runtime's spec changes (only the
+    /// protection runs).
     pub const BLOCKED: &str = "Blocked";
     /// The image is changing.
     pub const UPGRADING: &str = "Upgrading";
@@ -96,6 +97,10 @@ pub mod reasons {
     pub const AS_EXPECTED: &str = "AsExpected";
     /// An object with a managed name exists and is not owned by the Runtime.
     pub const CONFLICT: &str = "Conflict";
+    /// An object the pods reference (the ConfigMap, the ServiceAccount)
+    /// exists and is not owned by the Runtime: the Deployment, Jobs and
+    /// CronJobs are not created or changed while it is in the way.
+    pub const DEPENDENCY_NOT_OWNED: &str = "DependencyNotOwned";
     /// Applying a managed object failed (the server-side apply itself).
     pub const APPLY_FAILED: &str = "ApplyFailed";
     /// Reading a managed object before writing it failed.

@@ -619,6 +619,11 @@ pub enum RolloutPhase {
     Failed,
     Suspended,
     Blocked,
+    // Rolled out, but the Runtime is not Ready (a dependency not owned, a
+    // conflict, no replica available, …; the Ready condition says why):
+    // the phase never says Complete then. (A plain comment: a doc comment
+    // on one variant would turn the CRD's enum into a oneOf.)
+    Degraded,
 }
 
 impl RolloutPhase {
@@ -631,6 +636,7 @@ impl RolloutPhase {
             RolloutPhase::Failed => "Failed",
             RolloutPhase::Suspended => "Suspended",
             RolloutPhase::Blocked => "Blocked",
+            RolloutPhase::Degraded => "Degraded",
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod names;
 mod network_policy;
 mod pdb;
 mod pod_template;
+pub mod protect;
 mod service;
 mod service_account;
 

@@ -1,4 +1,6 @@
-//! Blocked: the agent will not change managed objects for this Runtime.
+//! Blocked: the agent does not carry out this Runtime's spec changes; only
+//! the protection runs (missing dependencies recreated, forbidden drift
+//! removed).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 

@@ -17,6 +17,13 @@ pub fn degraded(
 ) -> Condition {
     if let Some(e) = render_error {
         build(ct::DEGRADED, true, reasons::RENDER_FAILED, e)
+    } else if let Some(a) = applied.filter(|a| !a.dependencies.is_empty()) {
+        build(
+            ct::DEGRADED,
+            true,
+            reasons::DEPENDENCY_NOT_OWNED,
+            dependency_message(a),
+        )
     } else if let Some(a) = applied.filter(|a| !a.conflicts.is_empty()) {
         build(
             ct::DEGRADED,
@@ -58,6 +65,48 @@ pub fn degraded(
     }
 }
 
+/// Names each object in the way and how to resolve it, then any other
+/// conflict.
+fn dependency_message(a: &Applied<'_>) -> String {
+    let others: Vec<&str> = a
+        .conflicts
+        .iter()
+        .filter(|c| !a.dependencies.contains(c))
+        .map(String::as_str)
+        .collect();
+    let mut message = format!(
+        "{} {} not owned by this Runtime and the pods would use {}: the Deployment, Jobs and CronJobs are not created or changed while {} there; delete {} or rename the Runtime",
+        a.dependencies.join(", "),
+        if a.dependencies.len() == 1 {
+            "exists and is"
+        } else {
+            "exist and are"
+        },
+        if a.dependencies.len() == 1 {
+            "it"
+        } else {
+            "them"
+        },
+        if a.dependencies.len() == 1 {
+            "it is"
+        } else {
+            "they are"
+        },
+        if a.dependencies.len() == 1 {
+            "it"
+        } else {
+            "them"
+        },
+    );
+    if !others.is_empty() {
+        message.push_str(&format!(
+            "; also not owned and left untouched: {}",
+            others.join(", ")
+        ));
+    }
+    message
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,11 +121,20 @@ mod tests {
         }];
         let both = Applied {
             conflicts: &conflicts,
+            dependencies: &[],
+            errors: &errors,
+            jobs: &[],
+        };
+        let dependencies = ["ConfigMap/web-config".to_string()];
+        let in_the_way = Applied {
+            conflicts: &dependencies,
+            dependencies: &dependencies,
             errors: &errors,
             jobs: &[],
         };
         let failed = Applied {
             conflicts: &[],
+            dependencies: &[],
             errors: &errors,
             jobs: &[],
         };
@@ -86,6 +144,22 @@ mod tests {
         let ok = RolloutPhase::Complete;
         // (render error, applied, phase, handler, status, reason)
         let cases = [
+            (
+                Some("bad"),
+                Some(&in_the_way),
+                RolloutPhase::Failed,
+                &incomplete,
+                "True",
+                reasons::RENDER_FAILED,
+            ),
+            (
+                None,
+                Some(&in_the_way),
+                RolloutPhase::Failed,
+                &incomplete,
+                "True",
+                reasons::DEPENDENCY_NOT_OWNED,
+            ),
             (
                 Some("bad"),
                 Some(&both),
@@ -172,6 +246,62 @@ mod tests {
     }
 
     #[test]
+    fn a_dependency_in_the_way_is_named_with_how_to_resolve_it() {
+        let present = build(ct::HANDLER_READY, true, reasons::HANDLER_PRESENT, "");
+        let conflicts = [
+            "ConfigMap/web-config".to_string(),
+            "Service/web".to_string(),
+            "ServiceAccount/web".to_string(),
+        ];
+        let one = ["ConfigMap/web-config".to_string()];
+        let c = degraded(
+            None,
+            Some(&Applied {
+                conflicts: &conflicts[..1],
+                dependencies: &one,
+                ..Applied::default()
+            }),
+            RolloutPhase::Pending,
+            &present,
+        );
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", reasons::DEPENDENCY_NOT_OWNED)
+        );
+        assert_eq!(
+            c.message,
+            "ConfigMap/web-config exists and is not owned by this Runtime and the pods would use it: the Deployment, Jobs and CronJobs are not created or changed while it is there; delete it or rename the Runtime"
+        );
+        let two = [
+            "ConfigMap/web-config".to_string(),
+            "ServiceAccount/web".to_string(),
+        ];
+        let c = degraded(
+            None,
+            Some(&Applied {
+                conflicts: &conflicts,
+                dependencies: &two,
+                ..Applied::default()
+            }),
+            RolloutPhase::Complete,
+            &present,
+        );
+        assert!(
+            c.message
+                .starts_with("ConfigMap/web-config, ServiceAccount/web exist and are not owned"),
+            "{}",
+            c.message
+        );
+        assert!(
+            c.message.ends_with(
+                "delete them or rename the Runtime; also not owned and left untouched: Service/web"
+            ),
+            "{}",
+            c.message
+        );
+    }
+
+    #[test]
     fn an_apply_failure_gives_its_step_as_the_reason_and_lists_every_failure() {
         for reason in reasons::APPLY_FAILURES {
             let errors = [
@@ -186,6 +316,7 @@ mod tests {
             ];
             let applied = Applied {
                 conflicts: &[],
+                dependencies: &[],
                 errors: &errors,
                 jobs: &[],
             };

@@ -1,7 +1,7 @@
-//! Whether the agent holds back from changing a Runtime's managed objects
-//! (Blocked), and why. Decided before render: a held Runtime keeps running
-//! as it is, and retirement (suspend, clearing the profile) is always
-//! carried out.
+//! Whether the agent holds back the tenant's changes to a Runtime's managed
+//! objects (Blocked), and why. Decided before render: a held Runtime keeps
+//! running as it is — only its protection runs (docs/runtime-semantics.md)
+//! — and retirement (suspend, clearing the profile) is always carried out.
 
 use crate::api::{Runtime, reasons};
 use crate::decide::{Decision, Identity, IdentityError};
@@ -11,7 +11,9 @@ use crate::decide::{Decision, Identity, IdentityError};
 pub enum Hold {
     /// Applied (or tried to).
     None,
-    /// Blocked: no managed object is created, changed or deleted.
+    /// Blocked: the spec's changes are not carried out; the apply step
+    /// only protects (recreates missing dependencies, removes forbidden
+    /// drift).
     Blocked {
         /// Stable reason.
         reason: String,
@@ -27,7 +29,8 @@ impl Hold {
     }
 }
 
-const UNCHANGED: &str = "managed objects are not created or changed";
+/// What a held Runtime gets (and does not): see docs/runtime-semantics.md.
+const UNCHANGED: &str = "its spec changes are not carried out; only the protection runs (missing dependencies recreated, forbidden drift removed)";
 
 /// The hold for a Runtime, from its identity, the grant decision and
 /// whether an older Runtime holds the identity (its message, if so).
@@ -183,7 +186,7 @@ mod tests {
         };
         assert_eq!(
             message,
-            "Runtime a/b already holds it; managed objects are not created or changed"
+            "Runtime a/b already holds it; its spec changes are not carried out; only the protection runs (missing dependencies recreated, forbidden drift removed)"
         );
     }
 }

@@ -26,7 +26,9 @@ mod fixtures;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use crate::analysis::NodeInfo;
-use crate::api::{JobRunStatus, RolloutPhase, Runtime, RuntimeStatus, UpgradeStatus};
+use crate::api::{
+    JobRunStatus, RolloutPhase, RolloutStatus, Runtime, RuntimeStatus, UpgradeStatus,
+};
 use crate::decide::{Decision, Identity};
 
 pub use available::available;
@@ -57,6 +59,9 @@ pub struct ApplyFailure {
 pub struct Applied<'a> {
     /// Objects with a managed name not owned by the Runtime (left alone).
     pub conflicts: &'a [String],
+    /// Of those, the ones the pods reference (ConfigMap, ServiceAccount):
+    /// the workloads were not created or changed because of them.
+    pub dependencies: &'a [String],
     /// Why applying some object failed, one per failure.
     pub errors: &'a [ApplyFailure],
     /// The one-time Jobs apply recorded.
@@ -116,6 +121,10 @@ pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
             .and_then(|s| s.available_replicas)
             .unwrap_or(0),
     });
+    // The phase column and the console never say Complete for a Runtime
+    // that is not Ready (issue 27): the rollout finished, something else
+    // is wrong, and Ready says what.
+    let shown_phase = shown_phase(phase, &ready);
     let mut conditions = vec![
         profile_granted(o.decision, o.hold),
         handler,
@@ -144,18 +153,35 @@ pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
         observed_generation: generation,
         identity: o.identity.map(Identity::to_status),
         profile: o.decision.profile_status(),
-        rollout: rollout_status,
+        rollout: rollout_status.map(|r| RolloutStatus {
+            phase: shown_phase,
+            ..r
+        }),
         upgrade: Some(UpgradeStatus {
             desired_image: Some(desired_image),
             current_image,
             last_successful_image: last_successful,
         }),
         conditions,
-        // What apply recorded; unchanged while nothing was applied.
+        // What apply recorded; unchanged while nothing was applied or the
+        // Runtime is held (no Job is run then).
         jobs: match o.applied {
-            Some(a) => a.jobs.to_vec(),
-            None => previous.map(|s| s.jobs.clone()).unwrap_or_default(),
+            Some(a) if !is_blocked => a.jobs.to_vec(),
+            _ => previous.map(|s| s.jobs.clone()).unwrap_or_default(),
         },
+    }
+}
+
+/// The phase shown (`status.rollout.phase`): a Complete rollout of a
+/// Runtime that is not Ready shows as Degraded.
+pub fn shown_phase(
+    phase: RolloutPhase,
+    ready: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+) -> RolloutPhase {
+    if phase == RolloutPhase::Complete && ready.status != crate::api::condition::TRUE {
+        RolloutPhase::Degraded
+    } else {
+        phase
     }
 }
 
@@ -164,6 +190,7 @@ mod tests {
     use super::fixtures::*;
     use super::*;
     use crate::api::condition_types as ct;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
     #[test]
     fn every_condition_once_in_display_order_with_the_generation() {
@@ -194,6 +221,103 @@ mod tests {
                 .all(|c| c.observed_generation == Some(7))
         );
         assert_eq!(status.observed_generation, Some(7));
+    }
+
+    #[test]
+    fn a_complete_rollout_that_is_not_ready_shows_as_degraded() {
+        let mut rt = runtime();
+        rt.spec.replicas = Some(2);
+        let d = deployment(2, complete(2), Some("1"));
+        let in_the_way = ["ConfigMap/web-config".to_string()];
+        let phase = |applied: Option<Applied<'_>>| {
+            compute(&Observed {
+                runtime: &rt,
+                identity: None,
+                decision: &Decision::NotRequested,
+                hold: &Hold::None,
+                applied,
+                render_error: None,
+                deployment: Some(&d),
+                replica_sets: &[],
+                nodes: &[],
+            })
+            .rollout
+            .map(|r| r.phase)
+        };
+        assert_eq!(
+            phase(Some(Applied::default())),
+            Some(RolloutPhase::Complete)
+        );
+        assert_eq!(
+            phase(Some(Applied {
+                conflicts: &in_the_way,
+                dependencies: &in_the_way,
+                ..Applied::default()
+            })),
+            Some(RolloutPhase::Degraded)
+        );
+        // Any Ready=False over a finished rollout, e.g. a plain conflict.
+        assert_eq!(
+            phase(Some(Applied {
+                conflicts: &in_the_way,
+                ..Applied::default()
+            })),
+            Some(RolloutPhase::Degraded)
+        );
+        let ready = |s: &str| Condition {
+            status: s.into(),
+            ..crate::api::condition::build(ct::READY, false, "", "")
+        };
+        for p in [
+            RolloutPhase::Pending,
+            RolloutPhase::Progressing,
+            RolloutPhase::Failed,
+            RolloutPhase::Suspended,
+            RolloutPhase::Blocked,
+        ] {
+            assert_eq!(shown_phase(p, &ready("False")), p);
+        }
+        assert_eq!(
+            shown_phase(RolloutPhase::Complete, &ready("Unknown")),
+            RolloutPhase::Degraded
+        );
+        assert_eq!(
+            shown_phase(RolloutPhase::Complete, &ready("True")),
+            RolloutPhase::Complete
+        );
+    }
+
+    #[test]
+    fn held_keeps_the_job_records() {
+        let mut rt = runtime();
+        rt.status = Some(RuntimeStatus {
+            jobs: vec![JobRunStatus {
+                name: "migrate".into(),
+                job: "web-job-migrate".into(),
+                template_hash: "h".into(),
+            }],
+            ..Default::default()
+        });
+        let hold = Hold::Blocked {
+            reason: "Revoked".into(),
+            message: "gone".into(),
+        };
+        let s = compute(&Observed {
+            runtime: &rt,
+            identity: None,
+            decision: &Decision::NotRequested,
+            hold: &hold,
+            applied: Some(Applied::default()),
+            render_error: None,
+            deployment: None,
+            replica_sets: &[],
+            nodes: &[],
+        });
+        assert_eq!(
+            s.jobs.len(),
+            1,
+            "a held reconcile runs no Job and forgets none"
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@ use crate::decide::Decision;
 /// Progressing from the rollout phase; a blocked rollout says why.
 pub fn progressing(phase: RolloutPhase, hold: &Hold, decision: &Decision) -> Condition {
     match phase {
-        RolloutPhase::Complete => build(
+        // Degraded is a Complete rollout of a Runtime that is not Ready
+        // (only ever shown, never handed in here).
+        RolloutPhase::Complete | RolloutPhase::Degraded => build(
             ct::PROGRESSING,
             false,
             reasons::ROLLOUT_COMPLETE,

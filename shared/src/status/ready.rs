@@ -40,7 +40,7 @@ pub fn ready(f: &ReadyFacts<'_>) -> Condition {
             ct::READY,
             false,
             reason,
-            "blocked: managed objects are left unchanged",
+            "blocked: its spec changes are not carried out",
         )
     } else if !f.decision.allows_changes() {
         build(ct::READY, false, f.decision.reason(), f.decision.message())

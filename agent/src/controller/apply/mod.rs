@@ -19,10 +19,18 @@
 //!
 //! Objects are never adopted: an existing object with a managed name and no
 //! controller reference to this Runtime is a conflict and is left untouched.
+//! Nothing berth does not own is consumed either: while the ConfigMap or
+//! the ServiceAccount the pods reference is someone else's (or could not be
+//! applied), the Deployment, Jobs and CronJobs are not created or changed.
+//!
+//! A held (Blocked) Runtime keeps its protection ([`apply_all`] with
+//! `held`): missing dependencies are recreated, forbidden drift is removed,
+//! and nothing else changes — the workloads are measured against the
+//! rendered contract with the tenant's part taken from the live objects
+//! (`berth_shared::render::protect`), so the pods keep their class, image
+//! and template.
 
-use std::collections::BTreeSet;
 use std::fmt::Debug;
-use std::sync::Arc;
 
 use berth_shared::api::{JobRunStatus, Runtime};
 use berth_shared::contract;
@@ -34,16 +42,18 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+mod all;
 mod diff;
 mod handover;
+mod held;
 
 pub use diff::{APPLIED_HASH_ANNOTATION, Governed, contains, overlay, with_hash};
+pub use held::Held;
 
 use self::diff::{applied_hash, hash};
-use self::handover::{hand_over_replicas, raise_from_zero};
 use super::apply_error::ApplyError;
 use super::context::{Context, FIELD_MANAGER};
-use super::live::{Cached, Live};
+use super::live::Cached;
 // Only objects whose controller is the Runtime are ever changed or deleted.
 use berth_shared::api::meta::controlled_by_uid as owned_by;
 
@@ -52,6 +62,9 @@ use berth_shared::api::meta::controlled_by_uid as owned_by;
 pub struct ApplyOutcome {
     /// `Kind/name` of objects that exist and are not ours.
     pub conflicts: Vec<String>,
+    /// Of those, the ones the pods reference: the workloads were left
+    /// alone because of them.
+    pub dependencies: Vec<String>,
     /// Failures, one per object.
     pub errors: Vec<ApplyError>,
     /// Writes sent.
@@ -94,24 +107,39 @@ enum Mode {
     /// Created when absent, never changed (Jobs: their template is immutable
     /// and a finished Job stays as it ran).
     CreateOnly,
+    /// Held, a dependency: created when absent; when present, only what
+    /// the contract forbids is removed (against [`Held::held`]).
+    Protect,
+    /// Held, a workload: never created; when present, only what the
+    /// contract forbids is removed (against [`Held::held`]).
+    Correct,
 }
 
-async fn ensure<K: Managed + Governed>(
+impl Mode {
+    fn held(self) -> bool {
+        matches!(self, Mode::Protect | Mode::Correct)
+    }
+}
+
+async fn ensure<K: Managed + Governed + Held>(
     ctx: &Context,
     cached: &Cached<K>,
-    desired: &K,
+    rendered: &K,
     uid: &str,
     mode: Mode,
     out: &mut ApplyOutcome,
 ) {
     let kind = K::kind(&());
-    let name = desired.name_any();
-    let ns = desired.namespace().unwrap_or_default();
+    let name = rendered.name_any();
+    let ns = rendered.namespace().unwrap_or_default();
     let label = format!("{kind}/{name}");
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
     let memory_key = format!("{label}/{ns}");
     let live: Option<K> = match cached.get(&name) {
         Some(obj) => Some((**obj).clone()),
+        // Held: a missing workload is not created (the caches list every
+        // workload, whoever's, so absent is absent).
+        None if mode == Mode::Correct => return,
         // Nothing is at the name, the caches say (the names index of a
         // label-filtered kind, or the whole-kind cache), and this agent has
         // not just created it: create without reading first.
@@ -130,6 +158,20 @@ async fn ensure<K: Managed + Governed>(
             }
         },
     };
+    if let Some(live) = &live
+        && !owned_by(live.meta(), uid)
+    {
+        out.conflicts.push(label);
+        return;
+    }
+    let held;
+    let desired = match &live {
+        Some(live) if mode.held() => {
+            held = K::held(rendered, live);
+            &held
+        }
+        _ => rendered,
+    };
     let desired_value = match with_hash(desired) {
         Ok(v) => v,
         Err(source) => {
@@ -141,10 +183,6 @@ async fn ensure<K: Managed + Governed>(
         }
     };
     if let Some(live) = &live {
-        if !owned_by(live.meta(), uid) {
-            out.conflicts.push(label);
-            return;
-        }
         if mode == Mode::CreateOnly {
             return;
         }
@@ -152,8 +190,12 @@ async fn ensure<K: Managed + Governed>(
         let violations = contract::violations(K::KIND, &live_value, &desired_value);
         // Only against the rendering applied last: a changed Runtime is
         // applied first (below), and what that apply cannot remove is
-        // corrected by the next reconcile.
-        if !violations.is_empty() && applied_hash(&live_value) == applied_hash(&desired_value) {
+        // corrected by the next reconcile. A held Runtime is never applied:
+        // its objects are corrected against what it is held to (the live
+        // workload with the contract re-imposed; the rendered dependencies).
+        if !violations.is_empty()
+            && (mode.held() || applied_hash(&live_value) == applied_hash(&desired_value))
+        {
             // Apply cannot remove another manager's fields: make the
             // governed parts exactly the rendered ones, in one write.
             let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
@@ -201,6 +243,10 @@ async fn ensure<K: Managed + Governed>(
                     source,
                 }),
             }
+            return;
+        }
+        if mode.held() {
+            // Held: the tenant's changes wait for the hold to end.
             return;
         }
         if contains(Some(&live_value), &desired_value) {
@@ -440,274 +486,11 @@ impl ApplyOutcome {
     /// first failure named stays the first step's).
     fn merge(&mut self, other: ApplyOutcome) {
         self.conflicts.extend(other.conflicts);
+        self.dependencies.extend(other.dependencies);
         self.errors.extend(other.errors);
         self.writes += other.writes;
         self.jobs.extend(other.jobs);
     }
 }
 
-/// Applies every rendered object and deletes the Runtime's own objects that
-/// are no longer desired (NetworkPolicy/HPA turned off, a job or schedule
-/// removed from the spec). Jobs are not deleted because the Runtime is
-/// suspended — only when their entry left `spec.jobs`.
-///
-/// Two phases, each a set of independent steps sent together: first what
-/// the pods need to start (ConfigMap, ServiceAccount, Service), then the
-/// Deployment and everything around it. A Runtime's first reconcile thus
-/// waits for two round trips instead of one per object; at most
-/// `--concurrency` Runtimes reconcile at once, so at most six times that
-/// many requests are in flight. Outcomes are merged in a fixed order.
-pub async fn apply_all(
-    ctx: &Context,
-    runtime: &Runtime,
-    rendered: &Rendered,
-    live: &Live,
-) -> ApplyOutcome {
-    let uid = runtime.uid().unwrap_or_default();
-    let ns = runtime.namespace().unwrap_or_default();
-    let name = runtime.name_any();
-    let s = live;
-    let uid = uid.as_str();
-    let one = Step { ctx, uid };
-    let (config_map, service_account, service) = futures::join!(
-        one.ensure(&s.config_maps, &rendered.config_map),
-        one.ensure(&s.service_accounts, &rendered.service_account),
-        one.ensure(&s.services, &rendered.service),
-    );
-
-    let deployment = async {
-        let mut out = ApplyOutcome::default();
-        if rendered
-            .deployment
-            .spec
-            .as_ref()
-            .is_some_and(|d| d.replicas.is_none())
-        {
-            let min = runtime.spec.wanted_replicas();
-            hand_over_replicas(
-                ctx,
-                &s.deployments,
-                &rendered.deployment,
-                uid,
-                min,
-                &mut out,
-            )
-            .await;
-            // Without the handover the apply would drop the replica count:
-            // retried.
-            if !out.errors.is_empty() {
-                return out;
-            }
-        }
-        ensure(
-            ctx,
-            &s.deployments,
-            &rendered.deployment,
-            uid,
-            Mode::Converge,
-            &mut out,
-        )
-        .await;
-        if rendered.horizontal_pod_autoscaler.is_some() {
-            let min = runtime.spec.wanted_replicas();
-            raise_from_zero(
-                ctx,
-                &s.deployments,
-                &rendered.deployment,
-                uid,
-                min,
-                &mut out,
-            )
-            .await;
-        }
-        out
-    };
-    // The kinds a Runtime has zero or more of: each is an owned set.
-    let owned = OwnedSet { ctx, ns: &ns, uid };
-    let np: Vec<_> = rendered.network_policy.iter().collect();
-    let hpa: Vec<_> = rendered.horizontal_pod_autoscaler.iter().collect();
-    let crons: Vec<_> = rendered.cron_jobs.iter().collect();
-    let jobs = async {
-        let mut out = ApplyOutcome::default();
-        // Jobs are created once per definition (run_jobs_once), and one
-        // stays while its entry is in the spec, even suspended (not
-        // rendered then).
-        run_jobs_once(ctx, runtime, rendered, &s.jobs, &mut out).await;
-        let entries: BTreeSet<String> = runtime
-            .spec
-            .jobs
-            .iter()
-            .map(|j| render::names::job_name(&name, &j.name))
-            .collect();
-        owned.prune(&s.jobs, &entries, &mut out).await;
-        out
-    };
-    let (deployment, pdb, network_policies, hpas, jobs, cron_jobs) = futures::join!(
-        deployment,
-        one.ensure(&s.pdbs, &rendered.pod_disruption_budget),
-        owned.converged(&s.network_policies, &np),
-        owned.converged(&s.hpas, &hpa),
-        jobs,
-        owned.converged(&s.cron_jobs, &crons),
-    );
-    let mut out = ApplyOutcome::default();
-    for step in [
-        config_map,
-        service_account,
-        service,
-        deployment,
-        pdb,
-        network_policies,
-        hpas,
-        jobs,
-        cron_jobs,
-    ] {
-        out.merge(step);
-    }
-    out
-}
-
-/// One object's apply as a step of its own (run beside others).
-struct Step<'a> {
-    ctx: &'a Context,
-    uid: &'a str,
-}
-
-impl Step<'_> {
-    async fn ensure<K: Managed + Governed>(&self, cached: &Cached<K>, desired: &K) -> ApplyOutcome {
-        let mut out = ApplyOutcome::default();
-        ensure(
-            self.ctx,
-            cached,
-            desired,
-            self.uid,
-            Mode::Converge,
-            &mut out,
-        )
-        .await;
-        out
-    }
-}
-
-/// The objects of one kind a Runtime owns in its namespace, kept equal to
-/// a declared desired set: what is desired is applied where it differs,
-/// what the Runtime owns and is not desired is deleted (uid-preconditioned).
-struct OwnedSet<'a> {
-    ctx: &'a Context,
-    ns: &'a str,
-    uid: &'a str,
-}
-
-impl OwnedSet<'_> {
-    /// [`OwnedSet::converge`] as a step of its own.
-    async fn converged<K: Managed + Governed>(
-        &self,
-        cached: &Cached<K>,
-        desired: &[&K],
-    ) -> ApplyOutcome {
-        let mut out = ApplyOutcome::default();
-        self.converge(cached, desired, &mut out).await;
-        out
-    }
-
-    /// Applies `desired` and deletes the rest of the owned set.
-    async fn converge<K: Managed + Governed>(
-        &self,
-        cached: &Cached<K>,
-        desired: &[&K],
-        out: &mut ApplyOutcome,
-    ) {
-        for obj in desired {
-            ensure(self.ctx, cached, obj, self.uid, Mode::Converge, out).await;
-        }
-        let names = desired.iter().map(|o| o.name_any()).collect();
-        self.prune(cached, &names, out).await;
-    }
-
-    /// Deletes every owned object whose name is not in `keep`.
-    async fn prune<K: Managed>(
-        &self,
-        cached: &Cached<K>,
-        keep: &BTreeSet<String>,
-        out: &mut ApplyOutcome,
-    ) {
-        let kind = K::kind(&());
-        for obj in not_desired(cached.all(), self.ns, self.uid, keep) {
-            tracing::info!(object = %format!("{kind}/{}", obj.name_any()), namespace = %self.ns, "deleting own object no longer desired");
-            delete_owned(self.ctx, obj, out).await;
-        }
-    }
-}
-
-/// Of the cached objects of one kind, those this Runtime (`uid`) owns in
-/// `ns`, not being deleted already, whose name is not in `keep`.
-fn not_desired<'a, K: Resource + 'a>(
-    cached: impl IntoIterator<Item = &'a Arc<K>>,
-    ns: &str,
-    uid: &str,
-    keep: &BTreeSet<String>,
-) -> Vec<&'a K> {
-    cached
-        .into_iter()
-        .map(|o| &**o)
-        .filter(|o| {
-            let meta = o.meta();
-            meta.namespace.as_deref() == Some(ns)
-                && owned_by(meta, uid)
-                && meta.deletion_timestamp.is_none()
-                && !meta.name.as_ref().is_some_and(|n| keep.contains(n))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::controller::live::tests::owned_cm;
-    use k8s_openapi::api::core::v1::ConfigMap;
-
-    fn cm(ns: &str, name: &str, controller_uid: Option<&str>, deleting: bool) -> Arc<ConfigMap> {
-        Arc::new(owned_cm(ns, name, controller_uid, deleting))
-    }
-
-    #[test]
-    fn only_owned_undesired_objects_in_the_namespace_are_deleted() {
-        // (object, desired names, deleted?)
-        let cases = [
-            (cm("team", "web-np", Some("u"), false), vec![], true),
-            (
-                cm("team", "web-np", Some("u"), false),
-                vec!["web-np"],
-                false,
-            ),
-            (
-                cm("team", "web-np", Some("u"), false),
-                vec!["web-other"],
-                true,
-            ),
-            // Another Runtime's, nobody's, elsewhere, or already going.
-            (cm("team", "web-np", Some("other"), false), vec![], false),
-            (cm("team", "web-np", None, false), vec![], false),
-            (cm("elsewhere", "web-np", Some("u"), false), vec![], false),
-            (cm("team", "web-np", Some("u"), true), vec![], false),
-        ];
-        for (obj, keep, deleted) in cases {
-            let keep: BTreeSet<String> = keep.into_iter().map(String::from).collect();
-            let cached = [obj.clone()];
-            let got = not_desired(&cached, "team", "u", &keep);
-            assert_eq!(got.len() == 1, deleted, "{:?} keep={keep:?}", obj.metadata);
-        }
-        // Several at once: exactly the undesired owned ones, in cache order.
-        let cached = [
-            cm("team", "a", Some("u"), false),
-            cm("team", "b", Some("u"), false),
-            cm("team", "c", Some("x"), false),
-        ];
-        let keep = BTreeSet::from(["b".to_string()]);
-        let names: Vec<_> = not_desired(&cached, "team", "u", &keep)
-            .into_iter()
-            .map(|o| o.name_any())
-            .collect();
-        assert_eq!(names, vec!["a"]);
-    }
-}
+pub use all::apply_all;

@@ -1,0 +1,193 @@
+//! One reconcile of a Runtime (docs/architecture.md §5): the pipeline
+//! read (caches only, one [`read::Snapshot`]) → decide and hold (pure,
+//! `berth_shared`) → render (pure) → apply (the only step besides status
+//! that writes; in protect mode while the Runtime is held) → status (pure
+//! computation, one write when it changed).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use berth_shared::api::{Runtime, RuntimeStatus};
+use berth_shared::decide::Identity;
+use berth_shared::render;
+use kube::runtime::controller::Action;
+use kube::{Api, Resource, ResourceExt};
+use tracing::Instrument;
+
+use super::context::{self, Context};
+use super::{apply, apply_error, events, read, status, triggers};
+
+/// Reconcile errors (each retried with per-object exponential backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Applying managed objects failed.
+    #[error("applying managed objects: {0}")]
+    Apply(#[source] apply_error::ApplyErrors),
+    /// Writing status failed.
+    #[error("writing status: {0}")]
+    Status(#[source] kube::Error),
+}
+
+/// One reconcile: read → decide → render → apply → status, in a tracing
+/// span naming the Runtime.
+pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let span = tracing::info_span!(
+        "reconcile",
+        namespace = %runtime.namespace().unwrap_or_default(),
+        runtime = %runtime.name_any(),
+    );
+    async move {
+        ctx.synced.wait().await;
+        let started = Instant::now();
+        let result = reconcile_inner(&runtime, &ctx).await;
+        let label = match &result {
+            Ok((_, true)) => "blocked",
+            Ok((_, false)) => "ok",
+            Err(_) => "error",
+        };
+        ctx.metrics
+            .reconciled(label, started.elapsed().as_secs_f64());
+        result.map(|(action, _)| action)
+    }
+    .instrument(span)
+    .await
+}
+
+/// The pipeline; `Ok((action, blocked))`.
+async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bool), Error> {
+    if runtime.meta().deletion_timestamp.is_some() {
+        // Garbage collection removes owned objects; nothing to do.
+        return Ok((Action::await_change(), false));
+    }
+
+    // 1–2. read + decide (caches only)
+    let snapshot = read::read(ctx, runtime);
+    let hold = berth_shared::status::hold(
+        runtime,
+        snapshot.identity.as_ref(),
+        &snapshot.decision,
+        snapshot.identity_taken.as_deref(),
+    );
+
+    // 3–4. render + apply. A held Runtime is rendered and applied too, in
+    // protect mode: Blocked stops the tenant's changes, not the protection
+    // (see `apply::apply_all`).
+    let mut applied = None;
+    let mut render_error = None;
+    // Without the namespace labels the identity labels are empty.
+    let identity = snapshot.identity.clone().unwrap_or_else(|_| Identity {
+        project: String::new(),
+        environment: String::new(),
+        application: runtime.spec.application.clone(),
+        service: runtime.spec.service.clone(),
+    });
+    match render::render(runtime, &identity, &snapshot.decision) {
+        Ok(rendered) => {
+            let held = hold.is_blocked();
+            applied = Some(apply::apply_all(ctx, runtime, &rendered, &snapshot.live, held).await);
+        }
+        Err(e) => render_error = Some(e.to_string()),
+    }
+
+    // 5. status
+    let new_status = status::compute(
+        runtime,
+        &snapshot,
+        &hold,
+        applied.as_ref(),
+        render_error.as_deref(),
+    );
+    let progress_wait = publish_status(ctx, runtime, &new_status).await?;
+
+    let conflicts = applied.as_ref().is_some_and(|a| !a.conflicts.is_empty());
+    if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
+        for e in &a.errors {
+            tracing::warn!(runtime = %runtime.name_any(), error = %e, reason = e.reason(), "apply failed");
+            ctx.metrics.apply_failed(e.kind(), e.reason());
+        }
+        return Err(Error::Apply(apply_error::ApplyErrors(a.errors)));
+    }
+    let action = if let Some(wait) = progress_wait {
+        Action::requeue(wait)
+    } else if conflicts {
+        // An unowned object may go away; look again soon.
+        Action::requeue(Duration::from_secs(30).min(ctx.settings.resync))
+    } else {
+        Action::requeue(triggers::resync_after(
+            ctx.settings.resync,
+            runtime.uid().as_deref().unwrap_or_default(),
+        ))
+    };
+    Ok((action, hold.is_blocked()))
+}
+
+/// Writes the status if it changed. A change that only moves counts waits
+/// out the pacing interval: the wait is returned, and the requeue then
+/// writes it; anything else is written at once.
+async fn publish_status(
+    ctx: &Context,
+    runtime: &Runtime,
+    new_status: &RuntimeStatus,
+) -> Result<Option<Duration>, Error> {
+    if runtime.status.as_ref() == Some(new_status) {
+        return Ok(None);
+    }
+    let key = format!(
+        "{}/{}",
+        runtime.namespace().unwrap_or_default(),
+        runtime.name_any()
+    );
+    let now = Instant::now();
+    let progress_wait = runtime
+        .status
+        .as_ref()
+        .filter(|old| berth_shared::status::progress_only(old, new_status))
+        .and_then(|_| ctx.status_pacer.wait(&key, now, progress_interval(ctx)));
+    if progress_wait.is_none() {
+        write_status(ctx, runtime, new_status).await?;
+        ctx.status_pacer.wrote(&key, now);
+    }
+    Ok(progress_wait)
+}
+
+/// How often a Runtime's progress may be written now: less often while
+/// other Runtimes wait for their first reconcile (see
+/// [`context::FIRST_PASS_PROGRESS_INTERVAL`]). A scan of the Runtime cache,
+/// made only for a progress-only change.
+fn progress_interval(ctx: &Context) -> Duration {
+    let waiting = ctx
+        .stores
+        .runtimes
+        .state()
+        .iter()
+        .any(|r| berth_shared::status::awaiting_first_pass(r));
+    if waiting {
+        context::FIRST_PASS_PROGRESS_INTERVAL
+    } else {
+        context::PROGRESS_INTERVAL
+    }
+}
+
+/// Writes a changed status and raises the Events its transitions call for.
+async fn write_status(ctx: &Context, runtime: &Runtime, new: &RuntimeStatus) -> Result<(), Error> {
+    let ns = runtime.namespace().unwrap_or_default();
+    let old = runtime.status.as_ref();
+    let changed: Vec<&str> = new
+        .conditions
+        .iter()
+        .filter(|c| old.is_none_or(|o| !o.conditions.contains(c)))
+        .map(|c| c.type_.as_str())
+        .collect();
+    tracing::info!(
+        runtime = %runtime.name_any(),
+        namespace = %ns,
+        changed_conditions = ?changed,
+        "writing status"
+    );
+    let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
+    status::write(ctx, &api, &runtime.name_any(), new)
+        .await
+        .map_err(Error::Status)?;
+    events::publish(ctx, runtime, old, new).await;
+    Ok(())
+}
