@@ -19,9 +19,11 @@ mod crds;
 mod faults;
 mod foundation;
 mod image;
+mod kube_score;
 mod plan_grants;
 mod retire;
 mod runtime_grant_policy;
+mod selectors;
 mod support;
 mod version;
 

@@ -9,6 +9,7 @@ use berth_shared::decide::{Decision, Identity};
 use berth_shared::render::{self, RUNTIME_PROFILE_ANNOTATION};
 use berth_shared::sanitize;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use serde_json::json;
 
@@ -217,6 +218,8 @@ pub struct RuntimeContext {
     pub deployment: Option<Deployment>,
     /// The Runtime's running pods (server and jobs), if readable.
     pub pods: Vec<Pod>,
+    /// The Runtime's one-time Jobs, if readable.
+    pub jobs: Vec<Job>,
 }
 
 use berth_shared::sanitize::short as clean;
@@ -436,11 +439,15 @@ pub fn plan_runtime(
                     )
                 ));
             }
-            if !rt.spec.jobs.is_empty() {
-                effects.push(
-                    "existing Jobs keep their pod template (immutable) until they finish".into(),
-                );
-            }
+            // One-time Jobs run once per definition: the class is not part
+            // of it (super::jobs).
+            effects.extend(super::jobs::one_time_job_effects(
+                rt,
+                &after,
+                &ctx.jobs,
+                &or_default(class_after.as_deref()),
+                or_default,
+            ));
             if nothing.is_some() {
                 Change::Nothing
             } else {
