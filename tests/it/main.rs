@@ -19,6 +19,7 @@ mod crds;
 mod faults;
 mod foundation;
 mod image;
+mod job_identity;
 mod kube_score;
 mod plan_grants;
 mod retire;
