@@ -146,8 +146,10 @@ async fn match_everything_selectors_are_refused_naming_the_field() {
         EVERY_NAMESPACE,
     );
     let merge = Patch::Merge(json!({"spec": {"networkPolicy": {"ingress": [{"podLabels": {}}]}}}));
-    let mut params = PatchParams::default();
-    params.field_manager = Some("intruder".into());
+    let params = PatchParams {
+        field_manager: Some("intruder".into()),
+        ..Default::default()
+    };
     assert_refused(
         "merge patch by intruder",
         api.patch("named", &params, &merge).await,
