@@ -140,11 +140,23 @@ async fn job_identity_retirement_keeps_completed_and_running_jobs() {
     wait_condition(&ns, "web", "Ready", "True", None).await;
     wait_reconciles(&agent, 4.0).await;
     let kept = job(&ns, migrate).await.expect("the completed Job is kept");
-    assert_eq!(uid(&kept), uid(&done), "retirement re-ran the completed Job");
+    assert_eq!(
+        uid(&kept),
+        uid(&done),
+        "retirement re-ran the completed Job"
+    );
     assert!(is_complete(&kept));
     let still = job(&ns, backfill).await.expect("the running Job is kept");
-    assert_eq!(uid(&still), uid(&running), "retirement replaced the running Job");
-    assert!(is_running(&still), "retirement killed the running Job: {:?}", still.status);
+    assert_eq!(
+        uid(&still),
+        uid(&running),
+        "retirement replaced the running Job"
+    );
+    assert!(
+        is_running(&still),
+        "retirement killed the running Job: {:?}",
+        still.status
+    );
     // It keeps the class it started with: its template is immutable.
     assert_eq!(class_of_template(&still).as_deref(), Some(class.as_str()));
 
@@ -190,7 +202,11 @@ async fn job_identity_retirement_keeps_completed_and_running_jobs() {
     assert_eq!(class_of_template(&rerun), None);
     wait_reconciles(&agent, 4.0).await;
     let once = job(&ns, migrate).await.expect("the new run");
-    assert_eq!(uid(&once), uid(&rerun), "the new definition ran more than once");
+    assert_eq!(
+        uid(&once),
+        uid(&rerun),
+        "the new definition ran more than once"
+    );
     let still = job(&ns, backfill).await.expect("backfill kept");
     assert_eq!(uid(&still), uid(&running), "an unrelated job was replaced");
 }
