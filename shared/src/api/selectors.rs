@@ -224,3 +224,38 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod render_tests {
+    use std::collections::BTreeMap;
+
+    use crate::api::{IngressPeer, NetworkPolicySpec};
+    use crate::render::{RenderError, examples::examples, render};
+
+    /// A Runtime stored before the CRD rule is not rendered: the agent
+    /// reports `RenderFailed` naming the field instead of applying a
+    /// policy that admits every namespace.
+    #[test]
+    fn render_refuses_a_stored_match_everything_selector() {
+        let mut e = examples()
+            .into_iter()
+            .find(|e| e.name == "everything")
+            .expect("example");
+        e.runtime.spec.network_policy = Some(NetworkPolicySpec {
+            enabled: true,
+            ingress: vec![IngressPeer {
+                namespace_labels: Some(BTreeMap::new()),
+                pod_labels: None,
+            }],
+        });
+        let err = render(&e.runtime, &e.identity, &e.decision).expect_err("refused");
+        assert!(
+            matches!(err, RenderError::MatchEverything { .. }),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "Runtime worker: spec.networkPolicy.ingress[0].namespaceLabels: an empty selector matches every namespace; name at least one label"
+        );
+    }
+}
