@@ -1,17 +1,21 @@
 //! One-time Jobs run once per definition (issue 27, point 8), on the real
 //! control plane: a completed Job and a running Job survive a pod-metadata
-//! change and a retirement to the default runtime (the same objects, same
-//! uids, the running one not killed), the agent writes nothing at rest
-//! afterwards, and a changed command does run the new definition once.
+//! change and a retirement to the default runtime through `berth retire`
+//! (the same objects, same uids, the running one not killed; the review
+//! says so beforehand), the agent writes nothing at rest afterwards, and a
+//! changed command does run the new definition once.
 //!
 //! kwok completes a Job's pod about a second after it is Ready, unless the
 //! pod's `pod-complete.stage.kwok.x-k8s.io/delay` annotation says later:
 //! podMetadata sets that to keep the second Job running.
 
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
-use berth_tests::harness::{TestNamespace, wait_for, wait_for_value};
+use berth_tests::harness::{self, TestNamespace, wait_for, wait_for_value};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
@@ -24,6 +28,51 @@ use crate::agent_support::{
 };
 
 const WAIT: Duration = Duration::from_secs(180);
+
+/// The `berth` console binary: `BERTH_BIN`, or built once.
+fn berth_binary() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Ok(p) = std::env::var("BERTH_BIN") {
+            return PathBuf::from(p);
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(&cargo)
+            .args(["build", "--quiet", "-p", "berth-console", "--bin", "berth"])
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "cargo build -p berth-console: {status}");
+        let exe = std::env::current_exe().expect("test exe");
+        exe.parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps")
+            .join("berth")
+    })
+    .clone()
+}
+
+/// `berth ARGS` with the admin kubeconfig: (exit code, stdout, stderr).
+async fn berth(args: &[&str]) -> (i32, String, String) {
+    let bin = tokio::task::spawn_blocking(berth_binary)
+        .await
+        .expect("build");
+    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
+        .await
+        .expect("cluster");
+    let out = tokio::process::Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run berth");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 /// Another field manager than the agent: the team (or `kubectl edit`).
 async fn team_patch(ns: &TestNamespace, name: &str, patch: serde_json::Value) {
@@ -131,8 +180,19 @@ async fn job_identity_retirement_keeps_completed_and_running_jobs() {
         "a pod-metadata change re-ran the completed migration Job"
     );
 
-    // Retire to the default runtime (as the team, clearing the profile).
-    team_patch(&ns, "web", json!({"spec": {"runtimeProfile": null}})).await;
+    // The retirement review says what happens to each Job, truthfully.
+    let target = format!("{}/web", ns.name);
+    let (code, out, err) = berth(&["retire", &target, "--to-default", "--dry-run"]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    for line in [
+        "Job web-job-migrate: kept as it ran (already completed); not run again".to_string(),
+        format!("Job web-job-backfill: keeps running on {class} until it finishes; not restarted"),
+    ] {
+        assert!(out.contains(&line), "review lacks {line:?}:\n{out}");
+    }
+    // Retire to the default runtime, through the console as a person would.
+    let (code, out, err) = berth(&["retire", &target, "--to-default", "--yes"]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
     wait_for("the Deployment on the default runtime", WAIT, || async {
         deployment_class(&ns, "web").await.is_none()
     })
