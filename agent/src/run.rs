@@ -63,8 +63,10 @@ pub struct RunArgs {
     /// Seconds between full reconciles of a settled Runtime.
     #[arg(long, default_value_t = 300)]
     pub resync_seconds: u64,
-    /// Runtimes reconciled at the same time (each applies its objects one
-    /// after another): bounds the agent's concurrent writes.
+    /// Runtimes reconciled at the same time: bounds the agent's concurrent
+    /// writes. Each reconcile applies its objects in two phases (ConfigMap,
+    /// ServiceAccount and Service, then the Deployment and the rest), the
+    /// objects of a phase concurrently.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
     /// Seconds a cache's first list may go without receiving anything

@@ -45,10 +45,12 @@ build() {
   if [[ ! -x "$out" ]]; then
     echo "building $bin $ver (cached in $cache/$comp-$ver) ..." >&2
     mkdir -p "$cache/$comp-$ver"
-    # Build to a temporary name and rename: an interrupted build never
-    # leaves a half-written binary that a later run would trust.
-    (cd "$here/$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
-    mv "$out.tmp" "$out"
+    # Build to a temporary name of this process and rename: an interrupted
+    # build never leaves a half-written binary that a later run would
+    # trust, and two runs building at once (CI and a test harness) do not
+    # move each other's file (the rename is atomic; the last one wins).
+    (cd "$here/$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp.$$" "$pkg")
+    mv -f "$out.tmp.$$" "$out"
   fi
   echo "$bin=$out"
 }
@@ -78,8 +80,8 @@ if [[ ! -f "$stages" ]]; then
   for f in $stage_files; do
     echo "---"
     cat "$kwok_src/kustomize/stage/$f"
-  done > "$stages.tmp"
-  mv "$stages.tmp" "$stages"
+  done > "$stages.tmp.$$"
+  mv -f "$stages.tmp.$$" "$stages"
 fi
 echo "kwok-stages=$stages"
 

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod bench;
+pub mod docs_check;
 pub mod grants_file;
 pub mod harness;
 pub mod localcluster;

@@ -698,41 +698,46 @@ pub fn runtime_owner(deployment: &Deployment) -> Option<String> {
         .map(|r| r.name.clone())
 }
 
-/// A line diff (longest common subsequence; inputs are small specs).
+/// A line diff, by `similar`'s Myers: linear memory, and its heuristics
+/// bound the work on large, very different inputs (the hand-written LCS
+/// table it replaces reached 64 MB at its 4000-line cap).
 pub fn diff_lines(a: &[String], b: &[String]) -> Vec<DiffLine> {
-    const MAX: usize = 4000;
-    if a.len() > MAX || b.len() > MAX {
-        let mut out: Vec<DiffLine> = a.iter().cloned().map(DiffLine::Removed).collect();
-        out.extend(b.iter().cloned().map(DiffLine::Added));
-        return out;
+    use similar::{Algorithm, ChangeTag, capture_diff_slices};
+    capture_diff_slices(Algorithm::Myers, a, b)
+        .iter()
+        .flat_map(|op| op.iter_changes(a, b))
+        .map(|c| match c.tag() {
+            ChangeTag::Equal => DiffLine::Same(c.value()),
+            ChangeTag::Delete => DiffLine::Removed(c.value()),
+            ChangeTag::Insert => DiffLine::Added(c.value()),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod diff_tests {
+    use super::{DiffLine, diff_lines};
+
+    /// Past the old 4000-line cap the diff is still minimal (the LCS
+    /// table's fallback listed every line as removed and added).
+    #[test]
+    fn a_long_spec_diffs_minimally() {
+        let a: Vec<String> = (0..5000).map(|i| format!("line {i}")).collect();
+        let mut b = a.clone();
+        b[2500] = "changed".into();
+        let diff = diff_lines(&a, &b);
+        let changed: Vec<&DiffLine> = diff
+            .iter()
+            .filter(|l| !matches!(l, DiffLine::Same(_)))
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                &DiffLine::Removed("line 2500".into()),
+                &DiffLine::Added("changed".into())
+            ]
+        );
     }
-    let (n, m) = (a.len(), b.len());
-    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut out = Vec::new();
-    while i < n || j < m {
-        if i < n && j < m && a[i] == b[j] {
-            out.push(DiffLine::Same(a[i].clone()));
-            i += 1;
-            j += 1;
-        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            out.push(DiffLine::Removed(a[i].clone()));
-            i += 1;
-        } else {
-            out.push(DiffLine::Added(b[j].clone()));
-            j += 1;
-        }
-    }
-    out
 }
 
 /// Keeps `context` unchanged lines around each change; longer unchanged
