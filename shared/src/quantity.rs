@@ -53,6 +53,12 @@ pub fn canonical_or_same(input: &str) -> String {
     canonical(input).unwrap_or_else(|_| input.to_string())
 }
 
+/// The value of `input` in nano-units (10^-9 of the unit), for comparing
+/// two quantities whatever their notation.
+pub fn nanos(input: &str) -> Result<i128, QuantityError> {
+    parse(input).map(|(n, _)| n)
+}
+
 fn parse(input: &str) -> Result<(i128, Format), QuantityError> {
     let err_syntax = || QuantityError::Syntax(input.to_string());
     let err_range = || QuantityError::Range(input.to_string());

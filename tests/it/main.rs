@@ -23,9 +23,12 @@ mod crds;
 mod faults;
 mod foundation;
 mod image;
+mod job_identity;
+mod kube_score;
 mod plan_grants;
 mod retire;
 mod runtime_grant_policy;
+mod selectors;
 mod support;
 mod version;
 

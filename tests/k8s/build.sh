@@ -8,6 +8,8 @@
 # directory that holds every binary (one per line: NAME=PATH) on stdout.
 #
 # Also builds helm (for the chart tests), from its Go module in the same way.
+# Also builds kube-score (the independent checker run on every golden render),
+# from its Go module in the same way.
 #
 # BERTH_K8S_BIN_DIR=/some/dir skips building altogether: that directory must
 # hold etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
@@ -27,6 +29,7 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   [[ -f "$BERTH_K8S_BIN_DIR/kwok-stages.yaml" ]] || { echo "BERTH_K8S_BIN_DIR=$BERTH_K8S_BIN_DIR has no kwok-stages.yaml (kwok's default node and pod Stages)" >&2; exit 1; }
   echo "kwok-stages=$BERTH_K8S_BIN_DIR/kwok-stages.yaml"
   [[ -x "$BERTH_K8S_BIN_DIR/helm" ]] && echo "helm=$BERTH_K8S_BIN_DIR/helm"
+  [[ -x "$BERTH_K8S_BIN_DIR/kube-score" ]] && echo "kube-score=$BERTH_K8S_BIN_DIR/kube-score"
   exit 0
 fi
 
@@ -81,3 +84,6 @@ if [[ ! -f "$stages" ]]; then
   mv -f "$stages.tmp.$$" "$stages"
 fi
 echo "kwok-stages=$stages"
+
+# kube-score, the independent checker (tests/it/kube_score.rs); kept last.
+build kube-score "$KUBE_SCORE_VERSION" kube-score kube-score github.com/zegl/kube-score/cmd/kube-score "-X main.version=$KUBE_SCORE_VERSION"

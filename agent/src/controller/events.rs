@@ -84,7 +84,13 @@ pub fn plan(old: Option<&RuntimeStatus>, new: &RuntimeStatus) -> Vec<Planned> {
             if old
                 .jobs
                 .iter()
-                .any(|r| r.name == run.name && r.template_hash != run.template_hash)
+                // A record moved from the whole-Job hash to the definition
+                // hash (another length) after an upgrade is not a re-run.
+                .any(|r| {
+                    r.name == run.name
+                        && r.template_hash != run.template_hash
+                        && r.template_hash.len() == run.template_hash.len()
+                })
             {
                 out.push(Planned {
                     warning: false,
@@ -302,5 +308,10 @@ mod tests {
         assert!(plan(Some(&before), &before).is_empty());
         // The first run of a new Runtime's job is expected: no Event.
         assert!(plan(Some(&healthy()), &before).is_empty());
+        // A record moved from the whole-Job hash (20 hex) to the definition
+        // hash (16 hex) by an upgraded agent ran nothing again: no Event.
+        before.jobs = vec![run(&"a".repeat(20))];
+        after.jobs = vec![run(&"b".repeat(16))];
+        assert!(plan(Some(&before), &after).is_empty());
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod cli;
 pub mod execute;
+pub mod jobs;
 pub mod plan;
 pub mod review;
 

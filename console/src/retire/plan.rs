@@ -9,6 +9,7 @@ use berth_shared::decide::{Decision, Identity};
 use berth_shared::render::{self, RUNTIME_PROFILE_ANNOTATION};
 use berth_shared::sanitize;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use serde_json::json;
 
@@ -217,6 +218,8 @@ pub struct RuntimeContext {
     pub deployment: Option<Deployment>,
     /// The Runtime's running pods (server and jobs), if readable.
     pub pods: Vec<Pod>,
+    /// The Runtime's one-time Jobs, if readable.
+    pub jobs: Vec<Job>,
 }
 
 use berth_shared::sanitize::short as clean;
@@ -436,11 +439,15 @@ pub fn plan_runtime(
                     )
                 ));
             }
-            if !rt.spec.jobs.is_empty() {
-                effects.push(
-                    "existing Jobs keep their pod template (immutable) until they finish".into(),
-                );
-            }
+            // One-time Jobs run once per definition: the class is not part
+            // of it (super::jobs).
+            effects.extend(super::jobs::one_time_job_effects(
+                rt,
+                &after,
+                &ctx.jobs,
+                &or_default(class_after.as_deref()),
+                or_default,
+            ));
             if nothing.is_some() {
                 Change::Nothing
             } else {
@@ -707,32 +714,6 @@ pub fn diff_lines(a: &[String], b: &[String]) -> Vec<DiffLine> {
         .collect()
 }
 
-#[cfg(test)]
-mod diff_tests {
-    use super::{DiffLine, diff_lines};
-
-    /// Past the old 4000-line cap the diff is still minimal (the LCS
-    /// table's fallback listed every line as removed and added).
-    #[test]
-    fn a_long_spec_diffs_minimally() {
-        let a: Vec<String> = (0..5000).map(|i| format!("line {i}")).collect();
-        let mut b = a.clone();
-        b[2500] = "changed".into();
-        let diff = diff_lines(&a, &b);
-        let changed: Vec<&DiffLine> = diff
-            .iter()
-            .filter(|l| !matches!(l, DiffLine::Same(_)))
-            .collect();
-        assert_eq!(
-            changed,
-            [
-                &DiffLine::Removed("line 2500".into()),
-                &DiffLine::Added("changed".into())
-            ]
-        );
-    }
-}
-
 /// Keeps `context` unchanged lines around each change; longer unchanged
 /// runs become [`DiffLine::Skipped`].
 pub fn context_diff(lines: &[DiffLine], context: usize) -> Vec<DiffLine> {
@@ -774,5 +755,31 @@ pub fn confirms(plan: &Plan, typed: &str) -> bool {
         !typed.is_empty() && typed == plan.confirm_word
     } else {
         matches!(typed, "y" | "yes" | "Y" | "YES" | "Yes")
+    }
+}
+
+#[cfg(test)]
+mod diff_tests {
+    use super::{DiffLine, diff_lines};
+
+    /// Past the old 4000-line cap the diff is still minimal (the LCS
+    /// table's fallback listed every line as removed and added).
+    #[test]
+    fn a_long_spec_diffs_minimally() {
+        let a: Vec<String> = (0..5000).map(|i| format!("line {i}")).collect();
+        let mut b = a.clone();
+        b[2500] = "changed".into();
+        let diff = diff_lines(&a, &b);
+        let changed: Vec<&DiffLine> = diff
+            .iter()
+            .filter(|l| !matches!(l, DiffLine::Same(_)))
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                &DiffLine::Removed("line 2500".into()),
+                &DiffLine::Added("changed".into())
+            ]
+        );
     }
 }

@@ -4,7 +4,7 @@
 //! the verdict of a server-side dry-run of the exact change — admission
 //! webhooks included.
 
-use berth_shared::api::Runtime;
+use berth_shared::api::{Runtime, meta};
 use berth_shared::decide;
 use berth_shared::render::Names;
 use berth_shared::render::labels::RUNTIME_LABEL;
@@ -14,6 +14,7 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
@@ -296,10 +297,29 @@ async fn runtime_context(
         .await
         .map(|l| l.items.into_iter().filter_map(prepare).collect())
         .unwrap_or_default();
+    // The one-time Jobs, for what the change does to them (owned ones only).
+    let jobs = Api::<Job>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default().labels(&format!(
+            "{RUNTIME_LABEL}={},app.kubernetes.io/component=job",
+            berth_shared::render::names::label_value(name)
+        )))
+        .await
+        .map(|l| {
+            l.items
+                .into_iter()
+                .filter(|j| {
+                    meta::controller_of(&j.metadata)
+                        .is_some_and(|r| r.kind == "Runtime" && r.name == name)
+                })
+                .filter_map(prepare)
+                .collect()
+        })
+        .unwrap_or_default();
     RuntimeContext {
         identity,
         deployment,
         pods,
+        jobs,
     }
 }
 

@@ -107,6 +107,7 @@ fn ctx() -> RuntimeContext {
         identity: None,
         deployment: Some(deployment("2", Some(CLASS))),
         pods: pods(3),
+        jobs: Vec::new(),
     }
 }
 

@@ -179,6 +179,9 @@ pub fn plan_lines(p: &Plan) -> Vec<String> {
                 r.replicas,
                 r.ready
             ));
+            for line in &r.batch {
+                out.push(format!("      {}", s(line)));
+            }
             if !r.stall_nodes.is_empty() {
                 out.push(format!(
                     "      stalls on {} of {} eligible node(s) lacking handler {}: {}",

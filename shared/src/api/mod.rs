@@ -15,6 +15,7 @@ pub mod patterns;
 mod pending;
 mod runtime;
 mod schema;
+pub mod selectors;
 
 #[cfg(test)]
 pub(crate) mod tests;

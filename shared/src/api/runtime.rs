@@ -130,7 +130,8 @@ pub struct RuntimeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<ConfigSpec>,
 
-    /// CPU and memory requests and limits of the container.
+    /// CPU, memory and ephemeral-storage requests and limits of the
+    /// container; what is left out gets the contract's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourcesSpec>,
 
@@ -208,6 +209,17 @@ impl RuntimeSpec {
 }
 
 impl ImageSpec {
+    /// The container's `imagePullPolicy`: `IfNotPresent` for a digest (the
+    /// content cannot change), `Always` for a tag (a tag can move, and a
+    /// cached private image must not be usable without credentials).
+    pub fn pull_policy(&self) -> &'static str {
+        if self.digest.is_some() {
+            "IfNotPresent"
+        } else {
+            "Always"
+        }
+    }
+
     /// The full image reference, `repository:tag` or `repository@digest`.
     /// A digest wins if both are somehow set (the CEL rule forbids that).
     pub fn reference(&self) -> String {
@@ -242,7 +254,8 @@ pub struct ResourcesSpec {
     pub limits: Option<ResourceAmounts>,
 }
 
-/// CPU and memory amounts.
+/// CPU, memory and ephemeral-storage amounts. What is left out gets the
+/// contract's default (`crate::render::resources`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceAmounts {
@@ -254,6 +267,10 @@ pub struct ResourceAmounts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "schema::quantity")]
     pub memory: Option<Quantity>,
+    /// Local ephemeral storage (the writable `/tmp`, logs), e.g. `1Gi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::quantity")]
+    pub ephemeral_storage: Option<Quantity>,
 }
 
 /// How the Service exposes the `http` port.
@@ -395,9 +412,11 @@ pub struct SchedulingSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "schema::node_selector_map")]
     pub node_selector: BTreeMap<String, String>,
-    /// Taints the pods tolerate.
+    /// Taints the pods tolerate. Each names its taint's key: a toleration
+    /// without one tolerates every taint (nodes set apart for others).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
+    #[schemars(extend("x-kubernetes-validations" = [{"rule": "self.all(t, has(t.key) && t.key != '')", "message": super::selectors::KEYLESS_TOLERATION, "reason": "FieldValueInvalid"}]))]
     pub tolerations: Vec<Toleration>,
     /// Node and pod (anti-)affinity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -423,20 +442,23 @@ pub struct NetworkPolicySpec {
 /// One allowed source of traffic: pods matching `podLabels` in namespaces
 /// matching `namespaceLabels`. Only `podLabels` means pods of the
 /// Runtime's own namespace only (never other namespaces); only
-/// `namespaceLabels` means every pod in those namespaces; `podLabels: {}`
-/// with `namespaceLabels` means any pod there.
+/// `namespaceLabels` means every pod in those namespaces. An empty map in
+/// either is refused: it would match every namespace or every pod.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [{"rule": "has(self.namespaceLabels) || has(self.podLabels)", "message": "an ingress peer needs namespaceLabels or podLabels"}]))]
 pub struct IngressPeer {
     /// Labels of the namespaces traffic may come from (use
-    /// `kubernetes.io/metadata.name` to name one namespace).
+    /// `kubernetes.io/metadata.name` to name one namespace). Never empty:
+    /// an empty selector would admit every namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "schema::label_map")]
+    #[schemars(schema_with = "schema::namespace_selector_map")]
     pub namespace_labels: Option<BTreeMap<String, String>>,
-    /// Labels of the pods traffic may come from.
+    /// Labels of the pods traffic may come from. Never empty: to admit
+    /// every pod of a namespace, name it in `namespaceLabels` and leave
+    /// this out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "schema::label_map")]
+    #[schemars(schema_with = "schema::pod_selector_map")]
     pub pod_labels: Option<BTreeMap<String, String>>,
 }
 

@@ -46,6 +46,44 @@ pub(crate) fn label_map(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// `schema` with one more CEL rule.
+fn with_rule(mut schema: Schema, rule: serde_json::Value) -> Schema {
+    if let Some(rules) = schema
+        .as_object_mut()
+        .and_then(|o| o.get_mut("x-kubernetes-validations"))
+        .and_then(|v| v.as_array_mut())
+    {
+        rules.push(rule);
+    }
+    schema
+}
+
+/// An ingress peer's `namespaceLabels`: label rules, and never empty (an
+/// empty selector admits every namespace; see `super::selectors`).
+pub(crate) fn namespace_selector_map(generator: &mut SchemaGenerator) -> Schema {
+    with_rule(
+        label_map(generator),
+        json!({
+            "rule": "size(self) > 0",
+            "message": super::selectors::EMPTY_NAMESPACE_SELECTOR,
+            "reason": "FieldValueInvalid",
+        }),
+    )
+}
+
+/// An ingress peer's `podLabels`: label rules, and never empty (an empty
+/// selector admits every pod; see `super::selectors`).
+pub(crate) fn pod_selector_map(generator: &mut SchemaGenerator) -> Schema {
+    with_rule(
+        label_map(generator),
+        json!({
+            "rule": "size(self) > 0",
+            "message": super::selectors::EMPTY_POD_SELECTOR,
+            "reason": "FieldValueInvalid",
+        }),
+    )
+}
+
 /// A map of annotation keys to values (podMetadata.annotations).
 pub(crate) fn annotation_map(_: &mut SchemaGenerator) -> Schema {
     json_schema!({

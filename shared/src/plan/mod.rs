@@ -11,6 +11,7 @@
 //! -o json`, schema in `docs/plan-grants.md`) and classified into an exit
 //! code a pipeline can use ([`Outcome::exit_code`]).
 
+mod batch;
 mod bindings;
 mod classes;
 mod pending;

@@ -102,9 +102,11 @@ pub fn transitions(
             stall_nodes: Vec::new(),
             unknown_nodes: 0,
             message: after_d.message(),
+            batch: Vec::new(),
             before,
             after,
         };
+        change.batch = super::batch::effects(rt, &change);
         if let (true, Some(handler)) = (effect.rolls(), change.after.handler.as_deref()) {
             let sched = rt.spec.scheduling.as_ref();
             let placement = Placement {

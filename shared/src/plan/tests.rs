@@ -435,6 +435,10 @@ fn every_json_field_is_documented() {
     let namespaces = vec![ns()];
     let mut api = runtime("bw", "Granted", Some("gvisor"), 2);
     api.metadata.name = Some("api".into());
+    api.spec.jobs = vec![crate::api::JobSpec {
+        name: "migrate".into(),
+        ..Default::default()
+    }];
     let mut gone = runtime("old", "Granted", Some("gvisor"), 2);
     gone.spec.service = "other".into();
     let runtimes = vec![api, gone];
@@ -482,7 +486,73 @@ fn every_json_field_is_documented() {
         "line",
         "runtimeClass",
         "sha256",
+        "batch",
     ] {
         assert!(found.contains(k), "{k} not exercised: {found:?}");
     }
+}
+
+/// What a grants change does to one-time Jobs and CronJobs (issue 27,
+/// point 8): a roll keeps the Jobs that ran and moves the CronJobs' next
+/// runs; a revocation keeps both as they are.
+#[test]
+fn jobs_and_cronjobs_are_told_what_happens() {
+    let namespaces = vec![ns()];
+    let mut rt = runtime("bw", "Granted", Some("gvisor"), 2);
+    rt.spec.jobs = vec![
+        crate::api::JobSpec {
+            name: "migrate".into(),
+            ..Default::default()
+        },
+        crate::api::JobSpec {
+            name: "seed".into(),
+            ..Default::default()
+        },
+    ];
+    rt.spec.schedules = vec![crate::api::ScheduleSpec {
+        name: "nightly".into(),
+        schedule: "@daily".into(),
+        ..Default::default()
+    }];
+    if let Some(st) = rt.status.as_mut() {
+        st.jobs = vec![crate::api::JobRunStatus {
+            name: "migrate".into(),
+            job: "web-job-migrate".into(),
+            template_hash: "0123456789abcdef".into(),
+        }];
+    }
+    let runtimes = vec![rt];
+    let classes = vec![class("gvisor", "runsc"), class("kata", "kata")];
+    let nodes = vec![node("n1", &["runsc", "kata"])];
+    let cluster = Cluster {
+        runtimes: &runtimes,
+        namespaces: &namespaces,
+        classes: &classes,
+        nodes: &nodes,
+        workloads: &[],
+    };
+    let rolled = plan(
+        &[b("bw", "gvisor", "runsc")],
+        &candidate(vec![b("bw", "kata", "kata")]),
+        &cluster,
+    );
+    assert_eq!(rolled.runtimes[0].effect, Effect::Roll);
+    assert_eq!(
+        rolled.runtimes[0].batch,
+        [
+            "Job web-job-migrate: kept as it ran or runs, on its current class; not run again (one-time Jobs run once per definition: image, command, args)",
+            "Job web-job-seed: not run yet; runs once on kata",
+            "CronJob web-cron-nightly: next runs use kata; a run in progress finishes on its current class",
+        ]
+    );
+    let revoked = plan(&[b("bw", "gvisor", "runsc")], &candidate(vec![]), &cluster);
+    assert_eq!(revoked.runtimes[0].effect, Effect::Revoke);
+    assert_eq!(
+        revoked.runtimes[0].batch,
+        [
+            "Job web-job-migrate: kept as it ran or runs; not run again",
+            "Job web-job-seed: not started while the Runtime is blocked",
+            "CronJob web-cron-nightly: keeps its current template while the Runtime is blocked",
+        ]
+    );
 }

@@ -243,6 +243,10 @@ pub struct RuntimeChange {
     pub unknown_nodes: usize,
     /// The agent's message for the new decision.
     pub message: String,
+    /// What happens to the Runtime's one-time Jobs and CronJobs, one
+    /// sentence each (`super::batch`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<String>,
 }
 
 impl RuntimeChange {

@@ -99,10 +99,12 @@ fn everything(spec: &mut RuntimeSpec) {
         requests: Some(ResourceAmounts {
             cpu: q("250m"),
             memory: q("256Mi"),
+            ephemeral_storage: q("512Mi"),
         }),
         limits: Some(ResourceAmounts {
             cpu: q("1"),
             memory: q("512Mi"),
+            ephemeral_storage: q("2Gi"),
         }),
     });
     spec.expose = Some(ExposeSpec {

@@ -54,8 +54,8 @@ impl Component {
     }
 }
 
-/// The selector of the server pods (Deployment, Service, PDB, NetworkPolicy,
-/// HPA target, topology spread).
+/// The selector of the server pods (Deployment, Service, PDB, HPA target,
+/// topology spread).
 pub fn selector(runtime_name: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
         (RUNTIME_LABEL.to_string(), label_value(runtime_name)),
@@ -64,6 +64,13 @@ pub fn selector(runtime_name: &str) -> BTreeMap<String, String> {
             Component::Server.as_str().to_string(),
         ),
     ])
+}
+
+/// The selector of every pod of a Runtime: server, Job and CronJob pods
+/// (the NetworkPolicy's, so a Runtime that enables one leaves none of its
+/// pods open; Job pods have no `http` port, so they admit nothing).
+pub fn runtime_pods(runtime_name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(RUNTIME_LABEL.to_string(), label_value(runtime_name))])
 }
 
 /// Labels on every managed object and pod of a Runtime.

@@ -18,9 +18,12 @@ mod network_policy;
 mod pdb;
 mod pod_template;
 pub mod protect;
+pub mod resources;
 mod service;
 mod service_account;
 
+#[cfg(test)]
+mod job_tests;
 #[cfg(test)]
 mod tests;
 
@@ -40,6 +43,7 @@ use crate::decide::{Decision, Identity};
 pub use configmap::config_checksum;
 pub use cronjob::{JOBS_HISTORY_LIMIT, STARTING_DEADLINE_SECONDS};
 pub use deployment::REVISION_HISTORY_LIMIT;
+pub use job::{DEFINITION_HASH_LEN, definition_hash as job_definition_hash};
 pub use labels::{CONFIG_CHECKSUM_ANNOTATION, Component, RUNTIME_PROFILE_ANNOTATION};
 pub use names::Names;
 pub use pod_template::{
@@ -69,6 +73,16 @@ pub enum RenderError {
     MissingUid {
         /// The Runtime's name.
         name: String,
+    },
+    /// A selector would match everything (`crate::api::selectors`): the
+    /// CRD refuses these, so only a Runtime stored before that rule gets
+    /// here. Nothing is rendered rather than a policy that admits anyone.
+    #[error("Runtime {name}: {}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    MatchEverything {
+        /// The Runtime's name.
+        name: String,
+        /// Every such selector, naming its field.
+        problems: Vec<crate::api::selectors::MatchEverything>,
     },
     /// An object failed to serialize (a bug).
     #[error("serializing rendered {kind}: {message}")]
@@ -173,6 +187,13 @@ pub fn render(
             name: name.to_string(),
         })?;
     let spec = &runtime.spec;
+    let problems = crate::api::selectors::match_everything(spec);
+    if !problems.is_empty() {
+        return Err(RenderError::MatchEverything {
+            name: name.to_string(),
+            problems,
+        });
+    }
     let config_data = spec
         .config
         .as_ref()

@@ -1,7 +1,8 @@
 //! The optional ingress-only NetworkPolicy: only the configured peers, only
 //! to the `http` port. Egress is not restricted (out of scope). Enabled
 //! with no peers renders a policy that admits nothing: a policy that is on
-//! never fails open.
+//! never fails open. It selects every pod of the Runtime, Job and CronJob
+//! pods too: those have no `http` port, so nothing may connect to them.
 
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -49,7 +50,7 @@ pub(crate) fn render(ctx: &Ctx<'_>) -> Option<NetworkPolicy> {
         metadata: ctx.meta(&ctx.names.workload, Component::Server),
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(LabelSelector {
-                match_labels: Some(labels::selector(ctx.name)),
+                match_labels: Some(labels::runtime_pods(ctx.name)),
                 match_expressions: None,
             }),
             policy_types: Some(vec!["Ingress".to_string()]),

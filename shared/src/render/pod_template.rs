@@ -2,20 +2,26 @@
 //! and CronJob pod templates. Nothing here comes from the team's spec except
 //! image, resources, command/args, placement and extra metadata — the
 //! security settings cannot be weakened from a Runtime.
+//!
+//! The pull policy follows the image reference: `Always` for a tag (the
+//! kubelet then asks the registry, with the pod's credentials, at every
+//! start: on a node shared by tenants a cached private image is never
+//! usable without them), `IfNotPresent` for a digest (content-addressed:
+//! the bytes cannot change; multi-tenant nodes should also enable the
+//! kubelet's ensure-secret-pulled-images feature, which re-checks
+//! credentials for cached images).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapEnvSource, Container, ContainerPort, EmptyDirVolumeSource,
     EnvFromSource, HTTPGetAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
-    ResourceRequirements, SeccompProfile, SecurityContext, TopologySpreadConstraint, Volume,
-    VolumeMount,
+    SeccompProfile, SecurityContext, TopologySpreadConstraint, Volume, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::api::{DEFAULT_DRAIN_SECONDS, GRACE_MARGIN_SECONDS, ResourceAmounts};
+use crate::api::{DEFAULT_DRAIN_SECONDS, GRACE_MARGIN_SECONDS};
 
 use super::labels::{self, CONFIG_CHECKSUM_ANNOTATION, Component, RUNTIME_PROFILE_ANNOTATION};
 use super::{Ctx, HTTP_PORT_NAME};
@@ -49,33 +55,6 @@ fn probe(path: &str, period: i32, timeout: i32, failures: i32) -> Probe {
         success_threshold: Some(1),
         ..Default::default()
     }
-}
-
-fn amounts(a: Option<&ResourceAmounts>) -> Option<BTreeMap<String, Quantity>> {
-    let a = a?;
-    let map: BTreeMap<String, Quantity> = [("cpu", &a.cpu), ("memory", &a.memory)]
-        .into_iter()
-        .filter_map(|(k, v)| {
-            // Canonical, as the apiserver stores it: see `crate::quantity`.
-            v.as_ref().map(|q| {
-                (
-                    k.to_string(),
-                    Quantity(crate::quantity::canonical_or_same(&q.0)),
-                )
-            })
-        })
-        .collect();
-    (!map.is_empty()).then_some(map)
-}
-
-fn resources(ctx: &Ctx<'_>) -> Option<ResourceRequirements> {
-    let r = ctx.spec.resources.as_ref()?;
-    let requirements = ResourceRequirements {
-        requests: amounts(r.requests.as_ref()),
-        limits: amounts(r.limits.as_ref()),
-        ..Default::default()
-    };
-    (requirements.requests.is_some() || requirements.limits.is_some()).then_some(requirements)
 }
 
 fn container_security_context() -> SecurityContext {
@@ -149,6 +128,7 @@ pub(crate) fn pod_template(ctx: &Ctx<'_>, kind: &PodKind<'_>) -> PodTemplateSpec
     let container = Container {
         name: CONTAINER_NAME.to_string(),
         image: Some(ctx.spec.image.reference()),
+        image_pull_policy: Some(ctx.spec.image.pull_policy().to_string()),
         command: (!kind.command.is_empty()).then(|| kind.command.to_vec()),
         args: (!kind.args.is_empty()).then(|| kind.args.to_vec()),
         env_from: Some(vec![EnvFromSource {
@@ -170,7 +150,7 @@ pub(crate) fn pod_template(ctx: &Ctx<'_>, kind: &PodKind<'_>) -> PodTemplateSpec
         startup_probe: server.then(|| probe(LIVE_PATH, 2, 1, 30)),
         liveness_probe: server.then(|| probe(LIVE_PATH, 10, 2, 3)),
         readiness_probe: server.then(|| probe(READY_PATH, 5, 2, 3)),
-        resources: resources(ctx),
+        resources: Some(super::resources::requirements(ctx.spec.resources.as_ref())),
         security_context: Some(container_security_context()),
         // The root filesystem is read-only; most runtimes still need a
         // writable /tmp.

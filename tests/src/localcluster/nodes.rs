@@ -66,8 +66,28 @@ pub async fn create(client: &Client, specs: &[NodeSpec]) -> Result<(), Error> {
         api.create(&PostParams::default(), &node(spec))
             .await
             .map_err(|e| Error::Kube(format!("creating node {}: {e}", spec.name)))?;
+        set_capacity(client, &spec.name).await?;
         set_handlers(client, &spec.name, &spec.handlers).await?;
     }
+    Ok(())
+}
+
+/// What every simulated node offers: kwok's own defaults (cpu 1k, memory
+/// 1Ti, pods 1M) plus ephemeral storage, which kwok leaves out. Without it
+/// the scheduler refuses every pod that requests ephemeral storage, and
+/// berth's contract requests some for every pod.
+fn capacity() -> serde_json::Value {
+    serde_json::json!({"cpu": "1k", "memory": "1Ti", "pods": "1M", "ephemeral-storage": "1Ti"})
+}
+
+/// Sets the node's capacity and allocatable (a merge patch: kwok's stage
+/// keeps what a node already reports).
+async fn set_capacity(client: &Client, node: &str) -> Result<(), Error> {
+    let api: Api<Node> = Api::all(client.clone());
+    let patch = serde_json::json!({"status": {"capacity": capacity(), "allocatable": capacity()}});
+    api.patch_status(node, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| Error::Kube(format!("setting the capacity of node {node}: {e}")))?;
     Ok(())
 }
 

@@ -47,7 +47,7 @@ mod diff;
 mod handover;
 mod held;
 
-pub use diff::{APPLIED_HASH_ANNOTATION, Governed, contains, overlay, with_hash};
+pub use diff::{Governed, contains, overlay, with_hash};
 pub use held::Held;
 
 use self::diff::{applied_hash, hash};
@@ -379,10 +379,14 @@ where
     }
 }
 
-/// One-time Jobs run once per template: a Job recorded in status with the
-/// same template hash is never created again (TTL cleanup, a manual
-/// delete, a resume); an entry whose definition changed replaces its old
-/// Job (deleted first, uid-preconditioned) and runs once more.
+/// One-time Jobs run once per definition (`render::job_definition_hash`:
+/// image, command, args — not the class, pod metadata or anything else): a
+/// Job recorded in status with the same definition is never created again
+/// (TTL cleanup, a manual delete, a resume), and a live Job that runs the
+/// same definition is kept as it is, finished or running, whatever else
+/// changed (a retirement to the default runtime, a grant that rolls). An
+/// entry whose definition changed replaces its old Job (deleted first,
+/// uid-preconditioned) and runs once more.
 async fn run_jobs_once(
     ctx: &Context,
     runtime: &Runtime,
@@ -407,18 +411,24 @@ async fn run_jobs_once(
             records.extend(recorded.cloned());
             continue;
         };
-        let Some(hash) = with_hash(desired).ok().as_ref().and_then(applied_hash) else {
+        let Some(definition) = render::job_definition_hash(desired) else {
             continue;
+        };
+        // Records written before definitions were the identity hold the
+        // hash of the whole rendered Job: still "it ran" when that matches.
+        let legacy = with_hash(desired).ok().as_ref().and_then(applied_hash);
+        let ran = |r: &JobRunStatus| {
+            r.template_hash == definition || legacy.as_deref() == Some(r.template_hash.as_str())
         };
         let record = JobRunStatus {
             name: entry.name.clone(),
             job: job_name.clone(),
-            template_hash: hash.clone(),
+            template_hash: definition.clone(),
         };
         match cached.get(&job_name) {
             Some(job) if owned_by(job.meta(), &uid) => {
-                let live_hash = job.annotations().get(APPLIED_HASH_ANNOTATION).cloned();
-                if live_hash.as_deref() == Some(hash.as_str()) {
+                if render::job_definition_hash(job).as_deref() == Some(definition.as_str()) {
+                    // Same definition: kept as it ran (or runs).
                     records.push(record);
                 } else {
                     // Changed definition: the old Job goes first (a Job's
@@ -436,9 +446,9 @@ async fn run_jobs_once(
                 ensure(ctx, cached, desired, &uid, Mode::CreateOnly, out).await;
                 records.extend(recorded.cloned());
             }
-            None if recorded.is_some_and(|r| r.template_hash == hash) => {
+            None if recorded.is_some_and(ran) => {
                 // It ran; it is gone (TTL, deleted). Never again.
-                records.extend(recorded.cloned());
+                records.push(record);
             }
             None => {
                 let before = out.writes;
