@@ -24,6 +24,7 @@ mod retire;
 mod runtime_grant_policy;
 mod support;
 mod version;
+mod workload_policy;
 
 // Test support lives under support/; the old path stays for modules that
 // name it.

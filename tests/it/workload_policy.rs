@@ -1,0 +1,786 @@
+//! The shipped workload RuntimeClass policy
+//! (`assets/admission/workload-runtimeclass-policy.yaml`): a class that a
+//! RuntimeGrant names is set only by the agent, or by the built-in
+//! controllers for an owner that was itself checked. The adversaries are a
+//! restricted user and a ServiceAccount of their own, both with full RBAC
+//! on every workload kind: only the policy stops them.
+//!
+//! No agent runs in this test: the policy is enforced by the API server, so
+//! it holds while the agent is down. The policy and binding are the shipped
+//! ones, renamed, with the binding narrowed to this test's namespaces and
+//! RuntimeGrants (parallel tests never see it), and with the local
+//! cluster's controller-manager identity added to the controllers (it runs
+//! with one credential, the admin certificate: tests/src/localcluster).
+
+use std::time::Duration;
+
+use berth_tests::harness::{self, TestNamespace, cluster, install_crds, restricted_client};
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{Pod, PodTemplate, ServiceAccount};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use serde::Deserialize as _;
+use serde_json::{Value, json};
+
+use crate::support::webhook::{AGENT_USER, refusal, unique};
+
+const WAIT: Duration = Duration::from_secs(120);
+/// Narrows the binding to this test's namespaces and RuntimeGrants.
+const LABEL: &str = "berth.dev/it-wlp";
+/// The operator's exemption label (the shipped binding's selector).
+const EXEMPT: &str = "berth.dev/runtime-class-policy";
+/// The local cluster's kube-controller-manager user.
+const LOCAL_CONTROLLER_MANAGER: &str = "berth-admin";
+const SHIPPED: &str = include_str!("../../assets/admission/workload-runtimeclass-policy.yaml");
+
+fn shipped(kind: &str) -> Value {
+    serde_yaml::Deserializer::from_str(SHIPPED)
+        .map(|d| {
+            serde_json::to_value(serde_yaml::Value::deserialize(d).expect("yaml")).expect("json")
+        })
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("{kind} in workload-runtimeclass-policy.yaml"))
+}
+
+/// A client impersonating `user` in `groups` (admin impersonation).
+async fn impersonating(user: &str, groups: &[&str]) -> Client {
+    let kc = Kubeconfig::read_from(&cluster().kubeconfig).expect("kubeconfig");
+    let mut config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .expect("config");
+    config.auth_info.impersonate = Some(user.into());
+    config.auth_info.impersonate_groups = Some(groups.iter().map(|g| g.to_string()).collect());
+    Client::try_from(config).expect("impersonating client")
+}
+
+/// The kinds the policy guards, with a builder for an object of each that
+/// names `class` (or none).
+const KINDS: &[&str] = &[
+    "Pod",
+    "PodTemplate",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+];
+
+fn resource(kind: &str) -> ApiResource {
+    match kind {
+        "Pod" => ApiResource::erase::<Pod>(&()),
+        "PodTemplate" => ApiResource::erase::<PodTemplate>(&()),
+        "Deployment" => ApiResource::erase::<Deployment>(&()),
+        "ReplicaSet" => ApiResource::erase::<ReplicaSet>(&()),
+        "StatefulSet" => ApiResource::erase::<StatefulSet>(&()),
+        "DaemonSet" => ApiResource::erase::<DaemonSet>(&()),
+        "Job" => ApiResource::erase::<Job>(&()),
+        "CronJob" => ApiResource::erase::<CronJob>(&()),
+        other => panic!("unknown kind {other}"),
+    }
+}
+
+fn pod_spec(class: Option<&str>, restart: &str) -> Value {
+    let mut spec = json!({
+        "restartPolicy": restart,
+        "containers": [{"name": "c", "image": "registry.invalid/it/app:1"}]
+    });
+    if let Some(c) = class {
+        spec["runtimeClassName"] = json!(c);
+    }
+    spec
+}
+
+fn workload(kind: &str, name: &str, class: Option<&str>) -> DynamicObject {
+    let labels = json!({"app": name});
+    let template =
+        |restart: &str| json!({"metadata": {"labels": labels}, "spec": pod_spec(class, restart)});
+    let selector = json!({"matchLabels": labels});
+    let ar = resource(kind);
+    let body = match kind {
+        "Pod" => json!({"spec": pod_spec(class, "Always")}),
+        "PodTemplate" => json!({"template": template("Always")}),
+        "Deployment" | "ReplicaSet" | "DaemonSet" => {
+            json!({"spec": {"selector": selector, "template": template("Always")}})
+        }
+        "StatefulSet" => {
+            json!({"spec": {"serviceName": name, "selector": selector, "template": template("Always")}})
+        }
+        "Job" => json!({"spec": {"template": template("Never")}}),
+        "CronJob" => json!({"spec": {"schedule": "0 0 1 1 *",
+            "jobTemplate": {"spec": {"template": template("Never")}}}}),
+        other => panic!("unknown kind {other}"),
+    };
+    let mut v = body;
+    v["apiVersion"] = json!(ar.api_version);
+    v["kind"] = json!(kind);
+    v["metadata"] = json!({"name": name, "labels": labels});
+    serde_json::from_value(v).expect("object")
+}
+
+async fn create(
+    client: &Client,
+    ns: &str,
+    obj: &DynamicObject,
+    dry_run: bool,
+) -> Result<DynamicObject, kube::Error> {
+    let kind = &obj.types.as_ref().expect("types").kind;
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource(kind));
+    let pp = PostParams {
+        dry_run,
+        ..Default::default()
+    };
+    api.create(&pp, obj).await
+}
+
+fn patch_params(dry_run: bool) -> PatchParams {
+    PatchParams {
+        dry_run,
+        ..Default::default()
+    }
+}
+
+/// Refused by this policy (403, its message), for `who` creating `kind`.
+fn assert_refused<T: std::fmt::Debug>(
+    result: Result<T, kube::Error>,
+    what: &str,
+    class: &str,
+    grant: &str,
+) {
+    let (code, msg) = refusal(result, what);
+    assert_eq!(code, 403, "{what}: {msg}");
+    assert!(
+        msg.contains(&format!(
+            "RuntimeClass {class} is granted through berth (RuntimeGrant {grant})"
+        )) && msg.contains(&format!("spec.runtimeProfile: {grant}")),
+        "{what}: {msg}"
+    );
+}
+
+fn admitted<T>(result: Result<T, kube::Error>, what: &str) -> T {
+    result.unwrap_or_else(|e| panic!("{what}: refused: {e}"))
+}
+
+struct Setup {
+    id: String,
+    ns: TestNamespace,
+    exempt: TestNamespace,
+    granted: String,
+    ungranted: String,
+    grant: String,
+}
+
+impl Setup {
+    async fn cleanup(&self) {
+        let admin = &self.ns.client;
+        let dp = DeleteParams::default();
+        let _ = Api::<ValidatingAdmissionPolicyBinding>::all(admin.clone())
+            .delete(&self.id, &dp)
+            .await;
+        let _ = Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+            .delete(&self.id, &dp)
+            .await;
+        let grants = Api::<DynamicObject>::all_with(admin.clone(), &grant_resource());
+        let _ = grants.delete(&self.grant, &dp).await;
+        for class in [&self.granted, &self.ungranted] {
+            let _ = Api::<RuntimeClass>::all(admin.clone())
+                .delete(class, &dp)
+                .await;
+        }
+    }
+}
+
+fn grant_resource() -> ApiResource {
+    ApiResource::erase::<berth_shared::api::RuntimeGrant>(&())
+}
+
+/// Namespaces, classes, a grant, the adversaries' RBAC, a workload that
+/// predates the policy, then the policy (waited for until in force).
+async fn setup() -> Setup {
+    let id = unique("wlp");
+    let ns = TestNamespace::with_labels("wlp", &[(LABEL, id.as_str())]).await;
+    let exempt =
+        TestNamespace::with_labels("wlp-ex", &[(LABEL, id.as_str()), (EXEMPT, "exempt")]).await;
+    let admin = ns.client.clone();
+    install_crds(&admin).await;
+    let pp = PostParams::default();
+
+    let granted = format!("{id}-granted");
+    let ungranted = format!("{id}-free");
+    for class in [&granted, &ungranted] {
+        let rc: RuntimeClass =
+            serde_json::from_value(json!({"metadata": {"name": class}, "handler": "runc"}))
+                .expect("class");
+        Api::<RuntimeClass>::all(admin.clone())
+            .create(&pp, &rc)
+            .await
+            .expect("RuntimeClass");
+    }
+    let grant = format!("{id}-bw");
+    let rg: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "RuntimeGrant",
+        "metadata": {"name": grant, "labels": {LABEL: id}},
+        "spec": {"project": "demo", "environment": "production", "application": "analytics",
+            "service": "worker", "runtimeClass": granted, "handler": "runc"}
+    }))
+    .expect("grant");
+    Api::<DynamicObject>::all_with(admin.clone(), &grant_resource())
+        .create(&pp, &rg)
+        .await
+        .expect("RuntimeGrant");
+
+    // Every workload verb for the restricted user, an intruder
+    // ServiceAccount and the agent's ServiceAccount, in both namespaces.
+    for n in [&ns, &exempt] {
+        let role: Role = serde_json::from_value(json!({
+            "metadata": {"name": "workloads"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods", "podtemplates"],
+                 "verbs": ["get", "list", "create", "update", "patch", "delete"]},
+                {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets",
+                    "daemonsets", "deployments/scale"],
+                 "verbs": ["get", "list", "create", "update", "patch", "delete"]},
+                {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"],
+                 "verbs": ["get", "list", "create", "update", "patch", "delete"]}
+            ]
+        }))
+        .expect("role");
+        Api::<Role>::namespaced(admin.clone(), &n.name)
+            .create(&pp, &role)
+            .await
+            .expect("role");
+        let binding: RoleBinding = serde_json::from_value(json!({
+            "metadata": {"name": "workloads"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "workloads"},
+            "subjects": [
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "berth-restricted"},
+                {"kind": "ServiceAccount", "name": "intruder", "namespace": ns.name},
+                {"kind": "ServiceAccount", "name": "berth-agent", "namespace": "berth-system"}
+            ]
+        }))
+        .expect("binding");
+        Api::<RoleBinding>::namespaced(admin.clone(), &n.name)
+            .create(&pp, &binding)
+            .await
+            .expect("role binding");
+    }
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "intruder"}})).expect("sa");
+    Api::<ServiceAccount>::namespaced(admin.clone(), &ns.name)
+        .create(&pp, &sa)
+        .await
+        .expect("intruder ServiceAccount");
+
+    // Before the policy: a workload berth does not manage, on the class
+    // that is (now) granted. The controllers give it its pod.
+    let mut legacy = workload("Deployment", "legacy", Some(&granted));
+    legacy.data["spec"]["replicas"] = json!(1);
+    create(&admin, &ns.name, &legacy, false)
+        .await
+        .expect("legacy Deployment before the policy");
+    wait_pods(&ns, "legacy", &granted, 1).await;
+
+    // The shipped policy and binding, renamed and narrowed.
+    let mut policy = shipped("ValidatingAdmissionPolicy");
+    policy["metadata"]["name"] = json!(id);
+    let vars = policy["spec"]["variables"]
+        .as_array_mut()
+        .expect("variables");
+    let controllers = vars
+        .iter_mut()
+        .find(|v| v["name"] == "controllerUsernames")
+        .expect("controllerUsernames");
+    let list = controllers["expression"]
+        .as_str()
+        .expect("expression")
+        .to_string();
+    controllers["expression"] = json!(format!("{list} + ['{LOCAL_CONTROLLER_MANAGER}']"));
+    assert_eq!(
+        vars.iter()
+            .find(|v| v["name"] == "agentUsername")
+            .expect("agentUsername")["expression"],
+        json!(format!("'{AGENT_USER}'"))
+    );
+    let mut binding = shipped("ValidatingAdmissionPolicyBinding");
+    binding["metadata"]["name"] = json!(id);
+    binding["spec"]["policyName"] = json!(id);
+    assert_eq!(binding["spec"]["paramRef"]["selector"], json!({}));
+    binding["spec"]["paramRef"]["selector"] = json!({"matchLabels": {LABEL: id}});
+    binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] = json!({LABEL: id});
+    let policy: ValidatingAdmissionPolicy = serde_json::from_value(policy).expect("policy");
+    let binding: ValidatingAdmissionPolicyBinding =
+        serde_json::from_value(binding).expect("binding");
+    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .create(&pp, &policy)
+        .await
+        .expect("policy");
+    Api::<ValidatingAdmissionPolicyBinding>::all(admin.clone())
+        .create(&pp, &binding)
+        .await
+        .expect("binding");
+
+    // In force (and RBAC too) when the restricted user's dry-run of a Pod
+    // on the granted class is refused by the policy.
+    let restricted = restricted_client().await;
+    let probe = workload("Pod", "probe", Some(&granted));
+    harness::wait_for("the policy to take effect", WAIT, || {
+        let (restricted, probe, ns) = (restricted.clone(), probe.clone(), ns.name.clone());
+        async move {
+            matches!(create(&restricted, &ns, &probe, true).await,
+                Err(kube::Error::Api(s)) if s.message.contains("granted through berth"))
+        }
+    })
+    .await;
+    let typed = Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .get(&id)
+        .await
+        .expect("policy");
+    eprintln!("policy status: {:?}", typed.status);
+
+    Setup {
+        id,
+        ns,
+        exempt,
+        granted,
+        ungranted,
+        grant,
+    }
+}
+
+/// Waits until `app`'s pods (created by the controllers) number `n`, all
+/// on `class`.
+async fn wait_pods(ns: &TestNamespace, app: &str, class: &str, n: usize) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(ns.client.clone(), &ns.name);
+    let lp = ListParams::default().labels(&format!("app={app}"));
+    harness::wait_for_value(&format!("{n} pods of {app}"), WAIT, || {
+        let (pods, lp) = (pods.clone(), lp.clone());
+        async move {
+            let list = pods.list(&lp).await.ok()?.items;
+            let live: Vec<Pod> = list
+                .into_iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .collect();
+            (live.len() == n
+                && live.iter().all(|p| {
+                    p.spec
+                        .as_ref()
+                        .and_then(|s| s.runtime_class_name.as_deref())
+                        == Some(class)
+                }))
+            .then_some(live)
+        }
+    })
+    .await
+}
+
+/// The restricted user and an intruder ServiceAccount are refused the
+/// granted class on every kind (create, and update that adds it); allowed
+/// an ungranted class and no class; allowed everything in an exempt
+/// namespace. The agent is allowed everywhere.
+#[tokio::test]
+async fn only_berth_sets_a_granted_runtime_class() {
+    let s = setup().await;
+    let (ns, granted, grant) = (&s.ns.name, s.granted.as_str(), s.grant.as_str());
+    let restricted = restricted_client().await;
+    let intruder = impersonating(
+        &format!("system:serviceaccount:{ns}:intruder"),
+        &[
+            "system:serviceaccounts",
+            &format!("system:serviceaccounts:{ns}"),
+            "system:authenticated",
+        ],
+    )
+    .await;
+    let agent = impersonating(
+        AGENT_USER,
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:berth-system",
+            "system:authenticated",
+        ],
+    )
+    .await;
+
+    for kind in KINDS {
+        let name = kind.to_lowercase();
+        for (who, client) in [("restricted", &restricted), ("intruder", &intruder)] {
+            // Refused for real (not a dry run): nothing is created.
+            assert_refused(
+                create(client, ns, &workload(kind, &name, Some(granted)), false).await,
+                &format!("{who} creates a {kind} on the granted class"),
+                granted,
+                grant,
+            );
+            admitted(
+                create(client, ns, &workload(kind, &name, Some(&s.ungranted)), true).await,
+                &format!("{who} creates a {kind} on an ungranted class"),
+            );
+            admitted(
+                create(client, ns, &workload(kind, &name, None), true).await,
+                &format!("{who} creates a {kind} without a class"),
+            );
+            admitted(
+                create(
+                    client,
+                    &s.exempt.name,
+                    &workload(kind, &name, Some(granted)),
+                    true,
+                )
+                .await,
+                &format!("{who} creates a {kind} on the granted class in an exempt namespace"),
+            );
+        }
+        admitted(
+            create(&agent, ns, &workload(kind, &name, Some(granted)), true).await,
+            &format!("the agent creates a {kind} on the granted class"),
+        );
+    }
+
+    // UPDATE that adds the class: the restricted user's own Deployment,
+    // created without a class, then with an ungranted one.
+    admitted(
+        create(&restricted, ns, &workload("Deployment", "own", None), false).await,
+        "own Deployment",
+    );
+    let deployments: Api<Deployment> = Api::namespaced(restricted.clone(), ns);
+    let set_class = |class: &str| {
+        Patch::Merge(json!({"spec": {"template": {"spec": {"runtimeClassName": class}}}}))
+    };
+    let to_granted = deployments
+        .patch("own", &patch_params(false), &set_class(granted))
+        .await;
+    assert_refused(
+        to_granted,
+        "restricted patches its Deployment to the granted class",
+        granted,
+        grant,
+    );
+    admitted(
+        deployments
+            .patch("own", &patch_params(false), &set_class(&s.ungranted))
+            .await,
+        "restricted patches its Deployment to an ungranted class",
+    );
+    let to_granted = deployments
+        .patch("own", &patch_params(false), &set_class(granted))
+        .await;
+    assert_refused(
+        to_granted,
+        "restricted moves its Deployment to the granted class",
+        granted,
+        grant,
+    );
+    // CronJob: the class is two templates down.
+    admitted(
+        create(
+            &restricted,
+            ns,
+            &workload("CronJob", "own-cron", None),
+            false,
+        )
+        .await,
+        "own CronJob",
+    );
+    let crons: Api<CronJob> = Api::namespaced(restricted.clone(), ns);
+    let r = crons
+        .patch(
+            "own-cron",
+            &patch_params(false),
+            &Patch::Merge(json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"runtimeClassName": granted}}}}}})),
+        )
+        .await;
+    assert_refused(
+        r,
+        "restricted patches its CronJob to the granted class",
+        granted,
+        grant,
+    );
+    s.cleanup().await;
+}
+
+/// A Deployment the agent creates on the granted class really gets its
+/// ReplicaSet and Pods from the controllers under the policy; nobody can
+/// borrow that owner chain: a Pod naming the agent's ReplicaSet as its
+/// owner is refused for the restricted user, and even for the
+/// controller-manager's identity when the Pod names no owner.
+#[tokio::test]
+async fn controllers_create_the_pods_of_berth_workloads() {
+    let s = setup().await;
+    let (ns, granted, grant) = (&s.ns.name, s.granted.as_str(), s.grant.as_str());
+    let agent = impersonating(
+        AGENT_USER,
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:berth-system",
+            "system:authenticated",
+        ],
+    )
+    .await;
+    let mut web = workload("Deployment", "web", Some(granted));
+    web.data["spec"]["replicas"] = json!(2);
+    web.metadata.labels = Some(
+        [
+            ("app".to_string(), "web".to_string()),
+            (
+                "app.kubernetes.io/managed-by".to_string(),
+                "berth".to_string(),
+            ),
+        ]
+        .into(),
+    );
+    admitted(
+        create(&agent, ns, &web, false).await,
+        "the agent creates web",
+    );
+    let pods = wait_pods(&s.ns, "web", granted, 2).await;
+    let rs_name = pods[0]
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|o| o.first())
+        .map(|o| o.name.clone())
+        .expect("the pod's ReplicaSet");
+    let rs = Api::<ReplicaSet>::namespaced(s.ns.client.clone(), ns)
+        .get(&rs_name)
+        .await
+        .expect("ReplicaSet");
+    let rs_uid = rs.metadata.uid.clone().expect("uid");
+
+    // A forged owner chain: the restricted user's Pod claims the agent's
+    // ReplicaSet as controller.
+    let mut forged = workload("Pod", "forged", Some(granted));
+    forged.metadata.owner_references = Some(vec![
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name, "uid": rs_uid,
+            "controller": true
+        }))
+        .expect("ownerReference"),
+    ]);
+    let restricted = restricted_client().await;
+    assert_refused(
+        create(&restricted, ns, &forged, false).await,
+        "restricted creates a Pod owned by the agent's ReplicaSet",
+        granted,
+        grant,
+    );
+    // The same for a Job claiming a CronJob of the agent's (what `kubectl
+    // create job --from=cronjob/…` sends).
+    let mut cron = workload("CronJob", "nightly", Some(granted));
+    cron.data["spec"]["suspend"] = json!(true);
+    let cron = admitted(
+        create(&agent, ns, &cron, false).await,
+        "the agent creates a CronJob",
+    );
+    let mut job = workload("Job", "nightly-manual", Some(granted));
+    job.metadata.owner_references = Some(vec![
+        serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly",
+            "uid": cron.metadata.uid.clone().expect("uid"), "controller": true
+        }))
+        .expect("ownerReference"),
+    ]);
+    assert_refused(
+        create(&restricted, ns, &job, false).await,
+        "restricted creates a Job from the agent's CronJob",
+        granted,
+        grant,
+    );
+    // The restricted user scales the berth Deployment: allowed (the class
+    // is unchanged; the agent owns the replica count, not this policy),
+    // and the controllers create the new pod.
+    admitted(
+        Api::<Deployment>::namespaced(restricted.clone(), ns)
+            .patch(
+                "web",
+                &patch_params(false),
+                &Patch::Merge(json!({"spec": {"replicas": 3}})),
+            )
+            .await,
+        "restricted scales web",
+    );
+    wait_pods(&s.ns, "web", granted, 3).await;
+    // ... but may not change the pod spec berth rendered (no drift window
+    // on the class while the agent is down).
+    let (code, msg) = refusal(
+        Api::<Deployment>::namespaced(restricted.clone(), ns)
+            .patch(
+                "web",
+                &patch_params(false),
+                &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [
+                    {"name": "c", "image": "registry.invalid/it/evil:1"}]}}}})),
+            )
+            .await,
+        "restricted changes web's image",
+    );
+    assert_eq!(code, 403, "{msg}");
+    assert!(
+        msg.contains("may not change the pod spec of a Deployment"),
+        "{msg}"
+    );
+    // The controller-manager's identity (here the admin's) without an
+    // owner: not a controller acting for anything.
+    assert_refused(
+        create(
+            &s.ns.client,
+            ns,
+            &workload("Pod", "bare", Some(granted)),
+            true,
+        )
+        .await,
+        "the controller identity creates a bare Pod on the granted class",
+        granted,
+        grant,
+    );
+    s.cleanup().await;
+}
+
+/// A workload that predates the policy keeps running: the restricted user
+/// may scale it and change its metadata and its template's (the
+/// controllers create its pods), but not its pod spec nor its pods'; may
+/// move it off the class but not back, and may delete it; `berth get
+/// retained` shows it as running outside berth.
+#[tokio::test]
+async fn a_workload_that_predates_the_policy_keeps_running_outside_berth() {
+    let s = setup().await;
+    let (ns, granted, grant) = (&s.ns.name, s.granted.as_str(), s.grant.as_str());
+    let restricted = restricted_client().await;
+    let deployments: Api<Deployment> = Api::namespaced(restricted.clone(), ns);
+
+    admitted(
+        deployments
+            .patch_scale(
+                "legacy",
+                &patch_params(false),
+                &Patch::Merge(json!({"spec": {"replicas": 2}})),
+            )
+            .await,
+        "restricted scales the legacy Deployment",
+    );
+    let legacy_pods = wait_pods(&s.ns, "legacy", granted, 2).await;
+    let pods = Api::<Pod>::namespaced(restricted.clone(), ns);
+    let legacy_pod = legacy_pods[0].metadata.name.clone().expect("name");
+    let (code, msg) = refusal(
+        pods.patch(
+            &legacy_pod,
+            &patch_params(false),
+            &Patch::Strategic(json!({"spec": {"containers": [
+                {"name": "c", "image": "registry.invalid/it/evil:1"}]}})),
+        )
+        .await,
+        "restricted changes the image of a legacy pod",
+    );
+    assert_eq!(code, 403, "{msg}");
+    assert!(
+        msg.contains("may not change the pod spec of a Pod"),
+        "{msg}"
+    );
+    admitted(
+        deployments
+            .patch(
+                "legacy",
+                &patch_params(false),
+                &Patch::Merge(json!({"metadata": {"labels": {"team": "old"}},
+                    "spec": {"template": {"metadata": {"annotations": {"rev": "2"}}}}})),
+            )
+            .await,
+        "restricted changes the legacy Deployment, keeping its class",
+    );
+    // Its pod spec is another matter: a new image on the granted class is
+    // refused like a new workload, for its own pods too.
+    let (code, msg) = refusal(
+        deployments
+            .patch(
+                "legacy",
+                &patch_params(false),
+                &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [
+                    {"name": "c", "image": "registry.invalid/it/evil:1"}]}}}})),
+            )
+            .await,
+        "restricted changes the legacy Deployment's image",
+    );
+    assert_eq!(code, 403, "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "RuntimeClass {granted} is granted through berth (RuntimeGrant {grant}): berth-restricted may not change the pod spec of a Deployment"
+        )),
+        "{msg}"
+    );
+
+    // The console's Retained view marks it.
+    let bin = tokio::task::spawn_blocking(|| {
+        harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
+    })
+    .await
+    .expect("build");
+    let kubeconfig = tokio::task::spawn_blocking(|| cluster().kubeconfig.clone())
+        .await
+        .expect("cluster");
+    let out = tokio::process::Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["-n", ns, "get", "retained", "-o", "json"])
+        .output()
+        .await
+        .expect("run berth");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let row = doc["items"]
+        .as_array()
+        .and_then(|items| {
+            items
+                .iter()
+                .find(|r| r["kind"] == "Deployment" && r["name"] == "legacy")
+        })
+        .unwrap_or_else(|| panic!("legacy in {stdout}"));
+    assert_eq!(
+        row["reason"],
+        json!(format!("outside berth, bypasses grant {grant}")),
+        "{row}"
+    );
+    assert_eq!(row["managedByBerth"], json!(false), "{row}");
+
+    // Off the class, and not back.
+    let set_class = |class: &str| {
+        Patch::Merge(json!({"spec": {"template": {"spec": {"runtimeClassName": class}}}}))
+    };
+    admitted(
+        deployments
+            .patch("legacy", &patch_params(true), &set_class(&s.ungranted))
+            .await,
+        "restricted moves legacy to an ungranted class",
+    );
+    admitted(
+        deployments
+            .patch("legacy", &patch_params(false), &set_class(&s.ungranted))
+            .await,
+        "restricted moves legacy to an ungranted class",
+    );
+    let back = deployments
+        .patch("legacy", &patch_params(false), &set_class(granted))
+        .await;
+    assert_refused(
+        back,
+        "restricted moves legacy back to the granted class",
+        granted,
+        grant,
+    );
+    admitted(
+        deployments.delete("legacy", &DeleteParams::default()).await,
+        "restricted deletes legacy",
+    );
+    s.cleanup().await;
+}
