@@ -244,7 +244,7 @@ async fn setup() -> Setup {
         let role: Role = serde_json::from_value(json!({
             "metadata": {"name": "workloads"},
             "rules": [
-                {"apiGroups": [""], "resources": ["pods", "podtemplates"],
+                {"apiGroups": [""], "resources": ["pods", "pods/ephemeralcontainers", "podtemplates"],
                  "verbs": ["get", "list", "create", "update", "patch", "delete"]},
                 {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets",
                     "daemonsets", "deployments/scale"],
@@ -510,8 +510,10 @@ async fn only_berth_sets_a_granted_runtime_class() {
 /// A Deployment the agent creates on the granted class really gets its
 /// ReplicaSet and Pods from the controllers under the policy; nobody can
 /// borrow that owner chain: a Pod naming the agent's ReplicaSet as its
-/// owner is refused for the restricted user, and even for the
-/// controller-manager's identity when the Pod names no owner.
+/// owner, or a Job naming its CronJob, is refused for the restricted user,
+/// and a Pod naming no owner even for the controller-manager's identity.
+/// Its pods take no ephemeral container; the Deployment can be scaled
+/// (more pods, from the controllers) but its pod spec is not changed.
 #[tokio::test]
 async fn controllers_create_the_pods_of_berth_workloads() {
     let s = setup().await;
@@ -571,6 +573,26 @@ async fn controllers_create_the_pods_of_berth_workloads() {
         "restricted creates a Pod owned by the agent's ReplicaSet",
         granted,
         grant,
+    );
+    // `kubectl debug` on one of berth's pods: an ephemeral container with
+    // any image would run in the granted sandbox.
+    let pod_name = pods[0].metadata.name.clone().expect("pod name");
+    let (code, msg) = refusal(
+        Api::<Pod>::namespaced(restricted.clone(), ns)
+            .patch_subresource(
+                "ephemeralcontainers",
+                &pod_name,
+                &patch_params(false),
+                &Patch::Strategic(json!({"spec": {"ephemeralContainers": [
+                    {"name": "debugger", "image": "registry.invalid/it/evil:1"}]}})),
+            )
+            .await,
+        "restricted adds an ephemeral container to a pod of web",
+    );
+    assert_eq!(code, 403, "{msg}");
+    assert!(
+        msg.contains("may not change the pod spec of a Pod"),
+        "{msg}"
     );
     // The same for a Job claiming a CronJob of the agent's (what `kubectl
     // create job --from=cronjob/…` sends).

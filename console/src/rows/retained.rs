@@ -101,12 +101,9 @@ impl Row for RetainedRow {
             Cell::text(&self.handler),
             Cell::text(&self.reason),
             Cell::ratio(self.ready.into(), self.replicas.into()),
-            // "outside", not "no": berth's grants do not govern it.
-            Cell::text(if self.managed_by_berth {
-                "yes"
-            } else {
-                "outside"
-            }),
+            // "out" (of berth), not "no": berth's grants do not govern it.
+            // Short enough to stay whole at 80 columns.
+            Cell::text(if self.managed_by_berth { "yes" } else { "out" }),
             Cell::text(&self.note),
         ]
     }

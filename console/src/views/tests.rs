@@ -211,8 +211,8 @@ fn retained_view() {
 }
 
 /// A workload that predates the workload RuntimeClass policy and names a
-/// granted class: marked `outside` in BERTH (visible at 80 columns) and
-/// `outside berth, bypasses grant …` in REASON, in red.
+/// granted class: marked `out` in BERTH and `outside berth, bypasses grant
+/// …` in REASON, in red; both still readable at 80 columns.
 #[test]
 fn retained_view_marks_workloads_outside_berth() {
     use k8s_openapi::api::apps::v1::Deployment;
@@ -245,8 +245,8 @@ fn retained_view_marks_workloads_outside_berth() {
         "{row}"
     );
     let buf = render(&mut app, 80, 24);
-    let row = line_with(&buf, "old-importer").expect("legacy row at 80");
-    assert!(row.contains("outside"), "{row}");
+    let row = line_with(&buf, "old-import").expect("legacy row at 80");
+    assert!(row.contains("outside be") && row.contains(" out "), "{row}");
 }
 
 #[test]
