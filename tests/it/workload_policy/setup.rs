@@ -230,37 +230,7 @@ pub(super) async fn setup() -> Setup {
     // Every workload verb for the restricted user, an intruder
     // ServiceAccount and the agent's ServiceAccount, in both namespaces.
     for n in [&ns, &exempt] {
-        let role: Role = serde_json::from_value(json!({
-            "metadata": {"name": "workloads"},
-            "rules": [
-                {"apiGroups": [""], "resources": ["pods", "pods/ephemeralcontainers", "podtemplates"],
-                 "verbs": ["get", "list", "create", "update", "patch", "delete"]},
-                {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets",
-                    "daemonsets", "deployments/scale"],
-                 "verbs": ["get", "list", "create", "update", "patch", "delete"]},
-                {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"],
-                 "verbs": ["get", "list", "create", "update", "patch", "delete"]}
-            ]
-        }))
-        .expect("role");
-        Api::<Role>::namespaced(admin.clone(), &n.name)
-            .create(&pp, &role)
-            .await
-            .expect("role");
-        let binding: RoleBinding = serde_json::from_value(json!({
-            "metadata": {"name": "workloads"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "workloads"},
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "berth-restricted"},
-                {"kind": "ServiceAccount", "name": "intruder", "namespace": ns.name},
-                {"kind": "ServiceAccount", "name": "berth-agent", "namespace": "berth-system"}
-            ]
-        }))
-        .expect("binding");
-        Api::<RoleBinding>::namespaced(admin.clone(), &n.name)
-            .create(&pp, &binding)
-            .await
-            .expect("role binding");
+        workload_rbac(&admin, &n.name, &ns.name).await;
     }
     let sa: ServiceAccount =
         serde_json::from_value(json!({"metadata": {"name": "intruder"}})).expect("sa");
@@ -278,44 +248,7 @@ pub(super) async fn setup() -> Setup {
         .expect("legacy Deployment before the policy");
     wait_pods(&ns, "legacy", &granted, 1).await;
 
-    // The shipped policy and binding, renamed and narrowed.
-    let mut policy = shipped("ValidatingAdmissionPolicy");
-    policy["metadata"]["name"] = json!(id);
-    let vars = policy["spec"]["variables"]
-        .as_array_mut()
-        .expect("variables");
-    let controllers = vars
-        .iter_mut()
-        .find(|v| v["name"] == "controllerUsernames")
-        .expect("controllerUsernames");
-    let list = controllers["expression"]
-        .as_str()
-        .expect("expression")
-        .to_string();
-    controllers["expression"] = json!(format!("{list} + ['{LOCAL_CONTROLLER_MANAGER}']"));
-    assert_eq!(
-        vars.iter()
-            .find(|v| v["name"] == "agentUsername")
-            .expect("agentUsername")["expression"],
-        json!(format!("'{AGENT_USER}'"))
-    );
-    let mut binding = shipped("ValidatingAdmissionPolicyBinding");
-    binding["metadata"]["name"] = json!(id);
-    binding["spec"]["policyName"] = json!(id);
-    assert_eq!(binding["spec"]["paramRef"]["selector"], json!({}));
-    binding["spec"]["paramRef"]["selector"] = json!({"matchLabels": {LABEL: id}});
-    binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] = json!({LABEL: id});
-    let policy: ValidatingAdmissionPolicy = serde_json::from_value(policy).expect("policy");
-    let binding: ValidatingAdmissionPolicyBinding =
-        serde_json::from_value(binding).expect("binding");
-    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
-        .create(&pp, &policy)
-        .await
-        .expect("policy");
-    Api::<ValidatingAdmissionPolicyBinding>::all(admin.clone())
-        .create(&pp, &binding)
-        .await
-        .expect("binding");
+    install_policy(&admin, &id, AGENT_USER, json!({"matchLabels": {LABEL: id}})).await;
 
     // In force (and RBAC too) when the restricted user's dry-run of a Pod
     // on the granted class is refused by the policy.
@@ -369,4 +302,98 @@ pub(super) async fn wait_pods(ns: &TestNamespace, app: &str, class: &str, n: usi
         }
     })
     .await
+}
+
+/// The shipped policy and binding, renamed `id`, with `agent` as the
+/// agent's user, the local controller-manager added to the controllers,
+/// the binding narrowed to namespaces labelled `LABEL=id` and to the
+/// RuntimeGrants `params` selects.
+pub(super) async fn install_policy(admin: &Client, id: &str, agent: &str, params: Value) {
+    let pp = PostParams::default();
+    let mut policy = shipped("ValidatingAdmissionPolicy");
+    policy["metadata"]["name"] = json!(id);
+    let vars = policy["spec"]["variables"]
+        .as_array_mut()
+        .expect("variables");
+    let controllers = vars
+        .iter_mut()
+        .find(|v| v["name"] == "controllerUsernames")
+        .expect("controllerUsernames");
+    let list = controllers["expression"]
+        .as_str()
+        .expect("expression")
+        .to_string();
+    controllers["expression"] = json!(format!("{list} + ['{LOCAL_CONTROLLER_MANAGER}']"));
+    let agent_var = vars
+        .iter_mut()
+        .find(|v| v["name"] == "agentUsername")
+        .expect("agentUsername");
+    assert_eq!(agent_var["expression"], json!(format!("'{AGENT_USER}'")));
+    agent_var["expression"] = json!(format!("'{agent}'"));
+    let mut binding = shipped("ValidatingAdmissionPolicyBinding");
+    binding["metadata"]["name"] = json!(id);
+    binding["spec"]["policyName"] = json!(id);
+    assert_eq!(binding["spec"]["paramRef"]["selector"], json!({}));
+    binding["spec"]["paramRef"]["selector"] = params;
+    binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] = json!({LABEL: id});
+    let policy: ValidatingAdmissionPolicy = serde_json::from_value(policy).expect("policy");
+    let binding: ValidatingAdmissionPolicyBinding =
+        serde_json::from_value(binding).expect("binding");
+    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .create(&pp, &policy)
+        .await
+        .expect("policy");
+    Api::<ValidatingAdmissionPolicyBinding>::all(admin.clone())
+        .create(&pp, &binding)
+        .await
+        .expect("binding");
+}
+
+/// Deletes the policy and binding named `id` (the binding first).
+pub(super) async fn remove_policy(admin: &Client, id: &str) {
+    let dp = DeleteParams::default();
+    let _ = Api::<ValidatingAdmissionPolicyBinding>::all(admin.clone())
+        .delete(id, &dp)
+        .await;
+    let _ = Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .delete(id, &dp)
+        .await;
+}
+
+/// Every workload verb in `namespace` for the restricted user, the
+/// ServiceAccount `intruder` of `intruder_ns`, and the agent's
+/// ServiceAccount.
+pub(super) async fn workload_rbac(admin: &Client, namespace: &str, intruder_ns: &str) {
+    let pp = PostParams::default();
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "workloads"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods", "pods/ephemeralcontainers", "podtemplates"],
+             "verbs": ["get", "list", "create", "update", "patch", "delete"]},
+            {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets",
+                "daemonsets", "deployments/scale"],
+             "verbs": ["get", "list", "create", "update", "patch", "delete"]},
+            {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"],
+             "verbs": ["get", "list", "create", "update", "patch", "delete"]}
+        ]
+    }))
+    .expect("role");
+    Api::<Role>::namespaced(admin.clone(), namespace)
+        .create(&pp, &role)
+        .await
+        .expect("role");
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "workloads"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "workloads"},
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "berth-restricted"},
+            {"kind": "ServiceAccount", "name": "intruder", "namespace": intruder_ns},
+            {"kind": "ServiceAccount", "name": "berth-agent", "namespace": "berth-system"}
+        ]
+    }))
+    .expect("binding");
+    Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+        .create(&pp, &binding)
+        .await
+        .expect("role binding");
 }
