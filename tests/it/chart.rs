@@ -363,6 +363,7 @@ affinity:
             - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
 crds: {{install: false}}
 runtimeGrantPolicy: {{install: false}}
+workloadPolicy: {{install: false}}
 "#
     );
     let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("chart-all-values.yaml");
@@ -377,7 +378,7 @@ runtimeGrantPolicy: {{install: false}}
         !kinds(&objs).contains(&"ValidatingAdmissionPolicy")
             && !kinds(&objs).contains(&"ValidatingAdmissionPolicyBinding")
             && !kinds(&objs).contains(&"ConfigMap"),
-        "runtimeGrantPolicy.install=false: {:?}",
+        "runtimeGrantPolicy.install=false, workloadPolicy.install=false: {:?}",
         kinds(&objs)
     );
     for (key, obj) in &objs {
@@ -480,6 +481,78 @@ fn another_release_name_gives_its_own_cluster_scoped_names() {
     );
 }
 
+/// The workload RuntimeClass policy: the agent's identity follows the
+/// release, the exempt namespaces and controller identities reach the
+/// binding and the policy, and `workloadPolicy.install=false` leaves both
+/// out (the RuntimeGrant policy stays).
+#[test]
+fn workload_policy_values_reach_the_policy_and_binding() {
+    let key = |kind: &str, name: &str| (kind.to_string(), String::new(), name.to_string());
+    let objs = objects(&template_ok(&[
+        "--set",
+        "workloadPolicy.exemptNamespaces={kube-system,legacy}",
+        "--set",
+        "workloadPolicy.controllerUsernames={system:kube-controller-manager,ctl}",
+    ]));
+    let policy = &objs[&key("ValidatingAdmissionPolicy", "berth-granted-runtimeclasses")];
+    let variables = policy["spec"]["variables"]
+        .as_sequence()
+        .expect("variables");
+    let expression = |name: &str| {
+        variables
+            .iter()
+            .find(|v| v["name"] == name)
+            .and_then(|v| v["expression"].as_str())
+            .unwrap_or_else(|| panic!("variable {name}"))
+            .to_string()
+    };
+    assert_eq!(
+        expression("agentUsername"),
+        "'system:serviceaccount:berth-system:berth-agent'"
+    );
+    assert_eq!(
+        expression("controllerUsernames"),
+        "['system:kube-controller-manager', 'ctl']"
+    );
+    let binding = &objs[&key(
+        "ValidatingAdmissionPolicyBinding",
+        "berth-granted-runtimeclasses",
+    )];
+    let selector = &binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"];
+    assert_eq!(selector[0]["key"], "berth.dev/runtime-class-policy");
+    assert_eq!(selector[1]["key"], "kubernetes.io/metadata.name");
+    assert_eq!(selector[1]["values"][1], "legacy");
+
+    // No exempt namespace list: the label alone.
+    let objs = objects(&template_ok(&[
+        "--set-json",
+        "workloadPolicy.exemptNamespaces=[]",
+    ]));
+    let binding = &objs[&key(
+        "ValidatingAdmissionPolicyBinding",
+        "berth-granted-runtimeclasses",
+    )];
+    let selector = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+        .as_sequence()
+        .expect("matchExpressions");
+    assert_eq!(selector.len(), 1, "{selector:?}");
+
+    let objs = objects(&template_ok(&["--set", "workloadPolicy.install=false"]));
+    assert!(!objs.contains_key(&key(
+        "ValidatingAdmissionPolicy",
+        "berth-granted-runtimeclasses"
+    )));
+    assert!(objs.contains_key(&key(
+        "ValidatingAdmissionPolicy",
+        "berth-runtimegrant-writers"
+    )));
+    // A quote would break out of the CEL string: the schema refuses it.
+    assert!(
+        template(&["--set", "workloadPolicy.controllerUsernames={it's}"]).is_err(),
+        "a quote in a controller username"
+    );
+}
+
 #[test]
 fn cert_manager_and_files_modes_ship_the_webhook_configuration() {
     // cert-manager: an Issuer (none named), the Certificate, the webhook
@@ -577,7 +650,7 @@ fn the_values_schema_refuses_bad_values() {
 /// that enforces the `restricted` Pod Security Standard, the agent
 /// Deployment rolling out on the kwok nodes (helm's own --wait, then checked
 /// here), an upgrade, and an uninstall that removes the cluster-scoped
-/// objects. The CRDs (shared by every test) and the RuntimeGrant policy
+/// objects. The CRDs (shared by every test) and the two admission policies
 /// (which would refuse the other tests' writes) are left out of the release;
 /// with them in, every object passes a strict server-side dry-run.
 #[tokio::test]
@@ -672,6 +745,8 @@ async fn helm_install_rolls_out_under_restricted_pod_security() {
             "crds.install=false",
             "--set",
             "runtimeGrantPolicy.install=false",
+            "--set",
+            "workloadPolicy.install=false",
             "--wait",
             "--timeout",
             "180s",

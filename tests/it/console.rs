@@ -319,7 +319,7 @@ async fn console_model_and_get_follow_the_cluster() {
             .derived
             .retained
             .iter()
-            .any(|r| r.kind == "Pod" && r.name == "bare" && r.reason == "never granted");
+            .any(|r| r.kind == "Pod" && r.name == "bare" && r.reason == "outside berth");
         let handler = app.derived.handlers.iter().find(|h| h.class == ungranted)?;
         (retained
             && handler.present

@@ -31,6 +31,7 @@ mod runtime_grant_policy;
 mod selectors;
 mod support;
 mod version;
+mod workload_policy;
 
 // Test support lives under support/; the old path stays for modules that
 // name it.

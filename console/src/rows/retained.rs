@@ -21,7 +21,10 @@ pub struct RetainedRow {
     pub class: String,
     /// The class's handler, if the class exists.
     pub handler: String,
-    /// `grant gone (alias)` or `never granted`.
+    /// `grant gone (alias)`, `never granted`, or, for a workload berth does
+    /// not manage, `outside berth` (`outside berth, bypasses grant A` when
+    /// a grant names its class: the workload RuntimeClass policy would
+    /// refuse it today, so it predates the policy or is exempt).
     pub reason: String,
     pub ready: i32,
     pub replicas: i32,
@@ -55,6 +58,12 @@ pub(crate) fn retained_rows_of(store: &Store, all: &[Workload]) -> Vec<RetainedR
                 reason: match r.reason {
                     RetainReason::GrantGone { alias } => format!("grant gone ({alias})"),
                     RetainReason::NotGranted => "never granted".into(),
+                    RetainReason::OutsideBerth { granted_as } if granted_as.is_empty() => {
+                        "outside berth".into()
+                    }
+                    RetainReason::OutsideBerth { granted_as } => {
+                        format!("outside berth, bypasses grant {}", granted_as.join(", "))
+                    }
                 },
                 ready: entry.ready,
                 replicas: entry.replicas,
@@ -92,13 +101,18 @@ impl Row for RetainedRow {
             Cell::text(&self.handler),
             Cell::text(&self.reason),
             Cell::ratio(self.ready.into(), self.replicas.into()),
-            Cell::text(if self.managed_by_berth { "yes" } else { "no" }),
+            // "out" (of berth), not "no": berth's grants do not govern it.
+            // Short enough to stay whole at 80 columns.
+            Cell::text(if self.managed_by_berth { "yes" } else { "out" }),
             Cell::text(&self.note),
         ]
     }
 
     fn tone(&self) -> RowTone {
-        if self.reason.starts_with("grant gone") || self.handler == "(class missing)" {
+        if self.reason.starts_with("grant gone")
+            || self.reason.contains("bypasses grant")
+            || self.handler == "(class missing)"
+        {
             RowTone::Problem
         } else {
             RowTone::Warn
@@ -124,7 +138,10 @@ mod tests {
         let rows = retained_rows(&app.store);
         assert!(!rows.is_empty());
         for r in &rows {
-            let expected = if r.reason.starts_with("grant gone") || r.handler == "(class missing)" {
+            let expected = if r.reason.starts_with("grant gone")
+                || r.reason.contains("bypasses grant")
+                || r.handler == "(class missing)"
+            {
                 RowTone::Problem
             } else {
                 RowTone::Warn

@@ -210,6 +210,45 @@ fn retained_view() {
     snap("retained", &mut app);
 }
 
+/// A workload that predates the workload RuntimeClass policy and names a
+/// granted class: marked `out` in BERTH and `outside berth, bypasses grant
+/// …` in REASON, in red; both still readable at 80 columns.
+#[test]
+fn retained_view_marks_workloads_outside_berth() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let mut app = fixtures::app();
+    let legacy: Deployment = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "old-importer", "namespace": "legacy"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "old-importer"}},
+            "template": {"metadata": {"labels": {"app": "old-importer"}},
+                "spec": {"runtimeClassName": "bounded-runc",
+                    "containers": [{"name": "importer", "image": "x"}]}}},
+        "status": {"replicas": 1, "readyReplicas": 1}
+    }))
+    .expect("deployment");
+    let legacy = crate::store::ingest::prepare(legacy).expect("ingest");
+    update(
+        &mut app,
+        Msg::Watch(
+            Kind::Deployment,
+            WatchEvent::Apply(crate::model::Object::from(legacy)),
+        ),
+    );
+    key(&mut app, KeyCode::Char('4'));
+    snap("retained-outside", &mut app);
+    snap80("retained-outside", &mut app);
+    let buf = render(&mut app, 140, 24);
+    let row = line_with(&buf, "old-importer").expect("legacy row");
+    assert!(
+        row.contains("outside berth, bypasses grant bounded-web"),
+        "{row}"
+    );
+    let buf = render(&mut app, 80, 24);
+    let row = line_with(&buf, "old-import").expect("legacy row at 80");
+    assert!(row.contains("outside be") && row.contains(" out "), "{row}");
+}
+
 #[test]
 fn rollout_view() {
     let mut app = fixtures::app();

@@ -221,8 +221,18 @@ pub enum RetainReason {
         /// The alias on the pod template.
         alias: String,
     },
-    /// No grant covers it (not berth-managed, or managed without a profile).
+    /// A berth-managed workload without a profile (or whose identity no
+    /// binding covers).
     NotGranted,
+    /// Not managed by berth: it runs its class outside berth's grants. It
+    /// predates the workload RuntimeClass admission policy, lives in a
+    /// namespace the policy exempts, or names a class no grant names (the
+    /// policy only guards granted classes).
+    OutsideBerth {
+        /// The bindings that name its class, sorted (empty: none does).
+        /// Non-empty means the policy would refuse this workload today.
+        granted_as: Vec<String>,
+    },
 }
 
 /// A workload that still references a class no current grant covers.
@@ -276,10 +286,20 @@ pub fn retained(
                 return None;
             }
             let reason = match (&w.runtime_profile, w.managed_by_berth) {
+                (_, false) => {
+                    let mut granted_as: Vec<String> = grants
+                        .iter()
+                        .filter(|g| g.runtime_class == *class)
+                        .map(|g| g.name.clone())
+                        .collect();
+                    granted_as.sort();
+                    granted_as.dedup();
+                    RetainReason::OutsideBerth { granted_as }
+                }
                 (Some(alias), true) => RetainReason::GrantGone {
                     alias: alias.clone(),
                 },
-                _ => RetainReason::NotGranted,
+                (None, true) => RetainReason::NotGranted,
             };
             Some(Retained {
                 workload: w.clone(),

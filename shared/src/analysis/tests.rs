@@ -657,7 +657,13 @@ fn retained_workloads() {
                 "kata",
                 &RetainReason::GrantGone { alias: "bw".into() }
             ),
-            ("x", "bounded", &RetainReason::NotGranted),
+            (
+                "x",
+                "bounded",
+                &RetainReason::OutsideBerth {
+                    granted_as: vec!["bw".into()]
+                }
+            ),
             (
                 "imposter",
                 "bounded",
@@ -670,6 +676,40 @@ fn retained_workloads() {
     assert_eq!(r.len(), 2);
     // With no grants at all, the covered one is retained too.
     assert_eq!(retained(&ws, &[], None).len(), 5);
+}
+
+/// A workload berth does not manage is marked as running outside berth,
+/// with the bindings that name its class (the workload RuntimeClass policy
+/// would refuse it today: it predates the policy or is exempt); a managed
+/// one without a profile is "not granted".
+#[test]
+fn unmanaged_workloads_are_outside_berth() {
+    let grants = vec![
+        binding("bw", "bounded", "bounded-runc"),
+        binding("also", "bounded", "bounded-runc"),
+    ];
+    let legacy = Workload::from_deployment(&deployment("legacy", Some("bounded"), 1, 1, "1"));
+    let other = Workload::from_deployment(&deployment("other", Some("kata"), 1, 1, "1"));
+    let mut no_profile = Workload::from_deployment(&berth_deployment("np", "kata", "x"));
+    no_profile.runtime_profile = None;
+    let r = retained(&[legacy, other, no_profile], &grants, None);
+    let got: Vec<(&str, &RetainReason)> = r
+        .iter()
+        .map(|r| (r.workload.name.as_str(), &r.reason))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "legacy",
+                &RetainReason::OutsideBerth {
+                    granted_as: vec!["also".into(), "bw".into()]
+                }
+            ),
+            ("other", &RetainReason::OutsideBerth { granted_as: vec![] }),
+            ("np", &RetainReason::NotGranted),
+        ]
+    );
 }
 
 #[test]
