@@ -17,12 +17,21 @@ fn assets() -> PathBuf {
 
 /// `kubectl kustomize assets/` with the kubectl built for the local cluster.
 pub fn kustomize_assets() -> String {
+    kustomize(&assets())
+}
+
+/// `kubectl kustomize assets/<dir>` (an overlay, e.g. `overlays/bare-pods`).
+pub fn kustomize_overlay(dir: &str) -> String {
+    kustomize(&assets().join(dir))
+}
+
+fn kustomize(dir: &Path) -> String {
     let log_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let bins = berth_tests::localcluster::binaries::Binaries::resolve(log_dir)
         .expect("control plane binaries (kubectl)");
     let out = std::process::Command::new(bins.path("kubectl").expect("kubectl"))
         .arg("kustomize")
-        .arg(assets())
+        .arg(dir)
         .output()
         .expect("run kubectl kustomize");
     assert!(
