@@ -252,8 +252,11 @@ impl Elector {
                     *observed = Some(seen);
                     free
                 };
-                if !(mine || free) {
+                if !mine {
+                    // Also when free: a released Lease names no leader.
                     self.observe(leader_of(&lease));
+                }
+                if !(mine || free) {
                     return Ok(None);
                 }
                 // Taking the Lease publishes this replica's digest in the

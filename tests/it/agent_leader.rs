@@ -308,7 +308,7 @@ async fn agent_standby_with_another_grants_file_never_admits_what_the_leader_blo
     )
     .await;
     wait_for_value("the standby refuses again", Duration::from_secs(60), || {
-        let api = api.clone();
+        let (api, bx) = (api.clone(), bx.clone());
         async move {
             match api
                 .create(&dry_run(), &runtime_for("extra", "extra", Some(&bx), false))
@@ -331,7 +331,7 @@ async fn agent_standby_with_another_grants_file_never_admits_what_the_leader_blo
         "the restarted standby admits bw",
         Duration::from_secs(90),
         || {
-            let api = api.clone();
+            let (api, bw) = (api.clone(), bw.clone());
             async move {
                 api.create(&dry_run(), &runtime_for("web", "worker", Some(&bw), false))
                     .await
