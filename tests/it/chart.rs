@@ -282,14 +282,14 @@ fn names_pods(obj: &Value) -> bool {
 }
 
 /// `barePods.watch=true` gives exactly the objects of the kustomize overlay
-/// `assets/overlays/bare-pods` (base + component `assets/rbac/pods`): the
+/// of the base plus the component `assets/rbac/pods`: the
 /// Pod list/watch ClusterRole, its binding, and `--watch-bare-pods`, a flag
 /// the agent knows.
 #[test]
 fn helm_bare_pods_value_gives_the_kustomize_overlay() {
     let (chart, _) = same_objects(
         &["--set", "barePods.watch=true"],
-        &crate::assets::kustomize_overlay("overlays/bare-pods"),
+        &crate::assets::kustomize_with_components("bare-pods", &["rbac/pods"]),
     );
     let role = chart
         .iter()
