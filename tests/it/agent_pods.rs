@@ -217,8 +217,18 @@ async fn agent_pods_opt_in_component_and_flag_count_bare_pods() {
     let (r, b) = install_pods_component(&ns).await;
     roles.extend(r);
     bindings.extend(b);
-    assert!(can(&ns, "list", "", "pods", None).await);
-    assert!(can(&ns, "watch", "", "pods", None).await);
+    // The authorizer sees a new binding after its informer does.
+    berth_tests::harness::wait_for(
+        "the component lets the agent list and watch pods",
+        WAIT,
+        || {
+            let ns = &ns;
+            async move {
+                can(ns, "list", "", "pods", None).await && can(ns, "watch", "", "pods", None).await
+            }
+        },
+    )
+    .await;
     // Still never written.
     assert!(!can(&ns, "delete", "", "pods", Some(ns.name.as_str())).await);
     assert!(!can(&ns, "get", "", "pods", Some(ns.name.as_str())).await);
