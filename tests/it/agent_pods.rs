@@ -158,6 +158,14 @@ async fn agent_pods_none_by_default_and_the_grant_says_bare_pods_were_not_checke
     let grants = write_grants(&[binding(&alias, &class, "bounded-runc")]);
     let (roles, bindings) = install_shipped_rbac(&ns.client, &ns.name, |_| {}).await;
 
+    // Control first: the authorizer sees the shipped binding (it may list
+    // Deployments), so the refusals below are about Pods, not a binding
+    // not seen yet.
+    berth_tests::harness::wait_for("the shipped RBAC is in effect", WAIT, || {
+        let ns = &ns;
+        async move { can(ns, "list", "apps", "deployments", None).await }
+    })
+    .await;
     // Impersonation: the agent's ServiceAccount may not read Pods, anywhere.
     for (verb, namespace) in [
         ("list", None),
@@ -171,8 +179,6 @@ async fn agent_pods_none_by_default_and_the_grant_says_bare_pods_were_not_checke
             "the shipped RBAC lets the agent {verb} pods in {namespace:?}"
         );
     }
-    // Control: the review is about the right subject (it may list Deployments).
-    assert!(can(&ns, "list", "apps", "deployments", None).await);
 
     plant_workloads(&ns, &class).await;
     let kubeconfig = agent_kubeconfig(&ns, &grants).await;
