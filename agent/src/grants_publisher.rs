@@ -195,9 +195,37 @@ pub fn grant_status(
                 stale_message,
                 generation,
             ),
+            bare_pods_condition(ctx.settings.watch_bare_pods, generation),
         ],
     }
 }
+
+/// `BarePodsChecked`: whether `retained` can list bare pods at all. An
+/// agent without `--watch-bare-pods` reads no Pod, so an empty list says
+/// nothing about them, and the condition says so.
+pub fn bare_pods_condition(watched: bool, generation: Option<i64>) -> Condition {
+    if watched {
+        cond(
+            gct::BARE_PODS_CHECKED,
+            true,
+            reasons::PODS_WATCHED,
+            "bare pods (pods without a controller) that use the class are listed in retained"
+                .into(),
+            generation,
+        )
+    } else {
+        cond(
+            gct::BARE_PODS_CHECKED,
+            false,
+            reasons::NO_POD_ACCESS,
+            BARE_PODS_NOT_CHECKED.into(),
+            generation,
+        )
+    }
+}
+
+/// What an agent without Pod access says about bare pods.
+pub const BARE_PODS_NOT_CHECKED: &str = "bare pods not checked (agent has no Pod access): retained lists controllers and rollback revisions only; start the agent with --watch-bare-pods and the Pod RBAC overlay to count bare pods, or look with your own rights (berth console, Retained view)";
 
 fn merge_times(new: &mut RuntimeGrantStatus, old: Option<&RuntimeGrantStatus>) {
     let old = old.map_or(&[][..], |o| o.conditions.as_slice());
@@ -381,6 +409,14 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
             writes += publish_retired(ctx, &api, &g, still).await;
             continue;
         }
+        // Pruning says "nothing needs this handler any more". Without Pod
+        // access a bare pod may still use the class: the grant stays
+        // Retired, saying what was not checked, until the operator (who
+        // can see pods) deletes it.
+        if !class_granted && !ctx.settings.watch_bare_pods {
+            writes += publish_retired(ctx, &api, &g, &[]).await;
+            continue;
+        }
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: g.metadata.uid.clone(),
@@ -422,6 +458,23 @@ fn retained_by_class(
     out
 }
 
+/// The `Retired` message: what still needs the handler, and, without Pod
+/// access, that bare pods were not looked at (so "nothing" is never
+/// claimed from missing data).
+pub fn retired_message(retained: usize, handler: &str, class: &str, pods_watched: bool) -> String {
+    match (retained, pods_watched) {
+        (0, false) => format!(
+            "the binding left the grants file; no controller or rollback revision still needs handler {handler} of RuntimeClass {class}, but bare pods were not checked (agent has no Pod access): delete this RuntimeGrant once no bare pod uses RuntimeClass {class}"
+        ),
+        (n, true) => format!(
+            "the binding left the grants file; {n} workload(s) still need handler {handler} of RuntimeClass {class}: keep it installed until they are retired"
+        ),
+        (n, false) => format!(
+            "the binding left the grants file; {n} workload(s) still need handler {handler} of RuntimeClass {class}: keep it installed until they are retired (bare pods not checked: agent has no Pod access)"
+        ),
+    }
+}
+
 /// Keeps a retired grant's status current: which workloads still need
 /// its handler. Returns writes sent.
 async fn publish_retired(
@@ -437,18 +490,24 @@ async fn publish_retired(
     let mut listed = retained.to_vec();
     listed.truncate(MAX_RETAINED);
     status.retained = listed;
-    let message = format!(
-        "the binding left the grants file; {} workload(s) still need handler {} of RuntimeClass {}: keep it installed until they are retired",
+    let message = retired_message(
         retained.len(),
-        grant.spec.handler,
-        grant.spec.runtime_class
+        &grant.spec.handler,
+        &grant.spec.runtime_class,
+        ctx.settings.watch_bare_pods,
     );
-    status.conditions.retain(|c| c.type_ != gct::RETIRED);
+    status
+        .conditions
+        .retain(|c| c.type_ != gct::RETIRED && c.type_ != gct::BARE_PODS_CHECKED);
     status.conditions.push(cond(
         gct::RETIRED,
         true,
         reasons::BINDING_REMOVED,
         message,
+        grant.metadata.generation,
+    ));
+    status.conditions.push(bare_pods_condition(
+        ctx.settings.watch_bare_pods,
         grant.metadata.generation,
     ));
     merge_times(&mut status, grant.status.as_ref());
@@ -515,3 +574,6 @@ pub async fn run(ctx: Arc<Context>, grants: Store<RuntimeGrant>, interval: Durat
 fn refs<K>(objs: &[std::sync::Arc<K>]) -> Vec<&K> {
     objs.iter().map(|o| &**o).collect()
 }
+
+#[cfg(test)]
+mod tests;

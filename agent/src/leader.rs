@@ -18,6 +18,11 @@
 //! hung renewal blocks its state lock), and it offers no fence that stops
 //! the holder's writes at a local deadline; its durations are whole
 //! seconds. Those are exactly the failure modes this module exists for.
+//!
+//! The Lease also carries the leader's grants digest (annotation
+//! [`DIGEST_ANNOTATION`]), written by the same replace that takes or renews
+//! it; every read of the Lease tells this replica's [`GrantSet`] what the
+//! leader runs with (see `admission::grant_set`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,6 +34,7 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use tokio::time::Instant;
 
+use crate::admission::grant_set::{DIGEST_ANNOTATION, GrantSet, Leader, leader_from_lease};
 use crate::kube_client::WriteGate;
 use crate::lease_timing::{Observed, Record, may_take_over, observe, writes_allowed_until};
 
@@ -94,6 +100,44 @@ pub struct Elector {
     gate: WriteGate,
     /// What this standby last read, and since when (its own clock).
     observed: Arc<Mutex<Option<Observed>>>,
+    /// Publishes this replica's grants digest and learns the leader's.
+    grant_set: Option<GrantSet>,
+}
+
+/// What a read Lease says about its holder's grants.
+fn leader_of(lease: &Lease) -> Leader {
+    leader_from_lease(
+        lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref()),
+        lease
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(DIGEST_ANNOTATION))
+            .map(String::as_str),
+    )
+}
+
+/// Follows the leader's grants digest without taking part in the election
+/// (the standalone `webhook` command): reads the Lease every `every`.
+pub async fn follow(client: Client, namespace: &str, name: &str, set: GrantSet, every: Duration) {
+    let api: Api<Lease> = Api::namespaced(client, namespace);
+    loop {
+        match tokio::time::timeout(every.max(Duration::from_secs(1)), api.get_opt(name)).await {
+            Ok(Ok(Some(lease))) => set.observe(leader_of(&lease)),
+            Ok(Ok(None)) => set.observe(Leader::Nobody),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, lease = name, "reading the leader's Lease failed")
+            }
+            Err(_) => tracing::warn!(
+                lease = name,
+                "reading the leader's Lease did not answer in time"
+            ),
+        }
+        tokio::time::sleep(every).await;
+    }
 }
 
 impl Elector {
@@ -104,6 +148,40 @@ impl Elector {
             config,
             gate,
             observed: Arc::default(),
+            grant_set: None,
+        }
+    }
+
+    /// Publishes `set`'s digest with every take or renewal, and tells it
+    /// what each read of the Lease says.
+    pub fn with_grant_set(mut self, set: GrantSet) -> Self {
+        self.grant_set = Some(set);
+        self
+    }
+
+    fn observe(&self, leader: Leader) {
+        if let Some(set) = &self.grant_set {
+            set.observe(leader);
+        }
+    }
+
+    /// This replica publishes itself as the leader with its digest: called
+    /// only after the write carrying the annotation succeeded.
+    fn observe_self(&self) {
+        if let Some(set) = &self.grant_set {
+            set.observe(Leader::Published {
+                holder: self.config.identity.clone(),
+                digest: set.own().to_string(),
+            });
+        }
+    }
+
+    /// Sets (or, without a grant set, leaves) the digest annotation.
+    fn annotate(&self, meta: &mut ObjectMeta) {
+        if let Some(set) = &self.grant_set {
+            meta.annotations
+                .get_or_insert_with(Default::default)
+                .insert(DIGEST_ANNOTATION.to_string(), set.own().to_string());
         }
     }
 
@@ -144,7 +222,8 @@ impl Elector {
         let sent = Instant::now();
         match self.api.get_opt(&self.config.name).await? {
             None => {
-                let lease = Lease {
+                self.observe(Leader::Nobody);
+                let mut lease = Lease {
                     metadata: ObjectMeta {
                         name: Some(self.config.name.clone()),
                         namespace: Some(self.config.namespace.clone()),
@@ -152,8 +231,12 @@ impl Elector {
                     },
                     spec: Some(self.spec_for_me(None)),
                 };
+                self.annotate(&mut lease.metadata);
                 match self.api.create(&PostParams::default(), &lease).await {
-                    Ok(_) => Ok(Some(self.held_since(sent))),
+                    Ok(_) => {
+                        self.observe_self();
+                        Ok(Some(self.held_since(sent)))
+                    }
                     Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
                     Err(e) => Err(e),
                 }
@@ -169,16 +252,26 @@ impl Elector {
                     *observed = Some(seen);
                     free
                 };
+                if !mine {
+                    // Also when free: a released Lease names no leader.
+                    self.observe(leader_of(&lease));
+                }
                 if !(mine || free) {
                     return Ok(None);
                 }
+                // Taking the Lease publishes this replica's digest in the
+                // same write: no moment where it leads with another's.
                 lease.spec = Some(self.spec_for_me(Some(&spec)));
+                self.annotate(&mut lease.metadata);
                 match self
                     .api
                     .replace(&self.config.name, &PostParams::default(), &lease)
                     .await
                 {
-                    Ok(_) => Ok(Some(self.held_since(sent))),
+                    Ok(_) => {
+                        self.observe_self();
+                        Ok(Some(self.held_since(sent)))
+                    }
                     Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
                     Err(e) => Err(e),
                 }
@@ -261,15 +354,22 @@ impl Elector {
         let spec = lease.spec.clone().unwrap_or_default();
         let holder = spec.holder_identity.clone().unwrap_or_default();
         if holder != self.config.identity {
+            self.observe(leader_of(&lease));
             return Ok(Err(holder));
         }
         lease.spec = Some(self.spec_for_me(Some(&spec)));
+        // Re-asserted with every renewal: a value planted by someone else
+        // lasts one renew interval at most.
+        self.annotate(&mut lease.metadata);
         match self
             .api
             .replace(&self.config.name, &PostParams::default(), &lease)
             .await
         {
-            Ok(_) => Ok(Ok(())),
+            Ok(_) => {
+                self.observe_self();
+                Ok(Ok(()))
+            }
             // Someone wrote in between: read again next round.
             Err(kube::Error::Api(s)) if s.code == 409 => Err(kube::Error::Api(s)),
             Err(e) => Err(e),
@@ -301,6 +401,11 @@ impl Elector {
         spec.renew_time = None;
         spec.acquire_time = None;
         lease.spec = Some(spec);
+        // No leader, no published grant set until the next one takes it.
+        if let Some(a) = lease.metadata.annotations.as_mut() {
+            a.remove(DIGEST_ANNOTATION);
+        }
+        self.observe(Leader::Nobody);
         if let Err(e) = self
             .api
             .replace(&self.config.name, &PostParams::default(), &lease)

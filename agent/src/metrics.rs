@@ -2,7 +2,7 @@
 //! duration, writes by kind and verb, API requests by verb and resource (as
 //! counted by the client's transport layer), apply failures by kind and
 //! failed step, runtimes by grant state, grants
-//! loaded, grants file stale, leadership.
+//! loaded, grants file stale, leadership, grants digest not the leader's.
 
 use std::sync::Arc;
 
@@ -89,6 +89,9 @@ pub struct Metrics {
     pub grants_file_stale: Gauge,
     /// 1 while this process holds the lease.
     pub leader: Gauge,
+    /// 1 while this replica's grants digest is not confirmed as the
+    /// leader's (its webhook then refuses what depends on the grants).
+    pub grants_digest_mismatch: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -159,6 +162,12 @@ impl Metrics {
             "1 while this agent holds the lease",
             leader.clone(),
         );
+        let grants_digest_mismatch = Gauge::default();
+        registry.register(
+            "grants_digest_mismatch",
+            "1 while this replica's grants file is not confirmed as the one the leader published (differs, or no leader published one): its webhook refuses admissions that depend on the grants with 'grants are being reloaded, retry'",
+            grants_digest_mismatch.clone(),
+        );
         Arc::new(Self {
             registry,
             reconciles,
@@ -172,6 +181,7 @@ impl Metrics {
             grants_loaded,
             grants_file_stale,
             leader,
+            grants_digest_mismatch,
         })
     }
 

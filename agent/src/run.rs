@@ -84,6 +84,14 @@ pub struct RunArgs {
     /// Reconcile only Runtimes in this namespace (default: every namespace).
     #[arg(long, env = "BERTH_WATCH_NAMESPACE")]
     pub namespace: Option<String>,
+    /// Also list and watch Pods, so that bare pods (pods without a
+    /// controller) using a RuntimeClass count as retained workloads of its
+    /// handler. Off by default: without it the agent reads no Pod and needs
+    /// no Pod permission (the RBAC overlay `assets/rbac/pods` or the chart
+    /// value `barePods.watch` grants list/watch); RuntimeGrants then say
+    /// that bare pods were not checked.
+    #[arg(long, env = "BERTH_WATCH_BARE_PODS")]
+    pub watch_bare_pods: bool,
     /// Serve the validating admission webhook (HTTPS) on this address.
     #[arg(long, value_name = "ADDR")]
     pub webhook_listen: Option<SocketAddr>,
@@ -179,6 +187,12 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     metrics
         .grants_loaded
         .set(i64::try_from(grants.bindings.len()).unwrap_or(i64::MAX));
+    // One grant set per cluster: the elector publishes this digest while
+    // leading and learns the leader's; the webhook asks it per request.
+    let grant_set = admission::grant_set::GrantSet::following(
+        admission::grant_set::own_digest(grants.loaded.as_ref()),
+        metrics.grants_digest_mismatch.clone(),
+    );
     let gate = WriteGate::default();
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let client = kube_client::client(metrics.clone(), gate.clone(), &identity)
@@ -220,8 +234,9 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         let client = client.clone();
         let stop = stopped();
         let serving = readiness.clone();
+        let grant_set = grant_set.clone();
         tokio::spawn(async move {
-            if let Err(e) = admission::serve(config, bindings, client, stop).await {
+            if let Err(e) = admission::serve(config, bindings, grant_set, client, stop).await {
                 serving.set(false);
                 tracing::error!(error = %e, "admission webhook stopped");
             }
@@ -242,7 +257,8 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             renew: Duration::from_secs(args.lease_renew_seconds.max(1)),
         },
         gate.clone(),
-    );
+    )
+    .with_grant_set(grant_set);
     // The elector opens the write gate itself, only until a margin before
     // the lease taken could expire, and moves it on with each renewal.
     tokio::select! {
@@ -272,6 +288,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             namespace: args.namespace.clone(),
             publisher: args.lease_name.clone(),
             concurrency: usize::from(args.concurrency),
+            watch_bare_pods: args.watch_bare_pods,
         },
         recorder,
         stopped(),
@@ -374,4 +391,28 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     publisher.abort();
     let _ = http_task.now_or_never();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    #[test]
+    fn bare_pods_are_opt_in() {
+        // Only meaningful when the variable is not set around the test run.
+        if std::env::var_os("BERTH_WATCH_BARE_PODS").is_some() {
+            return;
+        }
+        let off = Cli::try_parse_from(["t"]).expect("parse");
+        assert!(!off.args.watch_bare_pods);
+        let on = Cli::try_parse_from(["t", "--watch-bare-pods"]).expect("parse");
+        assert!(on.args.watch_bare_pods);
+    }
 }

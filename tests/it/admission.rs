@@ -441,3 +441,98 @@ async fn webhook_keeps_serving_across_certificate_rotation() {
     hook.remove(&client).await;
     delete_classes(&client, &[&class]).await;
 }
+
+/// One grant set per cluster, for the standalone webhook (issue 27, point
+/// 7): with `--follow-lease` it judges with its own file only while the
+/// Lease's holder published the same digest. The adversary plays the
+/// leader: it writes the Lease (another field manager) with another
+/// digest, then with this webhook's, then releases it.
+#[tokio::test]
+async fn standalone_webhook_follows_the_leaders_grant_set() {
+    use k8s_openapi::api::coordination::v1::Lease;
+
+    let id = unique("follow");
+    let ns = namespace("adm-follow", &id, true).await;
+    let client = ns.client.clone();
+    let class = format!("{id}-bounded");
+    create_runtime_class(&client, &class, "bounded-runc").await;
+    let grants = grants_file(&id, &[("bounded-worker", &class, "bounded-runc")]);
+    let own = berth_shared::grants::sha256_hex(&std::fs::read(&grants).expect("read"));
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &ns.name);
+    let lead = |holder: &str, digest: &str| {
+        let (leases, holder, digest) = (leases.clone(), holder.to_string(), digest.to_string());
+        async move {
+            let lease = json!({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "leader", "annotations": {"berth.dev/grants-sha256": digest}},
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15},
+            });
+            leases
+                .patch(
+                    "leader",
+                    &PatchParams::apply("intruder").force(),
+                    &Patch::Apply(&lease),
+                )
+                .await
+                .expect("write the Lease");
+        }
+    };
+    lead("other-agent", &"b".repeat(64)).await;
+    let follow = format!("{}/leader", ns.name);
+    let hook = Webhook::start_with(
+        &client,
+        &ns.name,
+        &WebhookOptions {
+            selector: &id,
+            grants: &grants,
+            cert_validity: "30d",
+        },
+        &["--follow-lease", &follow],
+    )
+    .await;
+    let api = runtimes(&client, &ns.name);
+    let granted = || runtime("worker", Some("bounded-worker"), false);
+    let refused_with = |want: &'static str| {
+        let api = api.clone();
+        move || {
+            let api = api.clone();
+            async move {
+                match api.create(&dry_run(), &granted()).await {
+                    Err(kube::Error::Api(s)) if s.message.contains(want) => true,
+                    _ => false,
+                }
+            }
+        }
+    };
+    // Another grant set leads: the granted profile waits.
+    wait_for(
+        "refused while the leader runs another file",
+        Duration::from_secs(60),
+        refused_with("grants are being reloaded, retry"),
+    )
+    .await;
+    // What needs no grant is judged as always.
+    api.create(&dry_run(), &runtime("plain", None, false))
+        .await
+        .expect("no profile is admitted");
+    // The leader publishes this webhook's digest: admitted.
+    lead("other-agent", &own).await;
+    wait_for(
+        "admitted once the digests agree",
+        Duration::from_secs(60),
+        || {
+            let api = api.clone();
+            async move { api.create(&dry_run(), &granted()).await.is_ok() }
+        },
+    )
+    .await;
+    // Released: no leader, nothing published; fail closed again.
+    lead("", &own).await;
+    wait_for(
+        "refused while no agent leads",
+        Duration::from_secs(60),
+        refused_with("no agent leads"),
+    )
+    .await;
+    hook.remove(&client).await;
+}

@@ -130,3 +130,230 @@ async fn agent_standby_judges_expiry_by_observed_time_not_renew_time() {
         "took over {took:?} after the last renewal: not before a lease duration had passed"
     );
 }
+
+/// `berth-agent run` arguments that make it the admission webhook for the
+/// namespaces labelled `berth.dev/it-webhook=<selector>` (self-signed, on
+/// loopback, its own configuration).
+fn webhook_args(selector: &str) -> Vec<String> {
+    let port = berth_tests::bench::process::free_port();
+    vec![
+        "--webhook-listen".into(),
+        format!("127.0.0.1:{port}"),
+        "--self-signed".into(),
+        "--webhook-url".into(),
+        format!("https://127.0.0.1:{port}"),
+        "--webhook-config-name".into(),
+        format!("berth-it-{selector}"),
+        "--webhook-namespace-label".into(),
+        format!("{}={selector}", crate::support::webhook::WEBHOOK_LABEL),
+    ]
+}
+
+/// One grant set per cluster (issue 27, point 7). Two replicas on one Lease
+/// with DIFFERENT grants files: the leader's file grants `bw` to service
+/// worker; the standby's also grants `bx` to service extra. Only the
+/// standby is registered as the webhook, so every review of the test
+/// namespace goes to it. Without the rule it would admit `bx`, which the
+/// leader blocks (NotGranted) at reconcile; with it, it refuses with
+/// "grants are being reloaded, retry" anything a binding would grant, and
+/// still judges what needs no grant. Restarted with the leader's file, it
+/// admits normally.
+#[tokio::test]
+async fn agent_standby_with_another_grants_file_never_admits_what_the_leader_blocks() {
+    use berth_tests::harness::{TestNamespace, install_crds, wait_for_value};
+    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    use k8s_openapi::api::coordination::v1::Lease;
+    use kube::Api;
+
+    use crate::agent_support::{ENVIRONMENT, PROJECT, binding_for_service, create_class};
+    use crate::support::webhook::{WEBHOOK_LABEL, dry_run, refusal, runtime_for, runtimes, unique};
+
+    let selector = unique("gset");
+    let ns = TestNamespace::with_labels(
+        "agent-gset",
+        &[
+            ("berth.dev/project", PROJECT),
+            ("berth.dev/environment", ENVIRONMENT),
+            (WEBHOOK_LABEL, &selector),
+        ],
+    )
+    .await;
+    install_crds(&ns.client).await;
+    let class = format!("{}-bounded", ns.name);
+    create_class(&ns.client, &class, "bounded-runc").await;
+    let (bw, bx) = (format!("{}-bw", ns.name), format!("{}-bx", ns.name));
+    let leader_file = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let other_file = write_grants(&[
+        binding(&bw, &class, "bounded-runc"),
+        binding_for_service(&bx, &class, "bounded-runc", "extra"),
+    ]);
+
+    let a = Agent::start(AgentOpts::new(&ns.name, Some(&leader_file))).await;
+    let mut opts = AgentOpts::new(&ns.name, Some(&other_file));
+    opts.identity = format!("{}-b", ns.name);
+    opts.extra_args = webhook_args(&selector);
+    let mut b = Agent::spawn(opts.clone()).await;
+
+    // The leader published the digest of the file it loaded on the Lease.
+    let leases: Api<Lease> = Api::namespaced(ns.client.clone(), &ns.name);
+    let lease_name = opts.lease_name.clone();
+    let lease = leases.get(&lease_name).await.expect("lease");
+    let published = lease
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .get("berth.dev/grants-sha256")
+        .cloned();
+    let leader_sha = berth_shared::grants::sha256_hex(&std::fs::read(&leader_file).expect("read"));
+    assert_eq!(published.as_deref(), Some(leader_sha.as_str()));
+
+    // The standby's webhook answers (a profile granted nowhere is refused
+    // with or without the rule).
+    let api = runtimes(&ns.client, &ns.name);
+    wait_for_value(
+        "the standby's webhook answers",
+        Duration::from_secs(90),
+        || {
+            let api = api.clone();
+            async move {
+                match api
+                    .create(
+                        &dry_run(),
+                        &runtime_for("probe", "worker", Some("nope"), false),
+                    )
+                    .await
+                {
+                    Err(kube::Error::Api(s)) if s.message.contains("NotGranted") => Some(()),
+                    _ => None,
+                }
+            }
+        },
+    )
+    .await;
+    assert!(!b.is_ready().await, "b stands by");
+
+    // The adversary: a tenant asks the standby for what only its file grants.
+    let (code, msg) = refusal(
+        api.create(&dry_run(), &runtime_for("extra", "extra", Some(&bx), false))
+            .await,
+        "bx through the standby",
+    );
+    assert_eq!(code, 403, "{msg}");
+    assert!(
+        msg.contains("grants are being reloaded, retry"),
+        "the standby refuses what the leader would block: {msg}"
+    );
+    // The same for a real create, not only a dry-run.
+    let (_, msg) = refusal(
+        api.create(
+            &Default::default(),
+            &runtime_for("extra", "extra", Some(&bx), false),
+        )
+        .await,
+        "real create of bx through the standby",
+    );
+    assert!(msg.contains("grants are being reloaded, retry"), "{msg}");
+    // Fail closed: even what both files grant waits for agreeing files.
+    let (_, msg) = refusal(
+        api.create(&dry_run(), &runtime_for("web", "worker", Some(&bw), false))
+            .await,
+        "bw through the standby",
+    );
+    assert!(msg.contains("grants are being reloaded, retry"), "{msg}");
+    // What needs no grant is judged as always: no profile, and suspend.
+    api.create(&dry_run(), &runtime_for("plain", "worker", None, false))
+        .await
+        .expect("no profile: admitted by a disagreeing replica");
+    api.create(&dry_run(), &runtime_for("parked", "extra", Some(&bx), true))
+        .await
+        .expect("suspend: admitted by a disagreeing replica");
+    let mismatch = |m: &str| metric_sum(m, "berth_agent_grants_digest_mismatch", |_| true);
+    assert_eq!(mismatch(&b.metrics().await), 1.0);
+    assert_eq!(mismatch(&a.metrics().await), 0.0);
+    assert!(
+        b.log_text()
+            .contains("grants digest not confirmed as the leader's"),
+        "{}",
+        b.log_text()
+    );
+
+    // Another field manager plants the standby's digest on the Lease: the
+    // leader writes its own back with its next renewal, and the standby
+    // refuses again.
+    let other_sha = berth_shared::grants::sha256_hex(&std::fs::read(&other_file).expect("read"));
+    leases
+        .patch(
+            &lease_name,
+            &kube::api::PatchParams {
+                field_manager: Some("intruder".into()),
+                ..Default::default()
+            },
+            &kube::api::Patch::Merge(json!({"metadata": {"annotations": {
+                "berth.dev/grants-sha256": other_sha}}})),
+        )
+        .await
+        .expect("plant a digest");
+    wait_for_value(
+        "the leader re-asserts its digest",
+        Duration::from_secs(60),
+        || {
+            let leases = leases.clone();
+            let (name, want) = (lease_name.clone(), leader_sha.clone());
+            async move {
+                let l = leases.get(&name).await.ok()?;
+                (l.metadata.annotations?.get("berth.dev/grants-sha256") == Some(&want))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    wait_for_value("the standby refuses again", Duration::from_secs(60), || {
+        let (api, bx) = (api.clone(), bx.clone());
+        async move {
+            match api
+                .create(&dry_run(), &runtime_for("extra", "extra", Some(&bx), false))
+                .await
+            {
+                Err(kube::Error::Api(s)) if s.message.contains("being reloaded") => Some(()),
+                _ => None,
+            }
+        }
+    })
+    .await;
+
+    // Restarted with the leader's file: normal admission again.
+    b.kill();
+    let mut opts = AgentOpts::new(&ns.name, Some(&leader_file));
+    opts.identity = format!("{}-b2", ns.name);
+    opts.extra_args = webhook_args(&selector);
+    let b2 = Agent::spawn(opts).await;
+    wait_for_value(
+        "the restarted standby admits bw",
+        Duration::from_secs(90),
+        || {
+            let (api, bw) = (api.clone(), bw.clone());
+            async move {
+                api.create(&dry_run(), &runtime_for("web", "worker", Some(&bw), false))
+                    .await
+                    .ok()
+            }
+        },
+    )
+    .await;
+    let (_, msg) = refusal(
+        api.create(&dry_run(), &runtime_for("extra", "extra", Some(&bx), false))
+            .await,
+        "bx after the restart",
+    );
+    assert!(
+        msg.contains("NotGranted") && !msg.contains("reloaded"),
+        "judged by the cluster's grant set, as the leader does: {msg}"
+    );
+    assert_eq!(mismatch(&b2.metrics().await), 0.0);
+    assert!(!b2.is_ready().await, "b2 stands by");
+    drop(a);
+    drop(b2);
+    let _ = Api::<ValidatingWebhookConfiguration>::all(ns.client.clone())
+        .delete(&format!("berth-it-{selector}"), &Default::default())
+        .await;
+}

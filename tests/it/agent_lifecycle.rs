@@ -401,7 +401,7 @@ fn yaml_documents(text: &str) -> Vec<serde_json::Value> {
 /// Creates the shipped RBAC for a ServiceAccount in `ns` (cluster-scoped
 /// names prefixed with `ns`), each document passed through `edit` first;
 /// returns the cluster-scoped names created.
-async fn install_shipped_rbac(
+pub(crate) async fn install_shipped_rbac(
     client: &kube::Client,
     ns: &str,
     edit: impl Fn(&mut serde_json::Value),
@@ -492,7 +492,7 @@ fn token_kubeconfig(beside: &std::path::Path, token: &str) -> std::path::PathBuf
 
 /// A kubeconfig for the shipped RBAC's ServiceAccount in `ns` (a bound
 /// token), written next to `beside`.
-async fn agent_kubeconfig(
+pub(crate) async fn agent_kubeconfig(
     ns: &harness::TestNamespace,
     beside: &std::path::Path,
 ) -> std::path::PathBuf {
@@ -520,7 +520,7 @@ async fn agent_kubeconfig(
 }
 
 /// Deletes the cluster-scoped RBAC objects [`install_shipped_rbac`] made.
-async fn delete_rbac(client: &kube::Client, roles: Vec<String>, bindings: Vec<String>) {
+pub(crate) async fn delete_rbac(client: &kube::Client, roles: Vec<String>, bindings: Vec<String>) {
     for r in roles {
         let _ = Api::<ClusterRole>::all(client.clone())
             .delete(&r, &DeleteParams::default())
@@ -640,14 +640,15 @@ async fn agent_exits_untouched_when_a_cache_receives_nothing() {
     let (ns, class) = setup("agent-nosync").await;
     let bw = format!("{}-bw", ns.name);
     let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
-    // The shipped RBAC without the right to list and watch Pods.
+    // The shipped RBAC without the right to list and watch ReplicaSets (it
+    // has no Pod right at all any more: bare-pod analysis is opt-in).
     let (roles, bindings) = install_shipped_rbac(&ns.client, &ns.name, |doc| {
         if doc["kind"] == "ClusterRole"
             && let Some(rules) = doc["rules"].as_array_mut()
         {
             for rule in rules.iter_mut() {
                 if let Some(resources) = rule["resources"].as_array_mut() {
-                    resources.retain(|r| r != "pods");
+                    resources.retain(|r| r != "replicasets");
                 }
             }
             // A rule must name a resource.
@@ -673,7 +674,7 @@ async fn agent_exits_untouched_when_a_cache_receives_nothing() {
     assert!(code.is_some_and(|c| c != 0), "exit code {code:?}\n{log}");
     assert!(
         log.contains("caches did not sync: nothing received for 3s while listing")
-            && log.contains("\"pods\""),
+            && log.contains("\"replicasets\""),
         "the error must name the cache that received nothing:\n{log}"
     );
     // It wrote nothing: no status, no Deployment; and it handed the Lease on.

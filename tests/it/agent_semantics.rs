@@ -462,7 +462,11 @@ async fn agent_semantics_retained_workloads_of_a_removed_grant_stay_published() 
     let (ns, class) = setup("agent-retired").await;
     let alias = format!("{}-bw", ns.name);
     let grants = write_grants(&[binding(&alias, &class, "bounded-runc")]);
-    let mut agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
+    // Bare pods are counted only in the opt-in mode (issue 27, point 9).
+    let watch_pods = vec!["--watch-bare-pods".to_string()];
+    let mut opts = AgentOpts::new(&ns.name, Some(&grants));
+    opts.extra_args.clone_from(&watch_pods);
+    let mut agent = Agent::start(opts).await;
     create_runtime(&ns, "web", json!({"runtimeProfile": alias, "replicas": 1})).await;
     wait_condition(&ns, "web", "Ready", "True", None).await;
     // Workloads berth does not manage that use the class: a bare pod, a
@@ -497,6 +501,7 @@ async fn agent_semantics_retained_workloads_of_a_removed_grant_stay_published() 
     let empty = write_grants(&[]);
     let mut opts = AgentOpts::new(&ns.name, Some(&empty));
     opts.identity = format!("{}-b", ns.name);
+    opts.extra_args = watch_pods;
     let agent = Agent::start(opts).await;
     wait_condition(&ns, "web", "Blocked", "True", Some("Revoked")).await;
     let grants_api: Api<RuntimeGrant> = Api::all(ns.client.clone());

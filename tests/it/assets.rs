@@ -17,12 +17,43 @@ fn assets() -> PathBuf {
 
 /// `kubectl kustomize assets/` with the kubectl built for the local cluster.
 pub fn kustomize_assets() -> String {
+    kustomize(&assets())
+}
+
+/// `kubectl kustomize` of an overlay made here, outside `assets/` (kustomize
+/// refuses an overlay inside its base): the base plus the components
+/// `assets/<component>`, as the README tells operators to write it.
+pub fn kustomize_with_components(name: &str, components: &[&str]) -> String {
+    let base = assets().canonicalize().expect("assets");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("overlay-{name}"));
+    std::fs::create_dir_all(&dir).expect("overlay dir");
+    // kustomize takes relative paths only: up to / from the overlay, then
+    // down to the base.
+    let dir = dir.canonicalize().expect("overlay dir");
+    let up = "../".repeat(dir.components().count().saturating_sub(1));
+    let rel = |p: &Path| format!("{up}{}", p.display().to_string().trim_start_matches('/'));
+    let components: String = components
+        .iter()
+        .map(|c| format!("  - {}\n", rel(&base.join(c))))
+        .collect();
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {}\ncomponents:\n{components}",
+            rel(&base)
+        ),
+    )
+    .expect("write kustomization");
+    kustomize(&dir)
+}
+
+fn kustomize(dir: &Path) -> String {
     let log_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let bins = berth_tests::localcluster::binaries::Binaries::resolve(log_dir)
         .expect("control plane binaries (kubectl)");
     let out = std::process::Command::new(bins.path("kubectl").expect("kubectl"))
         .arg("kustomize")
-        .arg(assets())
+        .arg(dir)
         .output()
         .expect("run kubectl kustomize");
     assert!(

@@ -259,7 +259,60 @@ fn helm_lint_strict_passes_in_every_certificate_mode() {
 /// uninstall` does not delete every Runtime.
 #[test]
 fn helm_template_with_defaults_gives_the_kustomize_objects() {
-    let mut chart_objects = objects(&template_ok(&[]));
+    let (chart, kustomize) = same_objects(&[], &crate::assets::kustomize_assets());
+    // No Pod permission and no Pod watch by default (issue 27, point 9).
+    for objs in [&chart, &kustomize] {
+        assert!(
+            !objs.values().any(names_pods),
+            "the default install gives the agent a Pod permission"
+        );
+        assert!(!args_of(agent_container(objs)).contains(&"--watch-bare-pods".to_string()));
+    }
+}
+
+/// Whether a ClusterRole or Role names `pods`.
+fn names_pods(obj: &Value) -> bool {
+    obj["rules"].as_sequence().is_some_and(|rules| {
+        rules.iter().any(|r| {
+            r["resources"]
+                .as_sequence()
+                .is_some_and(|res| res.iter().any(|x| x.as_str() == Some("pods")))
+        })
+    })
+}
+
+/// `barePods.watch=true` gives exactly the objects of the kustomize overlay
+/// of the base plus the component `assets/rbac/pods`: the
+/// Pod list/watch ClusterRole, its binding, and `--watch-bare-pods`, a flag
+/// the agent knows.
+#[test]
+fn helm_bare_pods_value_gives_the_kustomize_overlay() {
+    let (chart, _) = same_objects(
+        &["--set", "barePods.watch=true"],
+        &crate::assets::kustomize_with_components("bare-pods", &["rbac/pods"]),
+    );
+    let role = chart
+        .iter()
+        .find(|((k, _, n), _)| k == "ClusterRole" && n == "berth-agent-pods")
+        .map(|(_, v)| v)
+        .expect("ClusterRole berth-agent-pods");
+    assert_eq!(role["rules"][0]["resources"][0], "pods");
+    assert_eq!(
+        role["rules"][0]["verbs"],
+        serde_yaml::to_value(["list", "watch"]).expect("yaml")
+    );
+    let args = args_of(agent_container(&chart));
+    assert!(args.contains(&"--watch-bare-pods".to_string()), "{args:?}");
+    assert_agent_accepts(&args);
+}
+
+/// Asserts that `helm template EXTRA` gives exactly the objects of
+/// `kustomize` (see above); returns both.
+fn same_objects(
+    extra: &[&str],
+    kustomize: &str,
+) -> (BTreeMap<ObjectKey, Value>, BTreeMap<ObjectKey, Value>) {
+    let mut chart_objects = objects(&template_ok(extra));
     for ((kind, _, name), obj) in chart_objects.iter_mut() {
         if kind != "CustomResourceDefinition" {
             continue;
@@ -279,7 +332,7 @@ fn helm_template_with_defaults_gives_the_kustomize_objects() {
         }
     }
 
-    let mut kustomize_objects = objects(&crate::assets::kustomize_assets());
+    let mut kustomize_objects = objects(kustomize);
     kustomize_objects.retain(|(kind, _, _), _| kind != "Namespace" && kind != "Secret");
 
     let chart_keys: Vec<_> = chart_objects.keys().collect();
@@ -301,6 +354,7 @@ fn helm_template_with_defaults_gives_the_kustomize_objects() {
         "objects differ:\n{}",
         differing.join("\n")
     );
+    (chart_objects, kustomize_objects)
 }
 
 /// Every `--flag` the chart passes to `berth-agent run` exists there: the

@@ -9,13 +9,15 @@
 //! - [`review`]: AdmissionReview → decide → AdmissionResponse;
 //! - [`server`]: axum over rustls, hot-swappable certificate;
 //! - [`certs`]: self-signed CA + rotation, or operator-supplied files;
-//! - [`config`]: the ValidatingWebhookConfiguration the agent owns.
+//! - [`config`]: the ValidatingWebhookConfiguration the agent owns;
+//! - [`grant_set`]: one grant set per cluster (the leader's digest).
 //!
 //! Entry points: [`serve`] (what `run` calls, behind `--webhook-listen`)
 //! and the standalone `berth-agent webhook` command ([`run_command`]).
 
 pub mod certs;
 pub mod config;
+pub mod grant_set;
 pub mod review;
 pub mod server;
 
@@ -109,10 +111,12 @@ pub struct AdmissionConfig {
 /// certificate, applies the managed configuration, listens, rotates (or
 /// reloads) the certificate and re-applies the configuration in the
 /// background. `bindings` are the loaded grants (see
-/// [`review::grant_bindings`]).
+/// [`review::grant_bindings`]); `grant_set` tells whether they are the
+/// leader's.
 pub async fn serve(
     config: AdmissionConfig,
     bindings: Arc<[GrantBinding]>,
+    grant_set: grant_set::GrantSet,
     client: Client,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), AdmissionError> {
@@ -171,6 +175,7 @@ pub async fn serve(
         .unwrap_or_default();
     let router = server::router(
         bindings,
+        grant_set,
         review::KubeLookup::new(client.clone()).with_scope(scope),
     );
     let background = maintain(config, ca, resolver, client);
@@ -403,7 +408,24 @@ pub struct WebhookCommandArgs {
     pub listen: SocketAddr,
     #[command(flatten)]
     pub admission: AdmissionArgs,
+    /// Follow the grants digest the leader of this Lease publishes
+    /// (NAMESPACE/NAME, the agents' `--lease-namespace`/`--lease-name`):
+    /// while this webhook's grants file is not the leader's, it refuses
+    /// what depends on the grants ("grants are being reloaded, retry").
+    /// Without it this webhook judges with its own file alone.
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_lease)]
+    pub follow_lease: Option<(String, String)>,
 }
+
+fn parse_lease(s: &str) -> Result<(String, String), String> {
+    s.split_once('/')
+        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
+        .map(|(ns, name)| (ns.to_string(), name.to_string()))
+        .ok_or_else(|| format!("{s:?}: expected NAMESPACE/NAME"))
+}
+
+/// How often the standalone webhook reads the leader's Lease.
+const FOLLOW_INTERVAL: Duration = Duration::from_secs(2);
 
 async fn shutdown_signal() {
     let ctrl_c = async {
@@ -433,6 +455,7 @@ pub fn run_command(args: &WebhookCommandArgs) -> color_eyre::Result<()> {
     // The grants file first: an invalid file must stop the agent from starting.
     let loaded = args.grants.load()?;
     let bindings: Arc<[GrantBinding]> = review::grant_bindings(loaded.as_ref()).into();
+    let own = grant_set::own_digest(loaded.as_ref());
     let config = args.admission.to_config(args.listen)?;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
@@ -447,7 +470,23 @@ pub fn run_command(args: &WebhookCommandArgs) -> color_eyre::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let client = Client::try_default().await?;
-        serve(config, bindings, client, shutdown_signal()).await?;
+        let set = match &args.follow_lease {
+            Some((namespace, name)) => {
+                let set = grant_set::GrantSet::following(
+                    own,
+                    prometheus_client::metrics::gauge::Gauge::default(),
+                );
+                let (client, namespace, name, follower) =
+                    (client.clone(), namespace.clone(), name.clone(), set.clone());
+                tokio::spawn(async move {
+                    crate::leader::follow(client, &namespace, &name, follower, FOLLOW_INTERVAL)
+                        .await;
+                });
+                set
+            }
+            None => grant_set::GrantSet::alone(own),
+        };
+        serve(config, bindings, set, client, shutdown_signal()).await?;
         Ok(())
     })
 }

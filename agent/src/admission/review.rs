@@ -47,6 +47,8 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview
 use kube::{Api, Client};
 use serde::Deserialize;
 
+use super::grant_set::{self, Agreement};
+
 /// The bindings of a loaded grants file in the form [`decide`] takes (empty
 /// when no file is configured: nothing is granted).
 pub fn grant_bindings(loaded: Option<&LoadedGrants>) -> Vec<GrantBinding> {
@@ -517,11 +519,13 @@ fn deny(req: &AdmissionRequest<DynamicObject>, reason: &str, message: String) ->
 }
 
 /// Reviews one request: reads what is needed, decides, answers. Any read
-/// error refuses the change (fail closed), naming the error.
+/// error refuses the change (fail closed), naming the error. `agreement`
+/// says whether these bindings are the leader's (see [`grant_set::gate`]).
 pub async fn review_request<L: Lookup>(
     req: &AdmissionRequest<DynamicObject>,
     bindings: &[GrantBinding],
     lookup: &L,
+    agreement: &Agreement,
 ) -> AdmissionResponse {
     let op = match req.operation {
         Operation::Create => Op::Create,
@@ -627,6 +631,10 @@ pub async fn review_request<L: Lookup>(
         previous: previous.as_ref(),
         taken_by,
     });
+    // Retiring (suspend) and metadata-only updates are admitted whatever
+    // the grants say, even when the profile is granted here.
+    let admitted_anyway = view.suspend || (op == Op::Update && spec_unchanged);
+    let verdict = grant_set::gate(verdict, agreement, admitted_anyway);
     tracing::info!(
         namespace,
         name,
@@ -654,12 +662,15 @@ pub async fn handle<L: Lookup>(
     review: AdmissionReview<DynamicObject>,
     bindings: &[GrantBinding],
     lookup: &L,
+    agreement: &Agreement,
 ) -> AdmissionReview<DynamicObject> {
     let req: AdmissionRequest<DynamicObject> = match review.try_into() {
         Ok(req) => req,
         Err(e) => return AdmissionResponse::invalid(e).into_review(),
     };
-    review_request(&req, bindings, lookup).await.into_review()
+    review_request(&req, bindings, lookup, agreement)
+        .await
+        .into_review()
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use tokio_rustls::rustls::ServerConfig;
 
 use super::certs::{self, SwappableResolver};
 use super::config::WEBHOOK_PATH;
+use super::grant_set::GrantSet;
 use super::review::{self, Lookup};
 
 /// A TLS handshake that takes longer than this is dropped.
@@ -34,6 +35,7 @@ const BODY_LIMIT: usize = 4 * 1024 * 1024;
 
 struct AppState<L> {
     bindings: Arc<[GrantBinding]>,
+    grant_set: GrantSet,
     lookup: L,
 }
 
@@ -41,12 +43,22 @@ async fn validate<L: Lookup + 'static>(
     State(state): State<Arc<AppState<L>>>,
     Json(body): Json<AdmissionReview<DynamicObject>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
-    Json(review::handle(body, &state.bindings, &state.lookup).await)
+    // Asked per request: the leader (and so its digest) can change at any time.
+    let agreement = state.grant_set.agreement();
+    Json(review::handle(body, &state.bindings, &state.lookup, &agreement).await)
 }
 
 /// The webhook's routes: `POST /validate/runtimes` and `GET /healthz`.
-pub fn router<L: Lookup + 'static>(bindings: Arc<[GrantBinding]>, lookup: L) -> Router {
-    let state = Arc::new(AppState { bindings, lookup });
+pub fn router<L: Lookup + 'static>(
+    bindings: Arc<[GrantBinding]>,
+    grant_set: GrantSet,
+    lookup: L,
+) -> Router {
+    let state = Arc::new(AppState {
+        bindings,
+        grant_set,
+        lookup,
+    });
     Router::new()
         .route(WEBHOOK_PATH, post(validate::<L>))
         .route("/healthz", get(|| async { "ok" }))

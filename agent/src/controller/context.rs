@@ -83,7 +83,8 @@ pub struct Stores {
     pub stateful_sets: Store<StatefulSet>,
     /// Every DaemonSet (analysis only).
     pub daemon_sets: Store<DaemonSet>,
-    /// Every Pod, reduced to what the retained analysis reads (bare pods).
+    /// Every bare Pod, reduced to what the retained analysis reads; empty
+    /// (and ready) unless `--watch-bare-pods` (see `Settings`).
     pub pods: Store<Pod>,
     /// Every ControllerRevision, reduced to its template's class.
     pub controller_revisions: Store<ControllerRevision>,
@@ -149,6 +150,9 @@ pub struct Settings {
     pub publisher: String,
     /// Runtimes reconciled at the same time.
     pub concurrency: usize,
+    /// Whether the Pod cache is fed (`--watch-bare-pods`); without it the
+    /// agent reads no Pod and says so wherever bare pods would count.
+    pub watch_bare_pods: bool,
 }
 
 /// What the agent last wrote, per object: the resourceVersion of the cached

@@ -328,7 +328,11 @@ pub fn start(
     let (nodes, node_s) = reflect_with(Api::<Node>::all(c.clone()), all(), reduce::node);
     let node_s = node_s.predicate_filter(node_fingerprint, PredicateConfig::default());
     let (namespaces, ns_s) = reflect(Api::<PartialObjectMeta<Namespace>>::all(c.clone()), all());
-    let (pods, pod_s) = {
+    // Pods only with `--watch-bare-pods` (and the Pod RBAC overlay): the
+    // contract gives berth no Pod permission. Without it the store is
+    // empty and ready at once; `settings.watch_bare_pods` tells its readers
+    // that empty means "not looked at", not "none".
+    let pods = if settings.watch_bare_pods {
         let (reader, writer) = reflector::store();
         let stream = cache_watch(ns_api::<Pod>(c, &scope), all())
             .filter_map(|event| {
@@ -340,7 +344,10 @@ pub fn start(
             .modify(reduce::pod)
             .reflect(writer)
             .applied_objects();
-        (reader, stream)
+        drain(stream);
+        reader
+    } else {
+        reduce::unwatched_store()
     };
     let (controller_revisions, cr_s) = reflect_with(
         ns_api::<ControllerRevision>(c, &scope),
@@ -375,7 +382,6 @@ pub fn start(
     drain(rs_s);
     drain(sts_s);
     drain(ds_s);
-    drain(pod_s);
     drain(cr_s);
 
     // The Runtime watch feeds the controller's store and, through

@@ -376,5 +376,19 @@ pub fn bare_pods_only(event: watcher::Event<Pod>) -> Option<watcher::Event<Pod>>
     }
 }
 
+/// The store of a kind the agent does not watch (Pods without
+/// `--watch-bare-pods`): empty and ready at once, so that nothing waits for
+/// a list that is never made.
+pub fn unwatched_store<K>() -> kube::runtime::reflector::Store<K>
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (reader, mut writer) = kube::runtime::reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    reader
+}
+
 #[cfg(test)]
 mod tests;

@@ -43,6 +43,9 @@ pub mod grant_condition_types {
     /// The binding left the grants file but workloads still need the
     /// class's handler.
     pub const RETIRED: &str = "Retired";
+    /// Whether bare pods (pods without a controller) were looked at for
+    /// `retained`: only an agent started with `--watch-bare-pods` reads Pods.
+    pub const BARE_PODS_CHECKED: &str = "BarePodsChecked";
 }
 
 /// Condition reasons. Grant decisions use the reasons of
@@ -145,4 +148,8 @@ pub mod reasons {
     pub const FILE_CURRENT: &str = "FileCurrent";
     /// The grant's binding left the grants file.
     pub const BINDING_REMOVED: &str = "BindingRemoved";
+    /// The agent watches Pods: bare pods are counted (`BarePodsChecked`).
+    pub const PODS_WATCHED: &str = "PodsWatched";
+    /// The agent has no Pod access: bare pods were not checked.
+    pub const NO_POD_ACCESS: &str = "NoPodAccess";
 }

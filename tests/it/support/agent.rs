@@ -92,6 +92,8 @@ pub struct AgentOpts<'a> {
     pub resync_seconds: u64,
     /// `--cache-sync-timeout-seconds` (40 unless a test needs another).
     pub cache_sync_timeout_seconds: u64,
+    /// More arguments of `berth-agent run` (e.g. `--watch-bare-pods`).
+    pub extra_args: Vec<String>,
 }
 
 impl<'a> AgentOpts<'a> {
@@ -104,6 +106,7 @@ impl<'a> AgentOpts<'a> {
             kubeconfig: None,
             resync_seconds: 2,
             cache_sync_timeout_seconds: 40,
+            extra_args: Vec::new(),
         }
     }
 }
@@ -188,6 +191,7 @@ impl Agent {
         if let Some(g) = opts.grants {
             cmd.arg("--grants-file").arg(g);
         }
+        cmd.args(&opts.extra_args);
         let child = cmd.spawn().expect("spawn berth-agent");
         Agent { child, port, log }
     }

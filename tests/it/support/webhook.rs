@@ -116,6 +116,16 @@ impl Webhook {
     /// Starts the webhook, waits until the API server really calls it (an
     /// ungranted dry-run create in `probe_ns` is refused).
     pub(crate) async fn start(client: &Client, probe_ns: &str, opts: &WebhookOptions<'_>) -> Self {
+        Self::start_with(client, probe_ns, opts, &[]).await
+    }
+
+    /// [`Webhook::start`] with more arguments (e.g. `--follow-lease`).
+    pub(crate) async fn start_with(
+        client: &Client,
+        probe_ns: &str,
+        opts: &WebhookOptions<'_>,
+        extra: &[&str],
+    ) -> Self {
         let bin = agent_binary().await;
         let port = free_port();
         let config_name = format!("berth-it-{}", opts.selector);
@@ -136,6 +146,7 @@ impl Webhook {
                 &format!("{WEBHOOK_LABEL}={}", opts.selector),
             ])
             .args(["--cert-validity", opts.cert_validity])
+            .args(extra)
             .env("KUBECONFIG", &cluster().kubeconfig)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())

@@ -414,6 +414,7 @@ async fn full_path_allows_and_denies() {
         admission_review("CREATE", runtime(Some("bounded-worker"), false), None),
         &b,
         &lookup,
+        &Agreement::Alone,
     )
     .await;
     let resp = response(&out);
@@ -429,6 +430,7 @@ async fn full_path_allows_and_denies() {
         admission_review("CREATE", runtime(Some("other"), false), None),
         &b,
         &lookup,
+        &Agreement::Alone,
     )
     .await;
     let resp = response(&out);
@@ -447,6 +449,52 @@ async fn full_path_allows_and_denies() {
     );
 }
 
+/// One grant set per cluster: a replica whose grants are not confirmed as
+/// the leader's refuses a granted profile (403, GrantsReloading, retry) and
+/// still admits what needs no grant.
+#[tokio::test]
+async fn full_path_unconfirmed_grants_refuse_with_retry() {
+    let b = [binding()];
+    let lookup = FakeLookup {
+        labels: Some(labels()),
+        class: Some(class()),
+        fail: false,
+        claims: Vec::new(),
+    };
+    let unconfirmed = Agreement::Unconfirmed("the leader differs".into());
+    let out = handle(
+        admission_review("CREATE", runtime(Some("bounded-worker"), false), None),
+        &b,
+        &lookup,
+        &unconfirmed,
+    )
+    .await;
+    let resp = response(&out);
+    assert!(!resp.allowed, "{resp:?}");
+    assert_eq!(resp.result.code, 403);
+    assert!(
+        resp.result
+            .message
+            .starts_with("grants are being reloaded, retry: the leader differs"),
+        "{}",
+        resp.result.message
+    );
+    assert_eq!(
+        resp.audit_annotations.get("decision").map(String::as_str),
+        Some("GrantsReloading")
+    );
+    for (profile, suspend) in [(None, false), (Some("bounded-worker"), true)] {
+        let out = handle(
+            admission_review("CREATE", runtime(profile, suspend), None),
+            &b,
+            &lookup,
+            &unconfirmed,
+        )
+        .await;
+        assert!(response(&out).allowed, "{profile:?} suspend={suspend}");
+    }
+}
+
 #[tokio::test]
 async fn full_path_update_uses_the_old_status() {
     let lookup = FakeLookup {
@@ -461,6 +509,7 @@ async fn full_path_update_uses_the_old_status() {
         admission_review("UPDATE", new, Some(old.clone())),
         &[],
         &lookup,
+        &Agreement::Alone,
     )
     .await;
     let resp = response(&out);
@@ -476,6 +525,7 @@ async fn full_path_update_uses_the_old_status() {
         admission_review("UPDATE", runtime(None, false), Some(old.clone())),
         &[],
         &lookup,
+        &Agreement::Alone,
     )
     .await;
     assert!(response(&out).allowed);
@@ -485,6 +535,7 @@ async fn full_path_update_uses_the_old_status() {
         admission_review("UPDATE", runtime(Some("bounded-worker"), true), Some(old)),
         &[],
         &lookup,
+        &Agreement::Alone,
     )
     .await;
     let resp = response(&out);
@@ -502,6 +553,7 @@ async fn full_path_fails_closed_on_lookup_errors_and_bad_input() {
         admission_review("CREATE", runtime(Some("bounded-worker"), false), None),
         &[binding()],
         &lookup,
+        &Agreement::Alone,
     )
     .await;
     let resp = response(&out);
@@ -518,6 +570,7 @@ async fn full_path_fails_closed_on_lookup_errors_and_bad_input() {
         admission_review("CREATE", runtime(None, false), None),
         &[],
         &lookup,
+        &Agreement::Alone,
     )
     .await;
     assert!(!response(&out).allowed);
@@ -525,7 +578,13 @@ async fn full_path_fails_closed_on_lookup_errors_and_bad_input() {
     // A spec of the wrong shape is refused, not guessed at.
     let mut bad = runtime(Some("x"), false);
     bad["spec"]["suspend"] = json!("yes");
-    let out = handle(admission_review("CREATE", bad, None), &[], &lookup).await;
+    let out = handle(
+        admission_review("CREATE", bad, None),
+        &[],
+        &lookup,
+        &Agreement::Alone,
+    )
+    .await;
     assert!(!response(&out).allowed);
 
     // A review without a request is invalid.
@@ -534,7 +593,7 @@ async fn full_path_fails_closed_on_lookup_errors_and_bad_input() {
         "kind": "AdmissionReview",
     }))
     .expect("review");
-    let out = handle(empty, &[], &lookup).await;
+    let out = handle(empty, &[], &lookup, &Agreement::Alone).await;
     assert!(!response(&out).allowed);
 
     // Deletes are never refused (and never sent).
@@ -542,6 +601,7 @@ async fn full_path_fails_closed_on_lookup_errors_and_bad_input() {
         admission_review("DELETE", runtime(Some("x"), false), None),
         &[],
         &lookup,
+        &Agreement::Alone,
     )
     .await;
     assert!(response(&out).allowed);
@@ -638,6 +698,7 @@ async fn full_path_compares_ages() {
         admission_review("CREATE", runtime(None, false), None),
         &[],
         &lookup,
+        &Agreement::Alone,
     )
     .await;
     let resp = response(&out);
@@ -664,6 +725,12 @@ async fn full_path_compares_ages() {
         claims: vec![older, stored_me],
         ..Default::default()
     };
-    let out = handle(admission_review("UPDATE", changed, Some(me)), &[], &lookup).await;
+    let out = handle(
+        admission_review("UPDATE", changed, Some(me)),
+        &[],
+        &lookup,
+        &Agreement::Alone,
+    )
+    .await;
     assert!(response(&out).allowed, "{:?}", response(&out));
 }

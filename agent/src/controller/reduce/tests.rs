@@ -641,3 +641,14 @@ fn only_bare_pods_enter_the_pod_cache() {
         assert_eq!(kind(bare_pods_only(event)), want);
     }
 }
+
+#[tokio::test]
+async fn an_unwatched_store_is_ready_and_empty() {
+    let store = unwatched_store::<Pod>();
+    // Ready at once: the agent never waits for a Pod list it does not make.
+    tokio::time::timeout(std::time::Duration::from_secs(1), store.wait_until_ready())
+        .await
+        .expect("ready at once")
+        .expect("writer not dropped before ready");
+    assert!(store.state().is_empty());
+}
