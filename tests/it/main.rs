@@ -20,6 +20,7 @@ mod faults;
 mod foundation;
 mod image;
 mod plan_grants;
+mod real_node;
 mod retire;
 mod runtime_grant_policy;
 mod support;

@@ -9,11 +9,18 @@
 #
 # Also builds helm (for the chart tests), from its Go module in the same way.
 #
+# With --real-node it also builds what a real node runs (node-build.sh):
+# kubelet, containerd, the CNI plugins, runc, gVisor and the test
+# application's image; the kwok-only tests never need them.
+#
 # BERTH_K8S_BIN_DIR=/some/dir skips building altogether: that directory must
 # hold etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
 # kubectl (the harness checks each and names the missing one), and may hold
 # helm (without it the chart tests fail, naming it).
 set -euo pipefail
+
+real_node=0
+[[ "${1:-}" == "--real-node" ]] && real_node=1
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
@@ -27,6 +34,14 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   [[ -f "$BERTH_K8S_BIN_DIR/kwok-stages.yaml" ]] || { echo "BERTH_K8S_BIN_DIR=$BERTH_K8S_BIN_DIR has no kwok-stages.yaml (kwok's default node and pod Stages)" >&2; exit 1; }
   echo "kwok-stages=$BERTH_K8S_BIN_DIR/kwok-stages.yaml"
   [[ -x "$BERTH_K8S_BIN_DIR/helm" ]] && echo "helm=$BERTH_K8S_BIN_DIR/helm"
+  if (( real_node )); then
+    for b in kubelet containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap testapp-image pause-image; do
+      [[ -e "$BERTH_K8S_BIN_DIR/$b" ]] && echo "$b=$BERTH_K8S_BIN_DIR/$b"
+    done
+    for b in runsc containerd-shim-runsc-v1; do
+      [[ -x "$BERTH_K8S_BIN_DIR/$b" ]] && echo "$b=$BERTH_K8S_BIN_DIR/$b"
+    done
+  fi
   exit 0
 fi
 
@@ -35,17 +50,22 @@ cache="${BERTH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/berth}/k8s"
 mkdir -p "$cache"
 export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -mod=readonly" CGO_ENABLED=0
 
-# build COMPONENT VERSION MODULE_DIR BINARY PACKAGE [LDFLAGS]
+# build COMPONENT VERSION MODULE_DIR BINARY PACKAGE [LDFLAGS [TAGS]]
+# MODULE_DIR is relative to this directory, or absolute.
 build() {
-  local comp="$1" ver="$2" dir="$3" bin="$4" pkg="$5" ldflags="${6:-}"
+  local comp="$1" ver="$2" dir="$3" bin="$4" pkg="$5" ldflags="${6:-}" tags="${7:-}"
   local out="$cache/$comp-$ver/$bin"
+  [[ "$dir" == /* ]] || dir="$here/$dir"
   if [[ ! -x "$out" ]]; then
     echo "building $bin $ver (cached in $cache/$comp-$ver) ..." >&2
+    local t0=$SECONDS
     mkdir -p "$cache/$comp-$ver"
     # Build to a temporary name and rename: an interrupted build never
     # leaves a half-written binary that a later run would trust.
-    (cd "$here/$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
-    mv "$out.tmp" "$out"
+    # Checked by hand: node-build.sh calls this where `set -e` is off.
+    (cd "$dir" && nice -n 10 go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg") || return 1
+    mv "$out.tmp" "$out" || return 1
+    echo "built $bin $ver in $(( SECONDS - t0 ))s" >&2
   fi
   echo "$bin=$out"
 }
@@ -79,3 +99,8 @@ if [[ ! -f "$stages" ]]; then
   mv "$stages.tmp" "$stages"
 fi
 echo "kwok-stages=$stages"
+
+if (( real_node )); then
+  # shellcheck source=node-build.sh
+  source "$here/node-build.sh"
+fi
