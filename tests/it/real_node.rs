@@ -23,12 +23,17 @@ use kube::api::ListParams;
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, ENVIRONMENT, PROJECT, binding_for_service, create_class,
-    create_runtime, wait_condition, write_grants,
+    Agent, AgentOpts, ENVIRONMENT, PROJECT, binding_for_service, create_class, create_runtime,
+    wait_condition, write_grants,
 };
 
 /// Pods on a real node start in seconds; generous for a loaded machine.
 const WAIT: Duration = Duration::from_secs(240);
+
+/// The tests run in parallel on one node; the one that restarts containerd
+/// takes this exclusively, so that no other test's pod is being created
+/// (or probed through containerd) while containerd is away.
+static NODE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// The shared real-node cluster and what it reports, or `None` (skip).
 async fn real() -> Option<(&'static SharedCluster, RealNodesInfo)> {
@@ -62,7 +67,11 @@ async fn namespace(cluster: &SharedCluster, prefix: &str) -> TestNamespace {
 
 /// The Runtime spec fields that put the test app on the real node: the
 /// image by digest, the toleration of the node's taint and its label.
-fn on_real_node(info: &RealNodesInfo, service: &str, extra: serde_json::Value) -> serde_json::Value {
+fn on_real_node(
+    info: &RealNodesInfo,
+    service: &str,
+    extra: serde_json::Value,
+) -> serde_json::Value {
     let (repository, digest) = info
         .testapp_image
         .split_once('@')
@@ -173,7 +182,10 @@ async fn real_node_reports_its_handlers_through_the_cri() {
     let Some((cluster, info)) = real().await else {
         return;
     };
-    let client = client_from_kubeconfig(&cluster.kubeconfig).await.expect("client");
+    let _shared = NODE.read().await;
+    let client = client_from_kubeconfig(&cluster.kubeconfig)
+        .await
+        .expect("client");
     let node = Api::<Node>::all(client)
         .get(&info.nodes[0].name)
         .await
@@ -191,7 +203,11 @@ async fn real_node_reports_its_handlers_through_the_cri() {
         .find(|h| h.name.as_deref() == Some("bounded-runc"))
         .and_then(|h| h.features)
         .expect("bounded-runc features");
-    assert_eq!(features.recursive_read_only_mounts, Some(true), "{features:?}");
+    assert_eq!(
+        features.recursive_read_only_mounts,
+        Some(true),
+        "{features:?}"
+    );
     let taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
     assert!(taints.iter().any(|t| t.key == TAINT_KEY), "{taints:?}");
     if let Some(why) = &info.runsc_missing {
@@ -204,6 +220,7 @@ async fn real_node_bounded_runc_pod_passes_real_probes_under_the_contract() {
     let Some((cluster, info)) = real().await else {
         return;
     };
+    let _shared = NODE.read().await;
     let ns = namespace(cluster, "real-bounded").await;
     let (alias, grants) = grant(&ns, "api", "bounded-runc").await;
     let _agent = agent(cluster, &ns, &grants).await;
@@ -224,11 +241,17 @@ async fn real_node_bounded_runc_pod_passes_real_probes_under_the_contract() {
     let r = report(&ns, pod.metadata.name.as_deref().expect("name")).await;
     assert_contract(&r);
     assert!(
-        r["RootWrite"].as_str().unwrap_or_default().contains("read-only file system"),
+        r["RootWrite"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("read-only file system"),
         "{r}"
     );
     assert_eq!(r["Status"]["CapEff"], "0000000000000000", "drop ALL: {r}");
-    assert_eq!(r["Status"]["Seccomp"], "2", "seccomp filter (RuntimeDefault): {r}");
+    assert_eq!(
+        r["Status"]["Seccomp"], "2",
+        "seccomp filter (RuntimeDefault): {r}"
+    );
     // bounded-runc's own base spec: visibly tighter than runc's.
     assert_eq!(r["OpenFilesLimit"], "256", "bounded-runc's limit: {r}");
 }
@@ -238,6 +261,7 @@ async fn real_node_gvisor_pod_runs_on_gvisors_kernel() {
     let Some((cluster, info)) = real().await else {
         return;
     };
+    let _shared = NODE.read().await;
     if !info.nodes[0].handlers.contains(&"runsc".to_string()) {
         eprintln!(
             "SKIPPED: no runsc handler: {}",
@@ -260,7 +284,11 @@ async fn real_node_gvisor_pod_runs_on_gvisors_kernel() {
     assert_contract(&r);
     let host = std::fs::read_to_string("/proc/version").unwrap_or_default();
     let kernel = r["Kernel"].as_str().unwrap_or_default();
-    assert_ne!(kernel, host.trim(), "gVisor's own kernel, not the host's: {r}");
+    assert_ne!(
+        kernel,
+        host.trim(),
+        "gVisor's own kernel, not the host's: {r}"
+    );
 }
 
 #[tokio::test]
@@ -268,6 +296,7 @@ async fn real_node_failing_readiness_shows_in_status_and_rollout_view() {
     let Some((cluster, info)) = real().await else {
         return;
     };
+    let _shared = NODE.read().await;
     let ns = namespace(cluster, "real-unready").await;
     let grants = write_grants(&[]);
     let _agent = agent(cluster, &ns, &grants).await;
@@ -305,16 +334,23 @@ async fn real_node_failing_readiness_shows_in_status_and_rollout_view() {
         .expect("Ready");
     assert_eq!(ready.status, "False", "{ready:?}");
 
-    // The console's Rollout view (`berth get rollouts`: the same rows).
-    let doc = berth_get(cluster, &ns.name, "rollouts").await;
-    let text = doc.to_string();
-    assert!(text.contains("\"flaky\""), "{text}");
-    let item = doc["items"]
-        .as_array()
-        .and_then(|items| items.iter().find(|i| i.to_string().contains("\"flaky\"")))
-        .cloned()
-        .expect("flaky in the rollouts");
+    // The console's Rollout view (`berth get rollouts`: the same rows)
+    // shows it, with the kubelet's own probe failure among the events.
+    let item = wait_for_value("the Rollout view with the probe failure", WAIT, || async {
+        let doc = berth_get(cluster, &ns.name, "rollouts").await;
+        let item = doc["items"]
+            .as_array()?
+            .iter()
+            .find(|i| i["name"] == "flaky")?
+            .clone();
+        item.to_string()
+            .contains("Readiness probe failed")
+            .then_some(item)
+    })
+    .await;
     assert_eq!(item["ready"], 0, "{item}");
+    assert_eq!(item["desired"], 1, "{item}");
+    assert!(item.to_string().contains("503"), "the app's 503: {item}");
 }
 
 /// `berth -n NS get WHAT -o json` against the real-node cluster.
@@ -376,6 +412,7 @@ async fn real_node_handler_removed_from_containerd_follows_in_berth() {
     wait_condition(&ns, "batch", "HandlerReady", "True", None).await;
     wait_condition(&ns, "batch", "Ready", "True", None).await;
 
+    let _exclusive = NODE.write().await;
     let node = &info.nodes[0];
     let config = std::fs::read_to_string(&node.containerd_config).expect("config");
     let removed = without_handler(&config, "extra-runc");
@@ -412,8 +449,30 @@ async fn real_node_handler_removed_from_containerd_follows_in_berth() {
         .find(|c| c.type_ == "HandlerReady")
         .expect("HandlerReady");
     assert!(hr.message.contains("extra-runc"), "{hr:?}");
-    let grants_doc = berth_get(cluster, &ns.name, "grants").await.to_string();
-    let handlers_doc = berth_get(cluster, &ns.name, "handlers").await.to_string();
+    // The Grants and Handlers views: no Ready node reports the class's handler.
+    let class = format!("{}-extra-runc", ns.name);
+    let row = |doc: serde_json::Value, class: String| {
+        doc["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|i| i["class"] == class.as_str()).cloned())
+    };
+    let grant_row = wait_for_value("the Grants view: 0 nodes with extra-runc", WAIT, || async {
+        let r = row(berth_get(cluster, &ns.name, "grants").await, class.clone())?;
+        (r["nodes"].as_str()?.starts_with("0/")).then_some(r)
+    })
+    .await;
+    let handler_row = wait_for_value(
+        "the Handlers view: 0 nodes with extra-runc",
+        WAIT,
+        || async {
+            let r = row(
+                berth_get(cluster, &ns.name, "handlers").await,
+                class.clone(),
+            )?;
+            (r["nodes"].as_str()?.starts_with("0/")).then_some(r)
+        },
+    )
+    .await;
 
     // Put the handler back for whoever runs next, and see it return.
     std::fs::write(&node.containerd_config, &config).expect("restore config");
@@ -429,9 +488,7 @@ async fn real_node_handler_removed_from_containerd_follows_in_berth() {
     })
     .await;
     wait_condition(&ns, "batch", "HandlerReady", "True", None).await;
-    eprintln!("grants view while missing: {grants_doc}\nhandlers view while missing: {handlers_doc}");
-    assert!(grants_doc.contains("extra-runc"), "{grants_doc}");
-    assert!(handlers_doc.contains("extra-runc"), "{handlers_doc}");
+    eprintln!("while extra-runc was missing: grant {grant_row}\nhandler {handler_row}");
 }
 
 #[tokio::test]
@@ -439,6 +496,7 @@ async fn real_node_revoked_runtimes_pods_keep_running_on_their_handler() {
     let Some((cluster, info)) = real().await else {
         return;
     };
+    let _shared = NODE.read().await;
     let ns = namespace(cluster, "real-revoked").await;
     let (alias, grants) = grant(&ns, "worker", "bounded-runc").await;
     let mut first = agent(cluster, &ns, &grants).await;

@@ -34,14 +34,9 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   [[ -f "$BERTH_K8S_BIN_DIR/kwok-stages.yaml" ]] || { echo "BERTH_K8S_BIN_DIR=$BERTH_K8S_BIN_DIR has no kwok-stages.yaml (kwok's default node and pod Stages)" >&2; exit 1; }
   echo "kwok-stages=$BERTH_K8S_BIN_DIR/kwok-stages.yaml"
   [[ -x "$BERTH_K8S_BIN_DIR/helm" ]] && echo "helm=$BERTH_K8S_BIN_DIR/helm"
-  if (( real_node )); then
-    for b in kubelet containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap testapp-image pause-image; do
-      [[ -e "$BERTH_K8S_BIN_DIR/$b" ]] && echo "$b=$BERTH_K8S_BIN_DIR/$b"
-    done
-    for b in runsc containerd-shim-runsc-v1; do
-      [[ -x "$BERTH_K8S_BIN_DIR/$b" ]] && echo "$b=$BERTH_K8S_BIN_DIR/$b"
-    done
-  fi
+  # The real node's components are not taken from here (--real-node then
+  # reports its kubelet missing): they are always built.
+  (( real_node )) && echo "BERTH_K8S_BIN_DIR covers the control plane only; unset it for a real node" >&2
   exit 0
 fi
 

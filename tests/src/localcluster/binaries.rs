@@ -84,7 +84,11 @@ impl Binaries {
                 paths.insert(name.to_string(), PathBuf::from(path));
             }
         }
-        let needed: &[&str] = if real_node { &REAL_NODE_COMPONENTS } else { &[] };
+        let needed: &[&str] = if real_node {
+            &REAL_NODE_COMPONENTS
+        } else {
+            &[]
+        };
         for component in COMPONENTS.iter().chain(needed) {
             match paths.get(*component) {
                 Some(p) if p.is_file() => {}

@@ -133,7 +133,13 @@ pub fn create_bridge(l: &NodeLayout) -> Result<(), Error> {
     )?;
     run(
         "addressing the bridge",
-        Command::new("ip").args(["addr", "add", &format!("{}/24", l.node_ip), "dev", &l.bridge]),
+        Command::new("ip").args([
+            "addr",
+            "add",
+            &format!("{}/24", l.node_ip),
+            "dev",
+            &l.bridge,
+        ]),
     )?;
     run(
         "bringing the bridge up",
@@ -171,7 +177,12 @@ fn node_processes(l: &NodeLayout) -> Vec<i32> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        if pid == me {
+        // Zombies are dead already; only their parent's reaping is left.
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if pid == me || zombie {
             continue;
         }
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
@@ -287,7 +298,10 @@ pub fn teardown(l: &NodeLayout) -> Vec<String> {
     if node_mounts(l).is_empty() {
         let _ = std::fs::remove_dir_all(&l.state);
     } else {
-        found.push(format!("{} still has mounts; left in place", l.state.display()));
+        found.push(format!(
+            "{} still has mounts; left in place",
+            l.state.display()
+        ));
     }
     for c in restore_sysctls(true) {
         found.push(format!("restored {c}"));

@@ -37,8 +37,12 @@ fn ctr(ctr: &Path, socket: &Path, args: &[&str]) -> Result<String, Error> {
 /// Imports `archive` and returns its image's name and manifest digest.
 pub fn import(ctr_bin: &Path, socket: &Path, archive: &Path) -> Result<(String, String), Error> {
     let archive_s = archive.display().to_string();
-    let out = ctr(ctr_bin, socket, &["images", "import", "--local", &archive_s])
-        .or_else(|_| ctr(ctr_bin, socket, &["images", "import", &archive_s]))?;
+    let out = ctr(
+        ctr_bin,
+        socket,
+        &["images", "import", "--local", &archive_s],
+    )
+    .or_else(|_| ctr(ctr_bin, socket, &["images", "import", &archive_s]))?;
     // "unpacking NAME (sha256:…)...done"
     for line in out.lines() {
         if let Some(rest) = line.trim().strip_prefix("unpacking ")

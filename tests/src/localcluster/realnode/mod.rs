@@ -74,13 +74,16 @@ pub fn unsupported_reason() -> Option<String> {
         return Some("no cgroup filesystem under /sys/fs/cgroup".into());
     }
     let filesystems = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
-    if !filesystems.lines().any(|l| l.trim_end().ends_with("overlay")) {
+    if !filesystems
+        .lines()
+        .any(|l| l.trim_end().ends_with("overlay"))
+    {
         return Some("the kernel has no overlay filesystem (containerd's snapshotter)".into());
     }
     for tool in ["ip", "umount", "buildah"] {
-        if !std::env::var_os("PATH").is_some_and(|p| {
-            std::env::split_paths(&p).any(|d| d.join(tool).is_file())
-        }) {
+        if !std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        {
             return Some(format!("{tool} is not installed"));
         }
     }

@@ -72,7 +72,12 @@ fn choose_network(i: usize, bridge: &str) -> Result<Ipv4Addr, Error> {
     })
 }
 
-fn layout(i: usize, dir: &Path, handlers: Vec<String>, pause_image: String) -> Result<NodeLayout, Error> {
+fn layout(
+    i: usize,
+    dir: &Path,
+    handlers: Vec<String>,
+    pause_image: String,
+) -> Result<NodeLayout, Error> {
     let name = format!("berth-real-{i}");
     let bridge = format!("berthrn{i}");
     let [kubelet_port, healthz_port]: [u16; 2] = ports::free_loopback_ports(2)?
@@ -136,7 +141,11 @@ impl RealNodes {
             });
         }
         let lock = tokio::task::block_in_place(|| host::lock(Duration::from_secs(900)))?;
-        let mut handlers = vec!["runc".to_string(), "bounded-runc".into(), "extra-runc".into()];
+        let mut handlers = vec![
+            "runc".to_string(),
+            "bounded-runc".into(),
+            "extra-runc".into(),
+        ];
         let runsc = ctx.binaries.optional("runsc").is_some()
             && ctx.binaries.optional("containerd-shim-runsc-v1").is_some();
         if runsc {
@@ -234,11 +243,19 @@ impl RealNodes {
                 ctx.supervisor,
             )?;
             components.push(c);
-            wait_for_socket(components.last_mut().expect("pushed"), &l.containerd_socket(), ctx.timeout).await?;
+            wait_for_socket(
+                components.last_mut().expect("pushed"),
+                &l.containerd_socket(),
+                ctx.timeout,
+            )
+            .await?;
             let sock = l.containerd_socket();
-            let (pause, _) = tokio::task::block_in_place(|| images::import(&ctr, &sock, &pause_archive))?;
-            let (app, digest) = tokio::task::block_in_place(|| images::import(&ctr, &sock, &app_archive))?;
-            info.testapp_image = tokio::task::block_in_place(|| images::tag_by_digest(&ctr, &sock, &app, &digest))?;
+            let (pause, _) =
+                tokio::task::block_in_place(|| images::import(&ctr, &sock, &pause_archive))?;
+            let (app, digest) =
+                tokio::task::block_in_place(|| images::import(&ctr, &sock, &app_archive))?;
+            info.testapp_image =
+                tokio::task::block_in_place(|| images::tag_by_digest(&ctr, &sock, &app, &digest))?;
             if pause != l.pause_image {
                 return Err(Error::Start {
                     component: format!("containerd-{}", l.name),
@@ -252,7 +269,10 @@ impl RealNodes {
                 path_env,
                 kubelet,
                 format!("--config={}", l.conf.join("kubelet.yaml").display()),
-                format!("--kubeconfig={}", l.conf.join("kubelet.kubeconfig").display()),
+                format!(
+                    "--kubeconfig={}",
+                    l.conf.join("kubelet.kubeconfig").display()
+                ),
                 format!("--hostname-override={}", l.name),
                 format!("--node-ip={}", l.node_ip),
                 format!("--root-dir={}", l.state.join("kubelet").display()),
@@ -270,7 +290,10 @@ impl RealNodes {
             components.push(c);
             wait_node_ready(client, &l, components, ctx.timeout).await?;
             for c in tokio::task::block_in_place(|| host::restore_sysctls(false)) {
-                eprintln!("real node {}: restored {c} (the kubelet had changed it)", l.name);
+                eprintln!(
+                    "real node {}: restored {c} (the kubelet had changed it)",
+                    l.name
+                );
             }
             info.nodes.push(RealNodeInfo {
                 name: l.name.clone(),
@@ -283,7 +306,10 @@ impl RealNodes {
             nodes.nodes.push(node);
         }
         let path = RealNodesInfo::path(ctx.dir);
-        write(&path, &serde_json::to_string_pretty(&info).unwrap_or_default())?;
+        write(
+            &path,
+            &serde_json::to_string_pretty(&info).unwrap_or_default(),
+        )?;
         Ok(nodes)
     }
 
@@ -296,7 +322,11 @@ impl RealNodes {
         for n in &self.nodes {
             let patch = serde_json::json!({"spec": {"unschedulable": true}});
             let _ = nodes
-                .patch(&n.layout.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch(
+                    &n.layout.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
                 .await;
         }
         let deadline = Instant::now() + timeout;
@@ -313,7 +343,9 @@ impl RealNodes {
                         let ns = p.metadata.namespace.clone().unwrap_or_default();
                         let name = p.metadata.name.clone().unwrap_or_default();
                         let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
-                        let _ = api.delete(&name, &DeleteParams::default().grace_period(1)).await;
+                        let _ = api
+                            .delete(&name, &DeleteParams::default().grace_period(1))
+                            .await;
                     }
                 }
             }
@@ -469,7 +501,10 @@ async fn wait_node_ready(
             return Err(Error::Unhealthy {
                 component: format!("kubelet-{}", l.name),
                 secs: timeout.as_secs(),
-                detail: format!("node {} not Ready with handlers {:?}: {last}", l.name, l.handlers),
+                detail: format!(
+                    "node {} not Ready with handlers {:?}: {last}",
+                    l.name, l.handlers
+                ),
                 log: components
                     .iter()
                     .find(|c| c.name == format!("kubelet-{}", l.name))
