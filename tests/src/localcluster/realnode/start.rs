@@ -217,7 +217,7 @@ impl RealNodes {
                     &format!("node-{}.key", l.name),
                 ),
             )?;
-            tokio::task::block_in_place(|| host::save_sysctls())?;
+            tokio::task::block_in_place(host::save_sysctls)?;
             let mut node = RealNode {
                 janitor: spawn_janitor(ctx, &l)?,
                 layout: l.clone(),
