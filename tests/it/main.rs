@@ -27,6 +27,7 @@ mod image;
 mod job_identity;
 mod kube_score;
 mod plan_grants;
+mod real_node;
 mod retire;
 mod runtime_grant_policy;
 mod selectors;

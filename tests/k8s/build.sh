@@ -11,11 +11,18 @@
 # Also builds kube-score (the independent checker run on every golden render),
 # from its Go module in the same way.
 #
+# With --real-node it also builds what a real node runs (node-build.sh):
+# kubelet, containerd, the CNI plugins, runc, gVisor and the test
+# application's image; the kwok-only tests never need them.
+#
 # BERTH_K8S_BIN_DIR=/some/dir skips building altogether: that directory must
 # hold etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
 # kubectl (the harness checks each and names the missing one), and may hold
 # helm (without it the chart tests fail, naming it).
 set -euo pipefail
+
+real_node=0
+[[ "${1:-}" == "--real-node" ]] && real_node=1
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
@@ -30,6 +37,9 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   echo "kwok-stages=$BERTH_K8S_BIN_DIR/kwok-stages.yaml"
   [[ -x "$BERTH_K8S_BIN_DIR/helm" ]] && echo "helm=$BERTH_K8S_BIN_DIR/helm"
   [[ -x "$BERTH_K8S_BIN_DIR/kube-score" ]] && echo "kube-score=$BERTH_K8S_BIN_DIR/kube-score"
+  # The real node's components are not taken from here (--real-node then
+  # reports its kubelet missing): they are always built.
+  (( real_node )) && echo "BERTH_K8S_BIN_DIR covers the control plane only; unset it for a real node" >&2
   exit 0
 fi
 
@@ -38,19 +48,24 @@ cache="${BERTH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/berth}/k8s"
 mkdir -p "$cache"
 export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -mod=readonly" CGO_ENABLED=0
 
-# build COMPONENT VERSION MODULE_DIR BINARY PACKAGE [LDFLAGS]
+# build COMPONENT VERSION MODULE_DIR BINARY PACKAGE [LDFLAGS [TAGS]]
+# MODULE_DIR is relative to this directory, or absolute.
 build() {
-  local comp="$1" ver="$2" dir="$3" bin="$4" pkg="$5" ldflags="${6:-}"
+  local comp="$1" ver="$2" dir="$3" bin="$4" pkg="$5" ldflags="${6:-}" tags="${7:-}"
   local out="$cache/$comp-$ver/$bin"
+  [[ "$dir" == /* ]] || dir="$here/$dir"
   if [[ ! -x "$out" ]]; then
     echo "building $bin $ver (cached in $cache/$comp-$ver) ..." >&2
+    local t0=$SECONDS
     mkdir -p "$cache/$comp-$ver"
     # Build to a temporary name of this process and rename: an interrupted
     # build never leaves a half-written binary that a later run would
     # trust, and two runs building at once (CI and a test harness) do not
     # move each other's file (the rename is atomic; the last one wins).
-    (cd "$here/$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp.$$" "$pkg")
-    mv -f "$out.tmp.$$" "$out"
+    # Checked by hand: node-build.sh calls this where `set -e` is off.
+    (cd "$dir" && nice -n 10 go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$out.tmp.$$" "$pkg") || return 1
+    mv -f "$out.tmp.$$" "$out" || return 1
+    echo "built $bin $ver in $(( SECONDS - t0 ))s" >&2
   fi
   echo "$bin=$out"
 }
@@ -87,3 +102,7 @@ echo "kwok-stages=$stages"
 
 # kube-score, the independent checker (tests/it/kube_score.rs); kept last.
 build kube-score "$KUBE_SCORE_VERSION" kube-score kube-score github.com/zegl/kube-score/cmd/kube-score "-X main.version=$KUBE_SCORE_VERSION"
+if (( real_node )); then
+  # shellcheck source=node-build.sh
+  source "$here/node-build.sh"
+fi

@@ -151,6 +151,31 @@ pub fn cluster() -> &'static SharedCluster {
     }
 }
 
+static REAL_NODE_CLUSTER: OnceLock<Result<SharedCluster, String>> = OnceLock::new();
+
+/// The cluster with a real node (`--real-nodes 1`, no kwok node), shared by
+/// the real-node tests and started on first use; a cluster of its own, so
+/// that its taint, its restarts of containerd and its pods never meet the
+/// other tests. `None`, after printing why, where this machine cannot run
+/// a kubelet (not root, no cgroup filesystem, …); a failure to start for
+/// any other reason panics.
+pub fn real_node_cluster() -> Option<&'static SharedCluster> {
+    if let Some(reason) = crate::localcluster::realnode::unsupported_reason() {
+        eprintln!("SKIPPED: this machine cannot run a real node: {reason}");
+        return None;
+    }
+    let started = REAL_NODE_CLUSTER.get_or_init(|| {
+        start_named(
+            &format!("cluster-{}-real", std::process::id()),
+            &["--nodes", "0", "--real-nodes", "1"],
+        )
+    });
+    match started {
+        Ok(c) => Some(c),
+        Err(e) => panic!("local cluster with a real node unavailable: {e}"),
+    }
+}
+
 impl SharedCluster {
     /// Restarts one component (`etcd`, `kube-apiserver`, …) of this
     /// cluster and waits until it serves again (at most `timeout`).

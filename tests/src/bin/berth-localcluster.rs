@@ -5,6 +5,10 @@
 //! that report runtime handlers, writes `DIR/kubeconfig` once everything is
 //! healthy, and stays up until SIGINT/SIGTERM.
 //!
+//! With `--real-nodes N` (root only) it also starts N real nodes: a kubelet
+//! and containerd each, on this machine, tainted so that only pods that
+//! tolerate `berth.dev/real-node` run there (see README "Real node").
+//!
 //! Every component runs under `berth-localcluster supervise`, which stops
 //! it when this process is gone, even after SIGKILL. With
 //! `--exit-on-stdin-eof`, standard input also takes commands, one per line:
@@ -33,6 +37,12 @@ enum Command {
     Up(UpArgs),
     /// Build (or find in the cache) every component binary and print their paths.
     Build,
+    /// (internal) Tear a real node down when stdin closes (LAYOUT: its layout.json).
+    #[command(hide = true)]
+    NodeJanitor {
+        /// The node's layout.json.
+        layout: PathBuf,
+    },
     /// (internal) Run one component, stopping it when stdin closes.
     #[command(hide = true)]
     Supervise {
@@ -67,12 +77,18 @@ struct UpArgs {
     /// Write an audit log of every write request to DIR/logs/audit.log.
     #[arg(long)]
     audit: bool,
+    /// Number of real nodes (kubelet + containerd on this machine; needs
+    /// root). Their pods really run, under runc, bounded-runc, extra-runc
+    /// and, when gVisor built, runsc.
+    #[arg(long, default_value_t = 0)]
+    real_nodes: usize,
 }
 
 fn options(args: &UpArgs) -> Result<Options> {
     let mut opts = Options::uniform(args.dir.clone(), args.nodes, &args.handlers);
     opts.supervisor = Some(std::env::current_exe().wrap_err("locating berth-localcluster")?);
     opts.audit = args.audit;
+    opts.real_nodes = args.real_nodes;
     for o in &args.node_handlers {
         let (node, hs) = o
             .split_once('=')
@@ -162,7 +178,7 @@ async fn up(args: UpArgs) -> Result<()> {
             }
         }
     };
-    cluster.stop();
+    cluster.shutdown().await;
     println!("berth-localcluster stopped");
     result
 }
@@ -179,6 +195,10 @@ fn main() -> Result<()> {
             for c in berth_tests::localcluster::binaries::COMPONENTS {
                 println!("{c}={}", bins.path(c)?.display());
             }
+            Ok(())
+        }
+        Command::NodeJanitor { layout } => {
+            rt.block_on(berth_tests::localcluster::realnode::start::janitor(&layout))?;
             Ok(())
         }
         Command::Supervise { binary, args } => {

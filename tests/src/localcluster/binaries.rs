@@ -17,6 +17,21 @@ pub const COMPONENTS: [&str; 6] = [
     "kubectl",
 ];
 
+/// Every binary and image a real node needs (gVisor's are optional).
+pub const REAL_NODE_COMPONENTS: [&str; 11] = [
+    "kubelet",
+    "containerd",
+    "containerd-shim-runc-v2",
+    "ctr",
+    "runc",
+    "bridge",
+    "host-local",
+    "loopback",
+    "portmap",
+    "testapp-image",
+    "pause-image",
+];
+
 /// The pinned versions (`tests/k8s/versions.env`, the one place they live).
 pub const VERSIONS_ENV: &str = include_str!("../../k8s/versions.env");
 
@@ -39,11 +54,18 @@ impl Binaries {
     /// Runs the build script (which builds nothing when the cache is warm, and
     /// only checks `BERTH_K8S_BIN_DIR` when that is set) and collects its answer.
     pub fn resolve(log_dir: &Path) -> Result<Self, Error> {
+        Self::resolve_with(log_dir, false)
+    }
+
+    /// [`Binaries::resolve`], and with `real_node` also what a real node
+    /// runs (`build.sh --real-node`: kubelet, containerd, runc, gVisor …).
+    pub fn resolve_with(log_dir: &Path, real_node: bool) -> Result<Self, Error> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("k8s/build.sh");
         let log = log_dir.join("build.log");
         let log_file = std::fs::File::create(&log).map_err(|e| Error::io(&log, e))?;
         let output = Command::new("bash")
             .arg(&script)
+            .args(real_node.then_some("--real-node"))
             .stderr(log_file)
             .output()
             .map_err(|e| Error::Build {
@@ -62,12 +84,17 @@ impl Binaries {
                 paths.insert(name.to_string(), PathBuf::from(path));
             }
         }
-        for component in COMPONENTS {
-            match paths.get(component) {
+        let needed: &[&str] = if real_node {
+            &REAL_NODE_COMPONENTS
+        } else {
+            &[]
+        };
+        for component in COMPONENTS.iter().chain(needed) {
+            match paths.get(*component) {
                 Some(p) if p.is_file() => {}
                 _ => {
                     return Err(Error::MissingBinary {
-                        component: component.to_string(),
+                        component: (*component).to_string(),
                         log,
                     });
                 }
@@ -85,5 +112,31 @@ impl Binaries {
                 component: component.to_string(),
                 log: PathBuf::from("build.log"),
             })
+    }
+
+    /// The path of an optional binary (gVisor's), when it was built.
+    pub fn optional(&self, component: &str) -> Option<&Path> {
+        self.paths
+            .get(component)
+            .map(PathBuf::as_path)
+            .filter(|p| p.is_file())
+    }
+
+    /// An image's name (`testapp-image`, `pause-image`), as build.sh built it.
+    pub fn image_name(&self, image: &str) -> Result<String, Error> {
+        self.path(&format!("{image}-name"))
+            .map(|p| p.display().to_string())
+    }
+
+    /// Why gVisor is missing: the tail of its recorded build failure.
+    pub fn runsc_failure(&self) -> String {
+        match self.paths.get("runsc-failed") {
+            Some(p) => format!(
+                "gVisor did not build ({}):\n{}",
+                p.display(),
+                super::process::log_tail(p, 15)
+            ),
+            None => "gVisor was not built".into(),
+        }
     }
 }

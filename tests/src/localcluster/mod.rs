@@ -3,8 +3,12 @@
 //! `status.runtimeHandlers` list the configured handlers, and pods that
 //! become Running/Ready), all built from source by `tests/k8s/build.sh`.
 //!
-//! Everything it writes lives under one directory; `DIR/kubeconfig` appears
-//! only once every component is healthy and every node is Ready.
+//! With `Options::real_nodes`, real nodes (a kubelet and containerd on this
+//! machine, see `realnode`) join beside the kwok ones.
+//!
+//! Everything it writes lives under one directory (a real node's data
+//! excepted: see `realnode`); `DIR/kubeconfig` appears only once every
+//! component is healthy and every node is Ready.
 
 pub mod binaries;
 pub mod health;
@@ -13,6 +17,7 @@ pub mod nodes;
 pub mod pki;
 pub mod ports;
 pub mod process;
+pub mod realnode;
 pub mod supervise;
 
 use std::path::{Path, PathBuf};
@@ -95,6 +100,8 @@ pub struct Options {
     /// Have the apiserver write an audit log of every write request to
     /// `DIR/logs/audit.log` (JSON lines, one per completed request).
     pub audit: bool,
+    /// Real nodes to start beside the simulated ones (see `realnode`).
+    pub real_nodes: usize,
 }
 
 impl Options {
@@ -111,6 +118,7 @@ impl Options {
             timeout: Duration::from_secs(180),
             supervisor: None,
             audit: false,
+            real_nodes: 0,
         }
     }
 }
@@ -132,6 +140,7 @@ pub struct LocalCluster {
     etcd_client_port: u16,
     internal_kubeconfig: PathBuf,
     timeout: Duration,
+    real_nodes: Option<realnode::start::RealNodes>,
 }
 
 /// The audit policy of `Options::audit`: every write, at Metadata level
@@ -169,9 +178,10 @@ impl LocalCluster {
         let kubeconfig_path = dir.join("kubeconfig");
         let _ = std::fs::remove_file(&kubeconfig_path);
 
+        let real_nodes = opts.real_nodes;
         let binaries = tokio::task::spawn_blocking({
             let logs = logs.clone();
-            move || Binaries::resolve(&logs)
+            move || Binaries::resolve_with(&logs, real_nodes > 0)
         })
         .await
         .map_err(|e| Error::Kube(e.to_string()))??;
@@ -203,6 +213,7 @@ impl LocalCluster {
             etcd_client_port: etcd_client,
             internal_kubeconfig: internal_kubeconfig.clone(),
             timeout: opts.timeout,
+            real_nodes: None,
         };
         for (component, port) in [
             ("etcd", etcd_client),
@@ -259,6 +270,15 @@ impl LocalCluster {
             "--profiling=false".into(),
             "--v=1".into(),
         ];
+        if opts.real_nodes > 0 {
+            // `kubectl logs/exec` reach a real kubelet at its InternalIP
+            // (an address on this machine), with the admin certificate.
+            apiserver_args.extend([
+                "--kubelet-preferred-address-types=InternalIP".into(),
+                format!("--kubelet-client-certificate={}", p("admin.crt")),
+                format!("--kubelet-client-key={}", p("admin.key")),
+            ]);
+        }
         if opts.audit {
             let policy = dir.join("audit-policy.yaml");
             std::fs::write(&policy, AUDIT_POLICY).map_err(|e| Error::io(&policy, e))?;
@@ -337,6 +357,23 @@ impl LocalCluster {
         nodes::wait_ready(&admin, &opts.nodes, &mut cluster.components, opts.timeout).await?;
         health::wait_for_default_service_account(&admin, &mut cluster.components, opts.timeout)
             .await?;
+        if opts.real_nodes > 0 {
+            let ctx = realnode::start::Context {
+                dir: &dir,
+                logs: &logs,
+                binaries: &cluster.binaries,
+                pki: &pki,
+                server: &server,
+                supervisor: opts.supervisor.as_deref(),
+                timeout: opts.timeout,
+            };
+            let mut components = std::mem::take(&mut cluster.components);
+            let started =
+                realnode::start::RealNodes::start(&ctx, opts.real_nodes, &admin, &mut components)
+                    .await;
+            cluster.components = components;
+            cluster.real_nodes = Some(started?);
+        }
 
         kubeconfig::write_atomic(
             &cluster.restricted_kubeconfig,
@@ -394,10 +431,25 @@ impl LocalCluster {
         }
     }
 
-    /// Stops every component, newest first (kwok … etcd).
+    /// Deletes the real nodes' pods while their kubelets run, then stops
+    /// everything ([`LocalCluster::stop`]).
+    pub async fn shutdown(&mut self) {
+        if let Some(real) = &self.real_nodes
+            && let Ok(client) = health::client_from_kubeconfig(&self.internal_kubeconfig).await
+        {
+            real.drain(&client, Duration::from_secs(60)).await;
+        }
+        tokio::task::block_in_place(|| self.stop());
+    }
+
+    /// Stops every component, newest first (the real nodes' kubelets and
+    /// containerds, kwok … etcd), then tears the real nodes down.
     pub fn stop(&mut self) {
         while let Some(mut c) = self.components.pop() {
             c.stop(Duration::from_secs(10));
+        }
+        if let Some(mut real) = self.real_nodes.take() {
+            real.stop();
         }
     }
 }

@@ -59,22 +59,29 @@ fn client_cert(
     })
 }
 
+/// The CA's parameters: the same each time, so that [`Pki::node_certs`]
+/// can sign with the saved key later.
+fn ca_params() -> Result<CertificateParams, Error> {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(rc)?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "berth-localcluster-ca");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    Ok(ca_params)
+}
+
 impl Pki {
     /// Creates a fresh CA and every certificate under `dir`.
     pub fn create(dir: &Path) -> Result<Self, Error> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
 
         let ca_key = KeyPair::generate().map_err(rc)?;
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(rc)?;
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "berth-localcluster-ca");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        let ca_params = ca_params()?;
         let ca_key_pem = ca_key.serialize_pem();
         let ca = CertifiedIssuer::self_signed(ca_params, ca_key).map_err(rc)?;
         let ca_pair = CertAndKey {
@@ -130,6 +137,48 @@ impl Pki {
             ca: ca_pair,
             admin,
         })
+    }
+
+    /// A real node's certificates, written as `node-NAME.crt/key` (its
+    /// client identity `system:node:NAME` in `system:nodes`, for the Node
+    /// authorizer) and `kubelet-NAME.crt/key` (the kubelet's serving
+    /// certificate for `ip`).
+    pub fn node_certs(&self, name: &str, ip: std::net::Ipv4Addr) -> Result<(), Error> {
+        let key = KeyPair::from_pem(&self.ca.key_pem).map_err(rc)?;
+        let ca = rcgen::Issuer::new(ca_params()?, key);
+        let client = {
+            let key = KeyPair::generate().map_err(rc)?;
+            let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rc)?;
+            params
+                .distinguished_name
+                .push(DnType::CommonName, format!("system:node:{name}"));
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, "system:nodes");
+            params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+            let cert = params.signed_by(&key, &ca).map_err(rc)?;
+            (cert.pem(), key.serialize_pem())
+        };
+        let serving = {
+            let key = KeyPair::generate().map_err(rc)?;
+            let mut params = CertificateParams::new(vec![name.to_string()]).map_err(rc)?;
+            params
+                .subject_alt_names
+                .push(SanType::IpAddress(std::net::IpAddr::V4(ip)));
+            params.distinguished_name.push(DnType::CommonName, name);
+            params.key_usages = vec![
+                KeyUsagePurpose::DigitalSignature,
+                KeyUsagePurpose::KeyEncipherment,
+            ];
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+            let cert = params.signed_by(&key, &ca).map_err(rc)?;
+            (cert.pem(), key.serialize_pem())
+        };
+        write(&self.dir, &format!("node-{name}.crt"), &client.0)?;
+        write(&self.dir, &format!("node-{name}.key"), &client.1)?;
+        write(&self.dir, &format!("kubelet-{name}.crt"), &serving.0)?;
+        write(&self.dir, &format!("kubelet-{name}.key"), &serving.1)
     }
 
     /// Path of a file in the PKI directory.

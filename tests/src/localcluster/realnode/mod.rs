@@ -1,0 +1,94 @@
+//! Real nodes beside the kwok ones: a kubelet and containerd on this
+//! machine, running the pods scheduled to them for real under the runtime
+//! handlers containerd configures (`runc`, `bounded-runc` and, when gVisor
+//! built, `runsc`), so that `status.runtimeHandlers` comes from the CRI.
+//!
+//! A real node carries the taint [`TAINT_KEY`] and the label [`LABEL_KEY`]:
+//! only pods that tolerate it land there. What it leaves on the machine is
+//! described in `host`; `DIR/real-nodes.json` tells tests the node names and
+//! the test application's image reference (by digest).
+
+pub mod config;
+pub mod host;
+mod images;
+pub mod start;
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use config::NodeLayout;
+pub use start::{RealNode, RealNodes};
+
+/// Taint (NoSchedule, value `true`) and label (value `true`) of every real node.
+pub const TAINT_KEY: &str = "berth.dev/real-node";
+pub const LABEL_KEY: &str = "berth.dev/real-node";
+
+/// Where the real nodes keep containerd's and the kubelet's data.
+pub const STATE_ROOT: &str = "/var/lib/berth-realnode";
+
+/// What tests learn about the real nodes (`DIR/real-nodes.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RealNodesInfo {
+    pub nodes: Vec<RealNodeInfo>,
+    /// The test application, by digest (`localhost/berth-testapp@sha256:…`),
+    /// imported into every real node's containerd.
+    pub testapp_image: String,
+    /// Why gVisor is absent, when it is (its build log's tail).
+    pub runsc_missing: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RealNodeInfo {
+    pub name: String,
+    pub handlers: Vec<String>,
+    pub ip: Ipv4Addr,
+    /// containerd's configuration file and socket, for tests that edit the
+    /// handlers and restart it.
+    pub containerd_config: PathBuf,
+    pub containerd_socket: PathBuf,
+}
+
+impl RealNodesInfo {
+    pub fn path(cluster_dir: &Path) -> PathBuf {
+        cluster_dir.join("real-nodes.json")
+    }
+
+    pub fn read(cluster_dir: &Path) -> Result<Self, String> {
+        let p = Self::path(cluster_dir);
+        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    }
+}
+
+/// Why this machine cannot run a kubelet, if it cannot: the reasons a test
+/// may be skipped for. Anything else that stops a real node is a failure.
+pub fn unsupported_reason() -> Option<String> {
+    if !rustix::process::geteuid().is_root() {
+        return Some("not running as root (a kubelet and containerd need root)".into());
+    }
+    let v1 = Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists();
+    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    if !v1 && !v2 {
+        return Some("no cgroup filesystem under /sys/fs/cgroup".into());
+    }
+    let filesystems = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    if !filesystems
+        .lines()
+        .any(|l| l.trim_end().ends_with("overlay"))
+    {
+        return Some("the kernel has no overlay filesystem (containerd's snapshotter)".into());
+    }
+    for tool in ["ip", "umount", "buildah"] {
+        if !std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        {
+            return Some(format!("{tool} is not installed"));
+        }
+    }
+    if !Path::new("/sys/class/net").is_dir() {
+        return Some("no /sys/class/net (no network devices can be created)".into());
+    }
+    None
+}
