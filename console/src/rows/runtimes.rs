@@ -107,14 +107,17 @@ fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
     }
 }
 
-/// The phase shown: never Complete for a Runtime whose Ready is not True
-/// (the agent writes Degraded then; a status written by an older agent
-/// may still say Complete).
+/// The phase shown: never Complete for a Runtime whose Ready condition is
+/// not True (the agent writes Degraded then itself; a status written by an
+/// older agent may still say Complete). Without a Ready condition at all
+/// the stored phase is shown as it is.
 fn shown_phase(
     phase: RolloutPhase,
     conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
 ) -> RolloutPhase {
-    if phase == RolloutPhase::Complete && !condition::is_true(conditions, condition_types::READY) {
+    let not_ready = condition::find(conditions, condition_types::READY)
+        .is_some_and(|c| c.status != condition::TRUE);
+    if phase == RolloutPhase::Complete && not_ready {
         RolloutPhase::Degraded
     } else {
         phase
