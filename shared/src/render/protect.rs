@@ -120,6 +120,12 @@ mod tests {
         render(&e.runtime, &e.identity, &e.decision).expect("render")
     }
 
+    /// What the contract finds on `live` against `desired` (Deployments).
+    fn violations(live: &Deployment, desired: &Deployment) -> Vec<contract::Violation> {
+        let json = |d: &Deployment| serde_json::to_value(d).expect("json");
+        contract::violations(contract::Kind::Deployment, &json(live), &json(desired))
+    }
+
     fn pod(d: &Deployment) -> &PodSpec {
         d.spec
             .as_ref()
@@ -140,6 +146,7 @@ mod tests {
             requests: Some(ResourceAmounts {
                 cpu: Some(Quantity("3".into())),
                 memory: None,
+                ephemeral_storage: None,
             }),
             limits: None,
         });
@@ -184,7 +191,7 @@ mod tests {
             before.deployment.spec.as_ref().and_then(|s| s.replicas)
         );
         assert!(
-            contract::pod_spec_violations("spec", pod(&before.deployment), pod(&held)).is_empty()
+            violations(&before.deployment, &held).is_empty()
         );
         for (live, desired) in before.cron_jobs.iter().zip(&after.cron_jobs) {
             let held = held_cron_job(desired, live);
@@ -224,7 +231,7 @@ mod tests {
             ..Default::default()
         }]);
         assert!(
-            !contract::pod_spec_violations("spec", pod(&live), pod(&before.deployment)).is_empty()
+            !violations(&live, &before.deployment).is_empty()
         );
 
         let held = held_deployment(&after.deployment, &live);
