@@ -497,10 +497,10 @@ async fn standalone_webhook_follows_the_leaders_grant_set() {
         move || {
             let api = api.clone();
             async move {
-                match api.create(&dry_run(), &granted()).await {
-                    Err(kube::Error::Api(s)) if s.message.contains(want) => true,
-                    _ => false,
-                }
+                matches!(
+                    api.create(&dry_run(), &granted()).await,
+                    Err(kube::Error::Api(s)) if s.message.contains(want)
+                )
             }
         }
     };
