@@ -707,32 +707,6 @@ pub fn diff_lines(a: &[String], b: &[String]) -> Vec<DiffLine> {
         .collect()
 }
 
-#[cfg(test)]
-mod diff_tests {
-    use super::{DiffLine, diff_lines};
-
-    /// Past the old 4000-line cap the diff is still minimal (the LCS
-    /// table's fallback listed every line as removed and added).
-    #[test]
-    fn a_long_spec_diffs_minimally() {
-        let a: Vec<String> = (0..5000).map(|i| format!("line {i}")).collect();
-        let mut b = a.clone();
-        b[2500] = "changed".into();
-        let diff = diff_lines(&a, &b);
-        let changed: Vec<&DiffLine> = diff
-            .iter()
-            .filter(|l| !matches!(l, DiffLine::Same(_)))
-            .collect();
-        assert_eq!(
-            changed,
-            [
-                &DiffLine::Removed("line 2500".into()),
-                &DiffLine::Added("changed".into())
-            ]
-        );
-    }
-}
-
 /// Keeps `context` unchanged lines around each change; longer unchanged
 /// runs become [`DiffLine::Skipped`].
 pub fn context_diff(lines: &[DiffLine], context: usize) -> Vec<DiffLine> {
@@ -774,5 +748,31 @@ pub fn confirms(plan: &Plan, typed: &str) -> bool {
         !typed.is_empty() && typed == plan.confirm_word
     } else {
         matches!(typed, "y" | "yes" | "Y" | "YES" | "Yes")
+    }
+}
+
+#[cfg(test)]
+mod diff_tests {
+    use super::{DiffLine, diff_lines};
+
+    /// Past the old 4000-line cap the diff is still minimal (the LCS
+    /// table's fallback listed every line as removed and added).
+    #[test]
+    fn a_long_spec_diffs_minimally() {
+        let a: Vec<String> = (0..5000).map(|i| format!("line {i}")).collect();
+        let mut b = a.clone();
+        b[2500] = "changed".into();
+        let diff = diff_lines(&a, &b);
+        let changed: Vec<&DiffLine> = diff
+            .iter()
+            .filter(|l| !matches!(l, DiffLine::Same(_)))
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                &DiffLine::Removed("line 2500".into()),
+                &DiffLine::Added("changed".into())
+            ]
+        );
     }
 }
