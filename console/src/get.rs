@@ -172,7 +172,12 @@ mod tests {
     #[test]
     fn runtimes_table() {
         let app = fixtures::app();
-        let out = format(What::Runtimes, &app.store, fixtures::now(), Format::Table);
+        let out = format(
+            What::Runtimes,
+            &app.data.store,
+            fixtures::now(),
+            Format::Table,
+        );
         let mut lines = out.lines();
         assert!(
             lines
@@ -193,14 +198,19 @@ mod tests {
             What::Retained,
             What::Rollouts,
         ] {
-            let j = format(what, &app.store, fixtures::now(), Format::Json);
+            let j = format(what, &app.data.store, fixtures::now(), Format::Json);
             let v: serde_json::Value = serde_json::from_str(&j).expect("json");
             assert!(v["items"].is_array(), "{what:?}");
-            let y = format(what, &app.store, fixtures::now(), Format::Yaml);
+            let y = format(what, &app.data.store, fixtures::now(), Format::Yaml);
             let vy: serde_json::Value = serde_yaml::from_str(&y).expect("yaml");
             assert_eq!(v, vy);
         }
-        let j = format(What::Handlers, &app.store, fixtures::now(), Format::Json);
+        let j = format(
+            What::Handlers,
+            &app.data.store,
+            fixtures::now(),
+            Format::Json,
+        );
         let v: serde_json::Value = serde_json::from_str(&j).expect("json");
         let gvisor = v["items"]
             .as_array()

@@ -106,6 +106,7 @@ fn hostile_strings_never_reach_the_screen() {
         Msg::Watch(Kind::Pod, WatchEvent::Error(NASTY.to_string())),
     );
     let evil = app
+        .data
         .store
         .runtimes
         .keys()
@@ -122,17 +123,23 @@ fn hostile_strings_never_reach_the_screen() {
         Screen::Details(Kind::Runtime, evil.clone()),
         Screen::Details(
             Kind::RuntimeClass,
-            app.store.classes.keys().next().cloned().expect("class"),
+            app.data
+                .store
+                .classes
+                .keys()
+                .next()
+                .cloned()
+                .expect("class"),
         ),
         Screen::Details(
             Kind::Event,
-            app.store.events.keys().next().cloned().expect("event"),
+            app.data.store.events.keys().next().cloned().expect("event"),
         ),
     ];
     for s in screens {
-        app.screens = vec![s.clone()];
+        app.ui.screens = vec![s.clone()];
         for show_help in [false, true] {
-            app.show_help = show_help;
+            app.ui.show_help = show_help;
             let buf = render(&mut app, 200, 60);
             assert_buffer_clean(&buf, &format!("{s:?}"));
         }
@@ -145,8 +152,8 @@ fn hostile_strings_never_reach_the_screen() {
         );
     }
     // The typed filter and command line too.
-    app.screens = vec![Screen::List(ListView::Runtimes)];
-    app.lists[0].filter = NASTY.to_string();
+    app.ui.screens = vec![Screen::List(ListView::Runtimes)];
+    app.ui.lists[0].filter = NASTY.to_string();
     assert_buffer_clean(&render(&mut app, 200, 60), "filter");
 }
 
@@ -161,7 +168,7 @@ fn hostile_strings_never_reach_berth_get() {
         What::Rollouts,
     ] {
         for fmt in [Format::Table, Format::Json, Format::Yaml] {
-            let out = get::format(what, &app.store, fixtures::now(), fmt);
+            let out = get::format(what, &app.data.store, fixtures::now(), fmt);
             assert!(is_clean_text(&out), "{what:?} {fmt:?}: {out:?}");
             assert!(
                 !out.contains("\\u001b") && !out.contains("\\e"),

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
+use crate::model::commands::COMMANDS;
 use crate::model::keymap::{KEYS, markdown};
-use crate::model::keys::COMMANDS;
 
 const START: &str = "<!-- console-keys:start (generated from console/src/model/keymap.rs) -->\n";
 const END: &str = "<!-- console-keys:end -->";

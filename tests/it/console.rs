@@ -61,8 +61,8 @@ impl Live {
     ) -> Live {
         let (tx, rx) = channel(1024);
         let mut app = App::new("test", scope.clone(), Timestamp::now());
-        app.agent_lease = lease.clone();
-        let mut watchers = Watchers::new(client, starts, scope, lease, app.generation, tx);
+        app.session.agent_lease = lease.clone();
+        let mut watchers = Watchers::new(client, starts, scope, lease, app.session.generation, tx);
         watchers.ensure(kinds);
         Live {
             app,
@@ -76,13 +76,13 @@ impl Live {
     fn start_watches(client: Client, scope: Scope, lease: ObjKey, keys: &[WatchKey]) -> Live {
         let (tx, rx) = channel(1024);
         let mut app = App::new("test", scope.clone(), Timestamp::now());
-        app.agent_lease = lease.clone();
+        app.session.agent_lease = lease.clone();
         let mut watchers = Watchers::new(
             client,
             WatchStarts::default(),
             scope,
             lease,
-            app.generation,
+            app.session.generation,
             tx,
         );
         watchers.sync(keys);
@@ -122,7 +122,7 @@ impl Live {
                 "timed out after {}s waiting for the console to show {what}; runtimes: {:?}; watches: {:?}",
                 timeout.as_secs(),
                 self.app.derived.runtimes,
-                self.app.watches
+                self.app.data.watches
             );
             if let Ok(Some(m)) =
                 tokio::time::timeout(Duration::from_millis(250), self.rx.recv()).await
@@ -212,7 +212,7 @@ async fn console_model_and_get_follow_the_cluster() {
     .await;
     let key = (ns.name.clone(), "web".to_string());
     live.until("the rollout's ReplicaSet with ready pods", WAIT, |app| {
-        let r = rows::rollout(&app.store, &key, app.now)?;
+        let r = rows::rollout(&app.data.store, &key, app.now)?;
         let rs = r.replica_sets.iter().find(|rs| rs.current)?;
         (rs.pods.len() == 2 && rs.pods.iter().all(|p| p.ready)).then_some(())
     })
@@ -231,7 +231,7 @@ async fn console_model_and_get_follow_the_cluster() {
         "revision 2 Complete with an old and a new ReplicaSet",
         WAIT,
         |app| {
-            let r = rows::rollout(&app.store, &key, app.now)?;
+            let r = rows::rollout(&app.data.store, &key, app.now)?;
             let new = r.replica_sets.iter().find(|rs| rs.current)?;
             (r.phase == "Complete"
                 && new.revision == "2"
@@ -248,7 +248,7 @@ async fn console_model_and_get_follow_the_cluster() {
     // The Rollout and a pod's Details watch only their objects, by the
     // selectors the app uses (the apiserver accepts them, the agent's
     // labels match them): the same rows from far fewer objects.
-    let full = rows::rollout(&live.app.store, &key, live.app.now).expect("rollout");
+    let full = rows::rollout(&live.app.data.store, &key, live.app.now).expect("rollout");
     let pod = full
         .replica_sets
         .iter()
@@ -264,25 +264,39 @@ async fn console_model_and_get_follow_the_cluster() {
     let want = shape(&full);
     scoped
         .until("the rollout's rows from the scoped watches", WAIT, |app| {
-            let ok = keys.iter().all(|k| app.synced.contains(k))
-                && rows::rollout(&app.store, &key, app.now).map(|r| shape(&r))
+            let ok = keys.iter().all(|k| app.data.synced.contains(k))
+                && rows::rollout(&app.data.store, &key, app.now).map(|r| shape(&r))
                     == Some(want.clone())
-                && app.store.pods.contains_key(&pod);
+                && app.data.store.pods.contains_key(&pod);
             ok.then_some(())
         })
         .await;
     // Only the Runtime's server pods, only in its namespace.
     assert!(
-        scoped.app.store.pods.iter().all(|((n, _), p)| *n == ns.name
-            && p.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("berth.dev/runtime"))
-                == Some(&"web".to_string())),
+        scoped
+            .app
+            .data
+            .store
+            .pods
+            .iter()
+            .all(|((n, _), p)| *n == ns.name
+                && p.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("berth.dev/runtime"))
+                    == Some(&"web".to_string())),
         "{:?}",
-        scoped.app.store.pods.keys().collect::<Vec<_>>()
+        scoped.app.data.store.pods.keys().collect::<Vec<_>>()
     );
-    assert!(scoped.app.store.events.keys().all(|(n, _)| *n == ns.name));
+    assert!(
+        scoped
+            .app
+            .data
+            .store
+            .events
+            .keys()
+            .all(|(n, _)| *n == ns.name)
+    );
     drop(scoped);
 
     // The grant with its checks and coverage.
@@ -526,7 +540,7 @@ async fn console_shows_reconnecting_and_recovers() {
         &[Kind::Node, Kind::Pod, Kind::RuntimeClass],
     );
     live.until("synced nodes", WAIT, |app| {
-        (app.connection().is_none() && !app.store.nodes.is_empty()).then_some(())
+        (app.data.connection().is_none() && !app.data.store.nodes.is_empty()).then_some(())
     })
     .await;
     let lists_before = live.lists.clone();
@@ -543,14 +557,14 @@ async fn console_shows_reconnecting_and_recovers() {
         "names the error: {text}"
     );
     assert!(matches!(
-        live.app.connection(),
+        live.app.data.connection(),
         Some((_, WatchState::Reconnecting(_)))
     ));
 
     proxy.up().await;
     live.until("connected again", WAIT, |app| {
         let (text, _) = berth_console::views::statusbar::connection_text(app);
-        (text == "connected" && !app.store.nodes.is_empty()).then_some(())
+        (text == "connected" && !app.data.store.nodes.is_empty()).then_some(())
     })
     .await;
     // Resumed from the last resourceVersion: no watcher listed again.
@@ -1100,7 +1114,7 @@ async fn console_without_rights_says_so_instead_of_reconnecting() {
         &[Kind::Pod, Kind::Node],
     );
     live.until("both watches denied", WAIT, |app| {
-        (app.denied().len() == 2 && app.connection().is_none()).then_some(())
+        (app.data.denied().len() == 2 && app.data.connection().is_none()).then_some(())
     })
     .await;
     let (text, _) = berth_console::views::statusbar::connection_text(&live.app);

@@ -588,7 +588,7 @@ async fn console_plan_text(ns: &TestNamespace, done: impl Fn(&str) -> bool) -> S
     let scope = Scope::Namespace(ns.name.clone());
     let lease = (ns.name.clone(), format!("agent-{}", ns.name));
     let mut app = App::new("test", scope.clone(), k8s_openapi::jiff::Timestamp::now());
-    app.agent_lease = lease.clone();
+    app.session.agent_lease = lease.clone();
     let effects = app.open(Screen::Plan);
     assert!(!effects.is_empty(), "the Plan view asks for its watches");
     let mut watchers = Watchers::new(
@@ -596,7 +596,7 @@ async fn console_plan_text(ns: &TestNamespace, done: impl Fn(&str) -> bool) -> S
         berth_console::watch::WatchStarts::default(),
         scope,
         lease,
-        app.generation,
+        app.session.generation,
         tx,
     );
     watchers.ensure(&Screen::Plan.kinds());

@@ -4,7 +4,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{ListView, Screen};
+use super::screen::{ListView, Screen};
 
 /// A key as the table names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -303,7 +303,7 @@ impl On {
 }
 
 /// The README's key reference: every binding and every `:` command, as
-/// Markdown tables, generated from [`KEYS`] and [`super::keys::COMMANDS`].
+/// Markdown tables, generated from [`KEYS`] and [`super::commands::COMMANDS`].
 pub fn markdown() -> String {
     let mut out = String::from("| keys | where | what |\n|---|---|---|\n");
     for b in KEYS {
@@ -316,7 +316,7 @@ pub fn markdown() -> String {
         ));
     }
     out.push_str("\n| command | aliases | what |\n|---|---|---|\n");
-    for (name, aliases, help) in super::keys::COMMANDS {
+    for (name, aliases, help) in super::commands::COMMANDS {
         let aliases: Vec<String> = aliases.iter().map(|a| format!("`:{a}`")).collect();
         out.push_str(&format!(
             "| `:{name}` | {} | {} |\n",

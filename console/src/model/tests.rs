@@ -150,14 +150,14 @@ fn sort_by_selected_column_toggles_direction() {
 fn filter_narrows_rows_and_esc_clears_it() {
     let mut app = fixtures::app();
     typed(&mut app, "/rev");
-    assert_eq!(app.mode, Mode::Filter);
+    assert_eq!(app.ui.mode, Mode::Filter);
     assert_eq!(app.table(ListView::Runtimes).visible.len(), 1);
     press(&mut app, KeyCode::Backspace);
     press(&mut app, KeyCode::Backspace);
     assert_eq!(app.list(ListView::Runtimes).filter, "r");
     typed(&mut app, "evoked");
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.ui.mode, Mode::Normal);
     assert_eq!(
         selected_name(&app, ListView::Runtimes).as_deref(),
         Some("worker")
@@ -172,7 +172,7 @@ fn command_completion_cycles_candidates() {
     let mut app = fixtures::app();
     typed(&mut app, ":r");
     press(&mut app, KeyCode::Tab);
-    let Mode::Command { input, completion } = &app.mode else {
+    let Mode::Command { input, completion } = &app.ui.mode else {
         panic!("command mode");
     };
     assert_eq!(input, "runtimes");
@@ -186,12 +186,12 @@ fn command_completion_cycles_candidates() {
     );
     press(&mut app, KeyCode::Tab);
     press(&mut app, KeyCode::Tab);
-    assert!(matches!(&app.mode, Mode::Command { input, .. } if input == "rollout "));
+    assert!(matches!(&app.ui.mode, Mode::Command { input, .. } if input == "rollout "));
     typed(&mut app, "w");
     press(&mut app, KeyCode::Tab);
-    assert!(matches!(&app.mode, Mode::Command { input, .. } if input == "rollout web"));
+    assert!(matches!(&app.ui.mode, Mode::Command { input, .. } if input == "rollout web"));
     press(&mut app, KeyCode::Tab);
-    assert!(matches!(&app.mode, Mode::Command { input, .. } if input == "rollout worker"));
+    assert!(matches!(&app.ui.mode, Mode::Command { input, .. } if input == "rollout worker"));
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.screen(),
@@ -204,16 +204,24 @@ fn ns_switches_scope_with_the_same_connection() {
     let mut app = fixtures::app();
     typed(&mut app, ":ns demo");
     let eff = press(&mut app, KeyCode::Enter);
-    assert_eq!(app.scope, Scope::Namespace("demo".into()));
-    assert!(matches!(eff.first(), Some(Effect::Rescope(Scope::Namespace(n))) if n == "demo"));
+    assert_eq!(app.session.scope, Scope::Namespace("demo".into()));
+    assert!(
+        matches!(eff.first(), Some(Effect::Rescope { scope: Scope::Namespace(n), .. }) if n == "demo")
+    );
     assert_eq!(
-        app.store.count(Kind::Runtime),
+        app.data.store.count(Kind::Runtime),
         0,
         "data is dropped on switch"
     );
     typed(&mut app, ":ns all");
     let eff = press(&mut app, KeyCode::Enter);
-    assert!(matches!(eff.first(), Some(Effect::Rescope(Scope::All))));
+    assert!(matches!(
+        eff.first(),
+        Some(Effect::Rescope {
+            scope: Scope::All,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -235,8 +243,10 @@ fn ns_alone_lists_namespaces_from_the_namespace_list_and_enter_picks() {
     assert_eq!(names, ["default", "demo", "empty", "legacy"]);
     typed(&mut app, "jj");
     let eff = press(&mut app, KeyCode::Enter);
-    assert_eq!(app.scope, Scope::Namespace("empty".into()));
-    assert!(matches!(eff.first(), Some(Effect::Rescope(Scope::Namespace(n))) if n == "empty"));
+    assert_eq!(app.session.scope, Scope::Namespace("empty".into()));
+    assert!(
+        matches!(eff.first(), Some(Effect::Rescope { scope: Scope::Namespace(n), .. }) if n == "empty")
+    );
     assert_eq!(app.screen(), &Screen::List(ListView::Runtimes));
     // Completion knows them too.
     let mut app = fixtures::app();
@@ -247,18 +257,19 @@ fn ns_alone_lists_namespaces_from_the_namespace_list_and_enter_picks() {
     assert_eq!(app.screen(), &Screen::List(ListView::Namespaces));
     assert!(press(&mut app, KeyCode::Esc).is_empty());
     assert_eq!(app.screen(), &Screen::List(ListView::Grants));
-    assert_eq!(app.scope, Scope::All, "nothing picked");
+    assert_eq!(app.session.scope, Scope::All, "nothing picked");
 }
 
 #[test]
 fn a_failed_ctx_switch_keeps_the_old_context_usable() {
     let mut app = fixtures::app();
-    app.contexts = vec!["kwok-test".into(), "broken".into(), "prod".into()];
+    app.session.contexts = vec!["kwok-test".into(), "broken".into(), "prod".into()];
     typed(&mut app, ":ctx nope");
     let eff = press(&mut app, KeyCode::Enter);
     assert!(eff.is_empty());
     assert!(
-        app.flash
+        app.ui
+            .flash
             .as_deref()
             .is_some_and(|f| f.contains("no context"))
     );
@@ -273,10 +284,10 @@ fn a_failed_ctx_switch_keeps_the_old_context_usable() {
         }]
     );
     // Nothing is dropped while the new context is tried.
-    assert_eq!(app.context, "kwok-test");
-    assert_eq!(app.switching.as_deref(), Some("broken"));
-    assert_eq!(app.store.count(Kind::Runtime), 3);
-    let generation = app.generation;
+    assert_eq!(app.session.context, "kwok-test");
+    assert_eq!(app.session.switching.as_deref(), Some("broken"));
+    assert_eq!(app.data.store.count(Kind::Runtime), 3);
+    let generation = app.session.generation;
     update(
         &mut app,
         Msg::SwitchFailed {
@@ -284,11 +295,11 @@ fn a_failed_ctx_switch_keeps_the_old_context_usable() {
             error: "connection refused\u{1b}[2J".into(),
         },
     );
-    assert_eq!(app.context, "kwok-test");
-    assert_eq!(app.switching, None);
-    assert_eq!(app.generation, generation);
-    assert_eq!(app.store.count(Kind::Runtime), 3);
-    let flash = app.flash.clone().unwrap_or_default();
+    assert_eq!(app.session.context, "kwok-test");
+    assert_eq!(app.session.switching, None);
+    assert_eq!(app.session.generation, generation);
+    assert_eq!(app.data.store.count(Kind::Runtime), 3);
+    let flash = app.ui.flash.clone().unwrap_or_default();
     assert_eq!(
         flash,
         "cannot switch to broken: connection refused; still on kwok-test"
@@ -300,32 +311,7 @@ fn a_failed_ctx_switch_keeps_the_old_context_usable() {
         Some("web")
     );
 
-    // A context that answers replaces everything.
-    typed(&mut app, ":ctx prod");
-    press(&mut app, KeyCode::Enter);
-    let eff = update(
-        &mut app,
-        Msg::Switched {
-            context: "prod".into(),
-            contexts: vec!["prod".into()],
-        },
-    );
-    assert_eq!(app.context, "prod");
-    assert_ne!(app.generation, generation);
-    assert_eq!(app.store.count(Kind::Runtime), 0);
-    assert!(
-        matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::Runtime))
-    );
-    // A late answer for a context no longer asked for changes nothing.
-    let eff = update(
-        &mut app,
-        Msg::Switched {
-            context: "broken".into(),
-            contexts: vec![],
-        },
-    );
-    assert!(eff.is_empty());
-    assert_eq!(app.context, "prod");
+    // The switch that answers is in switch_tests.
 }
 
 #[test]
@@ -333,12 +319,12 @@ fn unknown_command_flashes_and_esc_cancels() {
     let mut app = fixtures::app();
     typed(&mut app, ":bogus\u{1b}[31m");
     press(&mut app, KeyCode::Enter);
-    assert!(app.flash.as_deref().is_some_and(
+    assert!(app.ui.flash.as_deref().is_some_and(
         |f| f.starts_with("unknown command: bogus") && berth_shared::sanitize::is_clean(f)
     ));
     typed(&mut app, ":gr");
     press(&mut app, KeyCode::Esc);
-    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.ui.mode, Mode::Normal);
     assert_eq!(app.screen(), &Screen::List(ListView::Runtimes));
 }
 
@@ -351,26 +337,26 @@ fn quit_keys() {
     let mut app = fixtures::app();
     typed(&mut app, ":q");
     assert_eq!(press(&mut app, KeyCode::Enter), vec![Effect::Quit]);
-    assert!(app.quit);
+    assert!(app.ui.quit);
 }
 
 #[test]
 fn help_scrolls_with_motion_keys_and_other_keys_close_it() {
     let mut app = fixtures::app();
     typed(&mut app, "?");
-    assert!(app.show_help);
-    app.help_scroll_max.set(10);
+    assert!(app.ui.show_help);
+    app.ui.viewport.help_scroll_max = 10;
     typed(&mut app, "jjj");
-    assert!(app.show_help);
-    assert_eq!(app.help_scroll, 3);
+    assert!(app.ui.show_help);
+    assert_eq!(app.ui.help_scroll, 3);
     typed(&mut app, "k");
-    assert_eq!(app.help_scroll, 2);
+    assert_eq!(app.ui.help_scroll, 2);
     typed(&mut app, "G");
-    assert_eq!(app.help_scroll, 10);
+    assert_eq!(app.ui.help_scroll, 10);
     typed(&mut app, "j");
-    assert_eq!(app.help_scroll, 10, "stops at the end");
+    assert_eq!(app.ui.help_scroll, 10, "stops at the end");
     typed(&mut app, "x");
-    assert!(!app.show_help);
+    assert!(!app.ui.show_help);
     assert_eq!(
         app.list(ListView::Runtimes).selected,
         0,
@@ -378,7 +364,7 @@ fn help_scrolls_with_motion_keys_and_other_keys_close_it() {
     );
     // Reopened, it starts at the top; `q` still quits.
     typed(&mut app, "?");
-    assert_eq!(app.help_scroll, 0);
+    assert_eq!(app.ui.help_scroll, 0);
     assert_eq!(typed(&mut app, "q"), vec![Effect::Quit]);
 }
 
@@ -400,6 +386,7 @@ fn the_cursor_stays_on_its_object_across_updates_filters_and_sorts() {
     assert_eq!(app.list(ListView::Runtimes).selected, 1);
     // A live update inserts a row before it: still on web.
     let mut zed = app
+        .data
         .store
         .get(Kind::Runtime, &("demo".into(), "worker".into()))
         .expect("worker");
@@ -427,6 +414,7 @@ fn the_cursor_stays_on_its_object_across_updates_filters_and_sorts() {
     );
     // A relist (reconnect) rebuilds everything: still on web.
     let all: Vec<Object> = app
+        .data
         .store
         .runtimes
         .values()
@@ -448,6 +436,7 @@ fn the_cursor_stays_on_its_object_across_updates_filters_and_sorts() {
     );
     // Deleted: the cursor stays at the same height, on a neighbour.
     let web = app
+        .data
         .store
         .get(Kind::Runtime, &("demo".into(), "web".into()))
         .expect("web");
@@ -465,6 +454,7 @@ fn age_sorts_by_duration() {
     let mut app = fixtures::app();
     // Three Runtimes created 5m, 2d and 30s ago: as text "2d" < "30s" < "5m".
     let base = app
+        .data
         .store
         .get(Kind::Runtime, &("demo".into(), "web".into()))
         .expect("web");
@@ -503,10 +493,10 @@ fn paste_goes_into_the_command_line_filter_and_typed_confirmation() {
     let mut app = fixtures::app();
     // Ignored in normal mode.
     assert!(update(&mut app, Msg::Paste("q".into())).is_empty());
-    assert!(!app.quit);
+    assert!(!app.ui.quit);
     typed(&mut app, ":");
     update(&mut app, Msg::Paste("rollout wor\u{1b}[31mker\n".into()));
-    assert!(matches!(&app.mode, Mode::Command { input, .. } if input == "rollout worker"));
+    assert!(matches!(&app.ui.mode, Mode::Command { input, .. } if input == "rollout worker"));
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.screen(),
@@ -524,13 +514,16 @@ fn paste_goes_into_the_command_line_filter_and_typed_confirmation() {
     typed(&mut app, ":ns ");
     update(&mut app, Msg::Paste("  demo  ".into()));
     let eff = press(&mut app, KeyCode::Enter);
-    assert!(matches!(eff.first(), Some(Effect::Rescope(Scope::Namespace(n))) if n == "demo"));
+    assert!(
+        matches!(eff.first(), Some(Effect::Rescope { scope: Scope::Namespace(n), .. }) if n == "demo")
+    );
 }
 
 #[test]
 fn watch_events_update_rows_and_relist_replaces() {
     let mut app = fixtures::app();
     let web = app
+        .data
         .store
         .get(Kind::Runtime, &("demo".into(), "web".into()))
         .expect("web");
@@ -551,7 +544,7 @@ fn watch_events_update_rows_and_relist_replaces() {
     update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::InitDone));
     app.refresh();
     assert_eq!(app.table(ListView::Runtimes).cells.len(), 1);
-    assert!(app.dirty);
+    assert!(app.ui.dirty);
 }
 
 #[test]
@@ -559,24 +552,25 @@ fn rollout_and_details_scroll() {
     let mut app = fixtures::app();
     typed(&mut app, "jd");
     typed(&mut app, "jjj");
-    assert_eq!(app.scroll, 3);
+    assert_eq!(app.ui.scroll, 3);
     typed(&mut app, "g");
-    assert_eq!(app.scroll, 0);
+    assert_eq!(app.ui.scroll, 0);
     typed(&mut app, "k");
-    assert_eq!(app.scroll, 0);
+    assert_eq!(app.ui.scroll, 0);
 }
 
 #[test]
 fn events_of_an_old_connection_are_dropped_after_a_switch() {
     let mut app = fixtures::app();
     let web = app
+        .data
         .store
         .get(Kind::Runtime, &("demo".into(), "web".into()))
         .expect("web");
-    let old = app.generation;
+    let old = app.session.generation;
     typed(&mut app, ":ns other");
     press(&mut app, KeyCode::Enter);
-    assert_ne!(app.generation, old);
+    assert_ne!(app.session.generation, old);
     update(
         &mut app,
         Msg::Watched(
@@ -585,8 +579,12 @@ fn events_of_an_old_connection_are_dropped_after_a_switch() {
             WatchEvent::Apply(web.clone()),
         ),
     );
-    assert_eq!(app.store.count(Kind::Runtime), 0, "stale event ignored");
-    let current = app.generation;
+    assert_eq!(
+        app.data.store.count(Kind::Runtime),
+        0,
+        "stale event ignored"
+    );
+    let current = app.session.generation;
     update(
         &mut app,
         Msg::Watched(
@@ -595,30 +593,30 @@ fn events_of_an_old_connection_are_dropped_after_a_switch() {
             WatchEvent::Apply(web),
         ),
     );
-    assert_eq!(app.store.count(Kind::Runtime), 1);
+    assert_eq!(app.data.store.count(Kind::Runtime), 1);
 }
 
 #[test]
 fn a_resumed_watch_keeps_its_data_and_is_synced_again() {
     let mut app = fixtures::app();
-    let before = app.store.runtimes.len();
+    let before = app.data.store.runtimes.len();
     assert!(before > 0);
     update(
         &mut app,
         Msg::Watch(Kind::Runtime, WatchEvent::Error("refused".into())),
     );
-    assert!(app.reconnecting(ListView::Runtimes));
+    assert!(app.data.reconnecting(ListView::Runtimes));
     assert!(matches!(
-        app.connection(),
+        app.data.connection(),
         Some((Kind::Runtime, WatchState::Reconnecting(_)))
     ));
     // The last data stays while reconnecting …
-    assert_eq!(app.store.runtimes.len(), before);
+    assert_eq!(app.data.store.runtimes.len(), before);
     // … and a resume (no Init/InitDone) makes it current again.
     update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Resumed));
-    assert!(!app.reconnecting(ListView::Runtimes));
-    assert_eq!(app.connection(), None);
-    assert_eq!(app.store.runtimes.len(), before);
+    assert!(!app.data.reconnecting(ListView::Runtimes));
+    assert_eq!(app.data.connection(), None);
+    assert_eq!(app.data.store.runtimes.len(), before);
 
     // A watch still in its first list is not made Synced by a resume: only
     // its InitDone says the data is complete.
@@ -630,26 +628,26 @@ fn a_resumed_watch_keeps_its_data_and_is_synced_again() {
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Init));
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Resumed));
     assert!(matches!(
-        app.connection(),
+        app.data.connection(),
         Some((Kind::Node, WatchState::Reconnecting(_)))
     ));
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::InitDone));
-    assert_eq!(app.connection(), None);
+    assert_eq!(app.data.connection(), None);
 
     // A watch refused after its list, then allowed: running again.
     update(
         &mut app,
         Msg::Watch(Kind::Node, WatchEvent::Denied("forbidden".into())),
     );
-    assert_eq!(app.denied().len(), 1);
+    assert_eq!(app.data.denied().len(), 1);
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Resumed));
-    assert!(app.denied().is_empty());
+    assert!(app.data.denied().is_empty());
 }
 
 /// A pod of the fixture's, as a watch event would bring it again.
 fn a_pod(app: &App) -> Object {
-    let key = app.store.pods.keys().next().cloned().expect("a pod");
-    app.store.get(Kind::Pod, &key).expect("pod")
+    let key = app.data.store.pods.keys().next().cloned().expect("a pod");
+    app.data.store.get(Kind::Pod, &key).expect("pod")
 }
 
 #[test]
@@ -662,7 +660,7 @@ fn only_live_views_whose_inputs_changed_are_rebuilt() {
     // A pod changes while Runtimes is shown: nothing on screen reads pods.
     let pod = a_pod(&app);
     update(&mut app, Msg::Watch(Kind::Pod, WatchEvent::Apply(pod)));
-    assert!(app.dirty);
+    assert!(app.ui.dirty);
     assert!(!app.stale(ListView::Runtimes) && !app.stale(ListView::Grants));
     assert!(app.stale(ListView::Handlers) && app.stale(ListView::Retained));
     app.refresh();
@@ -678,8 +676,15 @@ fn only_live_views_whose_inputs_changed_are_rebuilt() {
     assert!(app.stale(ListView::Retained));
 
     // Grants are live on any screen (the status bar reads them).
-    let g = app.store.grants.keys().next().cloned().expect("a grant");
-    let g = app.store.get(Kind::RuntimeGrant, &g).expect("grant");
+    let g = app
+        .data
+        .store
+        .grants
+        .keys()
+        .next()
+        .cloned()
+        .expect("a grant");
+    let g = app.data.store.get(Kind::RuntimeGrant, &g).expect("grant");
     update(
         &mut app,
         Msg::Watch(Kind::RuntimeGrant, WatchEvent::Apply(g)),
@@ -692,14 +697,14 @@ fn only_live_views_whose_inputs_changed_are_rebuilt() {
 fn time_passing_rebuilds_nothing_but_redraws() {
     let mut app = fixtures::app();
     let built = app.derived.built;
-    let version = app.store.version;
-    app.dirty = false;
+    let version = app.data.store.version;
+    app.ui.dirty = false;
     let later = fixtures::now() + k8s_openapi::jiff::SignedDuration::from_secs(3600);
     update(&mut app, Msg::Tick(later));
-    assert!(app.dirty, "ages on screen change: a frame is drawn");
+    assert!(app.ui.dirty, "ages on screen change: a frame is drawn");
     app.refresh();
     assert_eq!(app.derived.built, built);
-    assert_eq!(app.store.version, version);
+    assert_eq!(app.data.store.version, version);
 }
 
 #[test]
@@ -709,37 +714,51 @@ fn details_of_a_reduced_kind_fetch_the_whole_object() {
     let key = pod.key();
     let eff = app.open(Screen::Details(Kind::Pod, key.clone()));
     assert!(
-        eff.contains(&Effect::Fetch(Kind::Pod, key.clone())),
+        eff.contains(&Effect::Fetch(
+            app.session.generation,
+            Kind::Pod,
+            key.clone()
+        )),
         "{eff:?}"
     );
     // A Runtime is kept whole: nothing to fetch.
-    let rt = app.store.runtimes.keys().next().cloned().expect("runtime");
+    let rt = app
+        .data
+        .store
+        .runtimes
+        .keys()
+        .next()
+        .cloned()
+        .expect("runtime");
     let eff = app.open(Screen::Details(Kind::Runtime, rt));
     assert!(
         !eff.iter().any(|e| matches!(e, Effect::Fetch(..))),
         "{eff:?}"
     );
-    app.screens.pop();
+    app.ui.screens.pop();
 
     // The answer is kept for that screen only, and for this connection.
-    let g = app.generation;
+    let g = app.session.generation;
     update(
         &mut app,
         Msg::Fetched(g + 1, Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
     );
-    assert!(app.details.is_none(), "an older connection's answer");
+    assert!(app.ui.details.is_none(), "an older connection's answer");
     update(
         &mut app,
         Msg::Fetched(g, Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
     );
-    assert!(matches!(&app.details, Some((Kind::Pod, k, Ok(Some(_)))) if *k == key));
+    assert!(matches!(&app.ui.details, Some((Kind::Pod, k, Ok(Some(_)))) if *k == key));
 
     // The pod changes: read again.
     let eff = update(
         &mut app,
         Msg::Watched(g, WatchKey::all(Kind::Pod), WatchEvent::Apply(pod.clone())),
     );
-    assert_eq!(eff, vec![Effect::Fetch(Kind::Pod, key)]);
+    assert_eq!(
+        eff,
+        vec![Effect::Fetch(app.session.generation, Kind::Pod, key)]
+    );
     // Another pod's change fetches nothing.
     let mut other = pod;
     if let Object::Pod(p) = &mut other {

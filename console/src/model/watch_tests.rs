@@ -14,6 +14,7 @@ use super::watches::GRACE_SECONDS;
 use super::*;
 use crate::fixtures;
 use crate::rows;
+use crate::store::ANALYSIS_KINDS;
 
 fn later(app: &App, secs: i64) -> Timestamp {
     Timestamp::from_second(app.now.as_second() + secs).unwrap_or(app.now)
@@ -43,7 +44,7 @@ fn pod(ns: &str, name: &str) -> Object {
 }
 
 fn watched(app: &mut App, key: &WatchKey, ev: WatchEvent) {
-    let g = app.generation;
+    let g = app.session.generation;
     update(app, Msg::Watched(g, key.clone(), ev));
 }
 
@@ -56,7 +57,7 @@ fn list(app: &mut App, key: &WatchKey, objs: &[Object]) {
 }
 
 fn pod_names(app: &App) -> Vec<String> {
-    app.store.pods.keys().map(|k| k.1.clone()).collect()
+    app.data.store.pods.keys().map(|k| k.1.clone()).collect()
 }
 
 #[test]
@@ -64,41 +65,41 @@ fn an_unneeded_kind_stops_after_the_grace_period_and_its_data_goes() {
     let mut app = fixtures::app();
     let eff = app.open(Screen::List(ListView::Handlers));
     assert!(kinds_of(&eff).contains(&WatchKey::all(Kind::Pod)));
-    assert!(app.loaded(ListView::Handlers));
+    assert!(app.data.loaded(ListView::Handlers));
     // Unneeded from now on.
     app.open(Screen::List(ListView::Runtimes));
     // Within the grace period: still watched, data kept.
     assert!(tick(&mut app, 1).is_empty());
     assert!(tick(&mut app, GRACE_SECONDS - 2).is_empty());
-    assert!(app.store.count(Kind::Pod) > 0);
+    assert!(app.data.store.count(Kind::Pod) > 0);
     // After it: stopped, its data dropped, not synced.
     let running = kinds_of(&tick(&mut app, 1));
     assert!(!running.contains(&WatchKey::all(Kind::Pod)));
     assert!(running.contains(&WatchKey::all(Kind::Runtime)));
-    assert_eq!(app.store.count(Kind::Pod), 0);
-    assert_eq!(app.store.count(Kind::ReplicaSet), 0);
-    assert!(!app.loaded(ListView::Handlers));
+    assert_eq!(app.data.store.count(Kind::Pod), 0);
+    assert_eq!(app.data.store.count(Kind::ReplicaSet), 0);
+    assert!(!app.data.loaded(ListView::Handlers));
     // Its rows went too: coming back shows loading, not old rows.
     assert!(app.table(ListView::Handlers).cells.is_empty());
     assert!(app.derived.built[ListView::Handlers.index()].is_none());
     // The always-live views keep theirs.
-    assert!(app.store.count(Kind::Runtime) > 0);
-    assert!(app.loaded(ListView::Runtimes));
+    assert!(app.data.store.count(Kind::Runtime) > 0);
+    assert!(app.data.loaded(ListView::Runtimes));
     // Late events of the stopped watch are ignored.
     watched(
         &mut app,
         &WatchKey::all(Kind::Pod),
         WatchEvent::Apply(pod("x", "late")),
     );
-    assert_eq!(app.store.count(Kind::Pod), 0);
+    assert_eq!(app.data.store.count(Kind::Pod), 0);
     // Back: started again, loading until its list completes.
     let eff = app.open(Screen::List(ListView::Handlers));
     assert!(kinds_of(&eff).contains(&WatchKey::all(Kind::Pod)));
-    assert!(!app.loaded(ListView::Handlers));
+    assert!(!app.data.loaded(ListView::Handlers));
     for kind in ANALYSIS_KINDS {
         list(&mut app, &WatchKey::all(*kind), &[pod("x", "fresh")]);
     }
-    assert!(app.loaded(ListView::Handlers));
+    assert!(app.data.loaded(ListView::Handlers));
     assert_eq!(pod_names(&app), ["fresh"]);
 }
 
@@ -131,11 +132,11 @@ fn pinned_kinds_outlive_the_grace_period() {
     app.open(Screen::List(ListView::Runtimes));
     tick(&mut app, 1);
     tick(&mut app, 10 * GRACE_SECONDS);
-    let running = app.watch_set.running();
+    let running = app.data.watch_set.running();
     for k in [Kind::Runtime, Kind::RuntimeGrant, Kind::Lease] {
         assert!(running.contains(&WatchKey::all(k)), "{k:?}");
     }
-    assert!(app.loaded(ListView::Grants));
+    assert!(app.data.loaded(ListView::Grants));
 }
 
 #[test]
@@ -174,7 +175,7 @@ fn rollout_and_details_watch_only_their_object() {
     );
     // Over the Handlers list, which watches every Pod: that watch serves.
     let mut over = App::new("t", Scope::All, app.now);
-    over.screens = vec![
+    over.ui.screens = vec![
         Screen::List(ListView::Handlers),
         Screen::Details(Kind::Pod, pod_key),
     ];
@@ -218,7 +219,7 @@ fn overlapping_watches_of_a_kind_keep_the_store_consistent() {
     // Stopping the last scoped holder drops it.
     app.drop_watch(&s2);
     assert_eq!(pod_names(&app), Vec::<String>::new());
-    assert!(app.store.links == crate::store::Store::default().links);
+    assert!(app.data.store.links == crate::store::Store::default().links);
 }
 
 /// A world of two Runtimes in two namespaces as the agent renders them:

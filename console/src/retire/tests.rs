@@ -323,7 +323,7 @@ fn cluster_strings_are_sanitized_in_the_review() {
 
 fn app_with(state: ReviewState) -> App {
     let mut app = fixtures::app();
-    app.review = Some(state);
+    app.ui.review = Some(state);
     app
 }
 
@@ -409,27 +409,28 @@ fn keys_open_a_review_and_confirm_only_with_the_typed_name() {
         .iter()
         .position(|&i| app.derived.runtimes[i].name == "worker")
         .expect("worker row");
-    app.lists[0].selected = idx;
+    app.ui.lists[0].selected = idx;
     let eff = press(&mut app, KeyCode::Char('D'));
     assert!(
         matches!(eff.as_slice(), [Effect::Review { action: Action::Delete, namespace, name }] if namespace == "demo" && name == "worker"),
         "{eff:?}"
     );
-    assert!(matches!(app.review, Some(ReviewState::Loading { .. })));
+    assert!(matches!(app.ui.review, Some(ReviewState::Loading { .. })));
     let rt = runtime(Some("bounded-worker"), "Revoked", json!({}));
     let plan = plan_runtime(&Action::Delete, &rt, &ctx(), USER, NOW).expect("plan");
     update(
         &mut app,
         Msg::Reviewed(Box::new(Ok(review(plan, Verdict::Accepted)))),
     );
-    assert!(matches!(app.review, Some(ReviewState::Ready { .. })));
+    assert!(matches!(app.ui.review, Some(ReviewState::Ready { .. })));
     // Wrong text: not confirmed, nothing sent.
     for c in "yes".chars() {
         press(&mut app, KeyCode::Char(c));
     }
     assert!(press(&mut app, KeyCode::Enter).is_empty());
     assert!(
-        app.flash
+        app.ui
+            .flash
             .as_deref()
             .is_some_and(|f| f.contains("type worker"))
     );
@@ -441,7 +442,7 @@ fn keys_open_a_review_and_confirm_only_with_the_typed_name() {
     }
     let eff = press(&mut app, KeyCode::Enter);
     assert!(matches!(eff.as_slice(), [Effect::Execute(_)]), "{eff:?}");
-    assert!(matches!(app.review, Some(ReviewState::Running { .. })));
+    assert!(matches!(app.ui.review, Some(ReviewState::Running { .. })));
     update(
         &mut app,
         Msg::Executed(Box::new(Ok(super::execute::Outcome {
@@ -449,9 +450,9 @@ fn keys_open_a_review_and_confirm_only_with_the_typed_name() {
             event_error: None,
         }))),
     );
-    assert!(app.review.is_none());
+    assert!(app.ui.review.is_none());
     assert_eq!(
-        app.flash.as_deref(),
+        app.ui.flash.as_deref(),
         Some("done: delete the Runtime demo/worker")
     );
 }
@@ -464,15 +465,17 @@ fn a_pasted_name_confirms_a_review() {
     // A copied name often carries a newline: it must not confirm by itself.
     assert!(update(&mut app, Msg::Paste("worker\n".into())).is_empty());
     assert!(
-        matches!(&app.review, Some(ReviewState::Ready { typed, .. }) if typed == "worker"),
+        matches!(&app.ui.review, Some(ReviewState::Ready { typed, .. }) if typed == "worker"),
         "{:?}",
-        app.review
+        app.ui.review
     );
     let eff = press(&mut app, KeyCode::Enter);
     assert!(matches!(eff.as_slice(), [Effect::Execute(_)]), "{eff:?}");
     // While it runs, a paste changes nothing.
     update(&mut app, Msg::Paste("x".into()));
-    assert!(matches!(&app.review, Some(ReviewState::Running { typed, .. }) if typed == "worker"));
+    assert!(
+        matches!(&app.ui.review, Some(ReviewState::Running { typed, .. }) if typed == "worker")
+    );
 }
 
 #[test]
@@ -484,32 +487,32 @@ fn refused_dry_run_cannot_be_confirmed_and_esc_cancels() {
         press(&mut app, KeyCode::Char(c));
     }
     assert!(press(&mut app, KeyCode::Enter).is_empty());
-    assert!(app.review.is_none(), "Enter closes a refused review");
+    assert!(app.ui.review.is_none(), "Enter closes a refused review");
     let mut app = app_with(ReviewState::Loading {
         title: "suspend".into(),
         target: "demo/worker".into(),
     });
     press(&mut app, KeyCode::Esc);
-    assert!(app.review.is_none());
+    assert!(app.ui.review.is_none());
     // A late answer for a cancelled review is dropped.
     update(
         &mut app,
         Msg::Reviewed(Box::new(Err(RetireError::ReadOnly))),
     );
-    assert!(app.review.is_none());
+    assert!(app.ui.review.is_none());
 }
 
 #[test]
 fn read_only_disables_every_action() {
     let mut app = fixtures::app();
-    app.read_only = true;
+    app.session.read_only = true;
     app.refresh();
     for k in ['R', 'S', 'D', 'P'] {
         let eff = press(&mut app, KeyCode::Char(k));
         assert!(eff.is_empty());
-        assert!(app.review.is_none());
+        assert!(app.ui.review.is_none());
         assert_eq!(
-            app.flash.as_deref(),
+            app.ui.flash.as_deref(),
             Some("read-only: retirement actions are disabled (--read-only)")
         );
     }
@@ -526,7 +529,7 @@ fn prune_key_on_a_runtime_uses_its_class_and_deployment() {
         .iter()
         .position(|&i| app.derived.runtimes[i].name == "worker")
         .expect("worker row");
-    app.lists[0].selected = idx;
+    app.ui.lists[0].selected = idx;
     let eff = press(&mut app, KeyCode::Char('P'));
     assert!(
         matches!(eff.as_slice(), [Effect::Review { action: Action::Prune { class }, name, .. }] if class == "bounded-runc" && name == "worker"),

@@ -7,14 +7,14 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
 use super::{Component, clean};
-use crate::model::{App, Mode};
+use crate::model::{App, Mode, Viewport};
 
 /// The command/filter line.
 pub struct CommandLine;
 
 impl Component for CommandLine {
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
-        let line = match &app.mode {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, _fit: &mut Viewport) {
+        let line = match &app.ui.mode {
             Mode::Command { input, completion } => {
                 let mut spans = vec![
                     Span::styled(":", Style::new().fg(Color::Cyan)),
@@ -47,7 +47,7 @@ impl Component for CommandLine {
                     Span::styled("█", Style::new().fg(Color::Cyan)),
                 ])
             }
-            Mode::Normal => match &app.flash {
+            Mode::Normal => match &app.ui.flash {
                 Some(m) => Line::styled(clean(m), Style::new().fg(Color::Yellow)),
                 None => Line::raw(""),
             },

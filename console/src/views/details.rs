@@ -9,7 +9,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
 use super::Component;
-use crate::model::{App, Kind, Screen};
+use crate::model::{App, Kind, Screen, Viewport};
 use crate::rows;
 use crate::store::compact::compacted;
 
@@ -26,7 +26,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     let note = Style::new().fg(Color::Yellow);
     // Kinds the store keeps reduced are shown whole once fetched; until
     // then (or if the read fails) the reduced copy, said so.
-    let fetched = match &app.details {
+    let fetched = match &app.ui.details {
         Some((k, dk, r)) if k == kind && dk == key => Some(r),
         _ => None,
     };
@@ -38,13 +38,13 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                 format!("# cannot read the whole object: {}", super::clean(e)),
                 note,
             ));
-            app.store.get(*kind, key)
+            app.data.store.get(*kind, key)
         }
         None => {
             if compacted(*kind) {
                 out.push(Line::styled("# summary; reading the whole object…", note));
             }
-            app.store.get(*kind, key)
+            app.data.store.get(*kind, key)
         }
     };
     match obj {
@@ -81,7 +81,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     }
     out.push(Line::raw(""));
     out.push(Line::styled("Events", bold));
-    let events = rows::events_of(&app.store, *kind, key, app.now);
+    let events = rows::events_of(&app.data.store, *kind, key, app.now);
     if events.is_empty() {
         out.push(Line::raw("  (none)"));
     }
@@ -95,7 +95,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
 }
 
 impl Component for DetailsView {
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
         let Screen::Details(kind, (ns, name)) = app.screen() else {
             return;
         };
@@ -108,10 +108,9 @@ impl Component for DetailsView {
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let all = lines(app);
-        app.page.set(inner.height as usize);
-        app.scroll_max
-            .set(all.len().saturating_sub(inner.height as usize));
-        let start = app.scroll.min(app.scroll_max.get());
+        fit.page = inner.height as usize;
+        fit.scroll_max = all.len().saturating_sub(inner.height as usize);
+        let start = app.ui.scroll.min(fit.scroll_max);
         let visible: Vec<Line> = all
             .into_iter()
             .skip(start)

@@ -9,9 +9,9 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph};
 
 use super::Component;
-use crate::model::App;
+use crate::model::commands::COMMANDS;
 use crate::model::keymap::help_lines;
-use crate::model::keys::COMMANDS;
+use crate::model::{App, Viewport};
 
 /// The help popup.
 pub struct Help;
@@ -37,7 +37,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("Changes", bold));
-    lines.push(Line::raw(if app.read_only {
+    lines.push(Line::raw(if app.session.read_only {
         "  read-only (--read-only): R S D P are disabled".to_string()
     } else {
         "  R S D P always show a review first; --read-only disables them".to_string()
@@ -46,7 +46,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
 }
 
 impl Component for Help {
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
         let all = lines(app);
         let h = (all.len() as u16 + 2).min(area.height);
         let w = 96.min(area.width);
@@ -58,8 +58,8 @@ impl Component for Help {
         };
         let inner_h = h.saturating_sub(2) as usize;
         let max = all.len().saturating_sub(inner_h);
-        app.help_scroll_max.set(max);
-        let start = app.help_scroll.min(max);
+        fit.help_scroll_max = max;
+        let start = app.ui.help_scroll.min(max);
         let mut block = Block::bordered().title(" Help: j/k scroll, any other key closes ");
         if max > 0 {
             let more = if start < max { "↓ more" } else { "end" };

@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 use unicode_width_shim::width;
 
 use super::{Component, tone_style};
-use crate::model::{App, ListView, Screen};
+use crate::model::{App, ListView, Screen, Viewport};
 
 /// Widest a column grows before it is cut.
 const MAX_COLUMN: usize = 48;
@@ -19,21 +19,25 @@ const MAX_COLUMN: usize = 48;
 pub struct List(pub ListView);
 
 impl Component for List {
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
-        draw_table(app, frame, area, self.0);
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
+        draw_table(app, frame, area, self.0, fit);
     }
 }
 
 /// Draws the table of `view` in `area` with a bordered title.
-fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
+fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView, fit: &mut Viewport) {
     let (t, l) = (app.table(view), app.list(view));
     let title = view.title();
     let len = t.visible.len();
-    let loaded = app.loaded(view);
+    let loaded = app.data.loaded(view);
     let mut heading = if loaded {
-        format!(" {title} [{}] {len}/{} ", app.scope.label(), t.cells.len())
+        format!(
+            " {title} [{}] {len}/{} ",
+            app.session.scope.label(),
+            t.cells.len()
+        )
     } else {
-        format!(" {title} [{}] … ", app.scope.label())
+        format!(" {title} [{}] … ", app.session.scope.label())
     };
     if !l.filter.is_empty() {
         heading.push_str(&format!("filter: /{}/ ", super::clean(&l.filter)));
@@ -45,7 +49,7 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
     // The rows are the last data known while a watch they come from is
     // failing: dimmed, and said in words (dim alone may not show on every
     // terminal).
-    let stale = app.reconnecting(view);
+    let stale = app.data.reconnecting(view);
     if stale && loaded {
         heading.push_str("· last known data, reconnecting… ");
     }
@@ -61,13 +65,14 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
     }
     let inner = block.inner(area);
     let body = inner.height.saturating_sub(1) as usize;
-    app.page.set(body);
+    fit.page = body;
 
     if len == 0 {
         frame.render_widget(block, area);
         // Only refusals of what this view needs explain its emptiness.
         let kinds = Screen::List(view).kinds();
         let denied: Vec<_> = app
+            .data
             .denied()
             .into_iter()
             .filter(|(k, _)| kinds.contains(k))
@@ -90,7 +95,9 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
     }
 
     let sel = l.selected.min(len - 1);
-    let mut off = l.offset.get();
+    // Where the last frame started, moved only as far as keeps the
+    // selection in view.
+    let mut off = fit.offsets[view.index()];
     if sel < off {
         off = sel;
     }
@@ -98,7 +105,7 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView) {
         off = sel + 1 - body;
     }
     off = off.min(len.saturating_sub(body.max(1)));
-    l.offset.set(off);
+    fit.offsets[view.index()] = off;
     let window = &t.visible[off..(off + body).min(len)];
 
     let mut widths: Vec<usize> = t.headers.iter().map(|h| h.chars().count() + 1).collect();

@@ -1,7 +1,9 @@
 //! Drawing: one component per file behind [`Component`]; every list view
 //! is the one generic [`list::List`]. Everything here reads the [`App`] and
-//! draws; nothing changes state (the scroll cells excepted, which only
-//! remember what fitted). The top layer: nothing below imports it.
+//! draws; nothing changes state. What fitted (page height, scroll limits,
+//! list offsets) is returned as a [`Viewport`], which the caller hands to
+//! the model as [`crate::model::Msg::Drawn`]. The top layer: nothing below
+//! imports it.
 
 pub mod command;
 pub mod details;
@@ -22,12 +24,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::model::{App, ListView, RowTone, Screen};
+use crate::model::{App, ListView, RowTone, Screen, Viewport};
 
 /// One drawable part of the screen.
 pub trait Component {
-    /// Draws into `area`.
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect);
+    /// Draws into `area`, noting in `fit` what its layout measured.
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport);
 }
 
 /// Text typed by the user or taken from anywhere, made safe to draw.
@@ -44,8 +46,10 @@ pub fn tone_style(t: RowTone) -> Style {
 }
 
 /// Draws the whole app: view tabs, the current screen, the status bar, the
-/// command/filter line, and the help on top when open.
-pub fn draw(frame: &mut Frame, app: &App) {
+/// command/filter line, and the help on top when open. Returns what fitted,
+/// starting from what the last frame measured.
+pub fn draw(frame: &mut Frame, app: &App) -> Viewport {
+    let mut fit = app.ui.viewport.clone();
     let [tabs, main, status, bottom] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(3),
@@ -55,22 +59,23 @@ pub fn draw(frame: &mut Frame, app: &App) {
     .areas(frame.area());
     draw_tabs(app, frame, tabs);
     match app.screen() {
-        Screen::List(v) => list::List(*v).draw(app, frame, main),
-        Screen::Rollout(_) => rollout::RolloutView.draw(app, frame, main),
-        Screen::Details(..) => details::DetailsView.draw(app, frame, main),
-        Screen::Plan => plan::PlanView.draw(app, frame, main),
+        Screen::List(v) => list::List(*v).draw(app, frame, main, &mut fit),
+        Screen::Rollout(_) => rollout::RolloutView.draw(app, frame, main, &mut fit),
+        Screen::Details(..) => details::DetailsView.draw(app, frame, main, &mut fit),
+        Screen::Plan => plan::PlanView.draw(app, frame, main, &mut fit),
     }
-    statusbar::StatusBar.draw(app, frame, status);
-    command::CommandLine.draw(app, frame, bottom);
-    if app.review.is_some() {
-        review::ReviewView.draw(app, frame, main);
+    statusbar::StatusBar.draw(app, frame, status, &mut fit);
+    command::CommandLine.draw(app, frame, bottom, &mut fit);
+    if app.ui.review.is_some() {
+        review::ReviewView.draw(app, frame, main, &mut fit);
     }
-    if app.show_help {
-        help::Help.draw(app, frame, main);
+    if app.ui.show_help {
+        help::Help.draw(app, frame, main, &mut fit);
     }
-    if app.no_color {
+    if app.ui.no_color {
         strip_colors(frame);
     }
+    fit
 }
 
 /// `--no-color` / `NO_COLOR`: every cell back to the terminal's own
@@ -93,7 +98,7 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         // Until the first list completes the count is unknown, not zero;
         // so it is while the view was never built (Handlers and Retained
         // are built only when shown: see `App::live_views`).
-        let n = if app.loaded(*v) && app.derived.built[v.index()].is_some() {
+        let n = if app.data.loaded(*v) && app.derived.built[v.index()].is_some() {
             app.table(*v).cells.len().to_string()
         } else {
             "…".to_string()

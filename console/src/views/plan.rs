@@ -12,7 +12,7 @@ use ratatui::widgets::{Block, Paragraph};
 use berth_shared::plan::candidate_from_pending;
 
 use super::Component;
-use crate::model::App;
+use crate::model::{App, Viewport};
 use crate::rows::plan::{plan_from_store, plan_lines};
 
 /// The Plan view.
@@ -39,8 +39,9 @@ fn style_of(line: &str) -> Style {
 
 /// Every line of the plan of the agent's pending file.
 pub fn lines(app: &App) -> Vec<Line<'static>> {
-    let publisher = &app.agent_lease.1;
+    let publisher = &app.session.agent_lease.1;
     let Some(pending) = app
+        .data
         .store
         .pending_files
         .get(&(String::new(), publisher.clone()))
@@ -60,7 +61,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         ];
     };
     let candidate = candidate_from_pending(format!("PendingGrantsFile/{publisher}"), &pending.spec);
-    let plan = plan_from_store(&app.store, publisher, &candidate);
+    let plan = plan_from_store(&app.data.store, publisher, &candidate);
     plan_lines(&plan)
         .into_iter()
         .map(|l| {
@@ -71,16 +72,15 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
 }
 
 impl Component for PlanView {
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
         let block =
             Block::bordered().title(" Plan: the pending grants file, on the next agent restart ");
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let all = lines(app);
-        app.page.set(inner.height as usize);
-        app.scroll_max
-            .set(all.len().saturating_sub(inner.height as usize));
-        let start = app.scroll.min(app.scroll_max.get());
+        fit.page = inner.height as usize;
+        fit.scroll_max = all.len().saturating_sub(inner.height as usize);
+        let start = app.ui.scroll.min(fit.scroll_max);
         let visible: Vec<Line> = all
             .into_iter()
             .skip(start)

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 use super::{Component, clean};
-use crate::model::{App, ReviewState};
+use crate::model::{App, ReviewState, Viewport};
 use crate::retire::{self, Tone};
 
 /// The review popup.
@@ -29,8 +29,8 @@ fn style(t: Tone) -> Style {
 }
 
 impl Component for ReviewView {
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
-        let Some(state) = &app.review else {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
+        let Some(state) = &app.ui.review else {
             return;
         };
         frame.render_widget(Clear, area);
@@ -97,8 +97,8 @@ impl Component for ReviewView {
         let [body_area, footer_area] =
             Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner);
         let max = (body.len() as u16).saturating_sub(body_area.height) as usize;
-        let scroll = app.scroll.min(max) as u16;
-        app.scroll_max.set(max);
+        let scroll = app.ui.scroll.min(max) as u16;
+        fit.scroll_max = max;
         frame.render_widget(
             Paragraph::new(body)
                 .wrap(Wrap { trim: false })

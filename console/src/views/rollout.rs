@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Gauge, Paragraph};
 
 use super::Component;
-use crate::model::{App, Screen};
+use crate::model::{App, Screen, Viewport};
 use crate::rows::{self, RolloutRow};
 
 /// The Rollout view.
@@ -28,7 +28,7 @@ fn phase_style(phase: &str, blocked: bool) -> Style {
 }
 
 impl Component for RolloutView {
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
         let Screen::Rollout(key) = app.screen() else {
             return;
         };
@@ -45,7 +45,7 @@ impl Component for RolloutView {
         }
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        let Some(r) = rows::rollout(&app.store, key, app.now) else {
+        let Some(r) = rows::rollout(&app.data.store, key, app.now) else {
             frame.render_widget(
                 Paragraph::new("Runtime not found (yet): waiting for the watch…"),
                 inner,
@@ -85,15 +85,14 @@ impl Component for RolloutView {
             );
         }
         let lines = body_lines(&r);
-        app.scroll_max
-            .set(lines.len().saturating_sub(rest.height as usize));
-        let start = app.scroll.min(app.scroll_max.get());
+        fit.scroll_max = lines.len().saturating_sub(rest.height as usize);
+        let start = app.ui.scroll.min(fit.scroll_max);
         let visible: Vec<Line> = lines
             .into_iter()
             .skip(start)
             .take(rest.height as usize)
             .collect();
-        app.page.set(rest.height as usize);
+        fit.page = rest.height as usize;
         frame.render_widget(Paragraph::new(visible), rest);
     }
 }

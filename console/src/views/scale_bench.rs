@@ -59,16 +59,19 @@ fn frame_time_at_scale() {
             Kind::Node
         ]
         .iter()
-        .map(|k| app.store.count(*k))
+        .map(|k| app.data.store.count(*k))
         .sum::<usize>(),
         rss0 / 1024,
         rss1 / 1024
     );
-    print_store_sizes(&app.store);
+    print_store_sizes(&app.data.store);
     let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
     let mut draw = |app: &mut App| {
         app.refresh();
-        term.draw(|f| super::draw(f, app)).expect("draw");
+        term.draw(|f| {
+            super::draw(f, app);
+        })
+        .expect("draw");
         let buf = term.backend().buffer();
         (0..buf.area.height)
             .map(|y| {
@@ -106,8 +109,8 @@ fn frame_time_at_scale() {
         let (mut events, mut floor) = (Vec::new(), Vec::new());
         for _ in 0..FRAMES {
             let t = Instant::now();
-            app.store.touch(Kind::Runtime);
-            app.store.touch(Kind::Pod);
+            app.data.store.touch(Kind::Runtime);
+            app.data.store.touch(Kind::Pod);
             draw(&mut app);
             events.push(t.elapsed());
             assert!(!app.stale(view), "{view:?} was rebuilt");

@@ -10,7 +10,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::{Component, clean};
-use crate::model::{App, LeaderState, WatchState};
+use crate::model::{App, LeaderState, Viewport, WatchState};
 
 /// The status bar.
 pub struct StatusBar;
@@ -20,8 +20,10 @@ const CONTEXT_CHARS: usize = 32;
 
 /// The connection state as text and whether it is bad.
 pub fn connection_text(app: &App) -> (String, Style) {
-    match app.connection() {
-        None if app.watches.is_empty() => ("connecting…".into(), Style::new().fg(Color::Yellow)),
+    match app.data.connection() {
+        None if app.data.watches.is_empty() => {
+            ("connecting…".into(), Style::new().fg(Color::Yellow))
+        }
         None => ("connected".into(), Style::new().fg(Color::Green)),
         Some((kind, WatchState::Reconnecting(e))) => (
             format!("reconnecting… {}: {}", kind.label(), clean(e)),
@@ -47,7 +49,7 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
         first = false;
         spans.push(s);
     };
-    if app.read_only {
+    if app.session.read_only {
         push(
             &mut spans,
             Span::styled(
@@ -56,7 +58,7 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
             ),
         );
     }
-    let denied = app.denied();
+    let denied = app.data.denied();
     if !denied.is_empty() {
         let kinds: Vec<&str> = denied.iter().map(|(k, _)| k.label()).collect();
         push(
@@ -88,7 +90,7 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
             ),
         );
     }
-    if let Some(target) = &app.switching {
+    if let Some(target) = &app.session.switching {
         push(
             &mut spans,
             Span::styled(
@@ -100,13 +102,13 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
     let (conn, conn_style) = connection_text(app);
     push(&mut spans, Span::styled(conn, conn_style));
     push(&mut spans, Span::styled("ctx ", dim));
-    let mut ctx = berth_shared::sanitize::line(&app.context, CONTEXT_CHARS);
+    let mut ctx = berth_shared::sanitize::line(&app.session.context, CONTEXT_CHARS);
     if ctx.is_empty() {
         ctx = "-".into();
     }
     spans.push(Span::raw(ctx));
     spans.push(Span::styled(" │ ns ", dim));
-    spans.push(Span::raw(clean(app.scope.label())));
+    spans.push(Span::raw(clean(app.session.scope.label())));
     spans.push(Span::styled(" │ leader ", dim));
     spans.push(Span::raw(match leader {
         LeaderState::Live(h) => clean(&h),
@@ -118,7 +120,7 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
 }
 
 impl Component for StatusBar {
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect) {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, _fit: &mut Viewport) {
         frame.render_widget(
             Line::from(spans(app)).style(Style::new().bg(Color::Rgb(30, 30, 30))),
             area,

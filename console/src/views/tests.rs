@@ -17,7 +17,13 @@ use crate::model::{App, Kind, Msg, WatchEvent, update};
 pub(crate) fn render(app: &mut App, w: u16, h: u16) -> Buffer {
     app.refresh();
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
-    term.draw(|f| super::draw(f, app)).expect("draw");
+    let mut fit = None;
+    term.draw(|f| fit = Some(super::draw(f, app)))
+        .expect("draw");
+    // What fitted reaches the model as it does in the app.
+    if let Some(fit) = fit {
+        update(app, Msg::Drawn(fit));
+    }
     term.backend().buffer().clone()
 }
 
@@ -268,13 +274,13 @@ fn details_view() {
 #[test]
 fn pod_details_show_the_fetched_whole_object() {
     let mut app = fixtures::app();
-    let key = app.store.pods.keys().next().cloned().expect("a pod");
+    let key = app.data.store.pods.keys().next().cloned().expect("a pod");
     app.open(crate::model::Screen::Details(Kind::Pod, key.clone()));
     let text = text_of(&render(&mut app, 140, 40));
     assert!(text.contains("summary; reading the whole object"), "{text}");
-    let mut full = Box::new(app.store.pods.get(&key).expect("pod").to_pod());
+    let mut full = Box::new(app.data.store.pods.get(&key).expect("pod").to_pod());
     full.metadata.annotations = Some([("note".to_string(), "FULL-MARKER".to_string())].into());
-    let g = app.generation;
+    let g = app.session.generation;
     update(
         &mut app,
         Msg::Fetched(
@@ -318,7 +324,7 @@ fn help_view() {
 #[test]
 fn help_scrolls_to_everything_at_80x24() {
     let mut app = fixtures::app();
-    app.read_only = true;
+    app.session.read_only = true;
     key(&mut app, KeyCode::Char('?'));
     let buf = render(&mut app, 80, 24);
     check_snapshot("help-80x24", &snapshot(&buf));
@@ -340,7 +346,7 @@ fn help_scrolls_to_everything_at_80x24() {
         key(&mut app, KeyCode::Char('j'));
         seen.push_str(&text_of(&render(&mut app, 80, 24)));
     }
-    assert!(app.show_help);
+    assert!(app.ui.show_help);
     for l in &super::help::lines(&app) {
         let l: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
         assert!(l.chars().count() <= 78, "cut at 80 columns: {l}");
@@ -351,8 +357,8 @@ fn help_scrolls_to_everything_at_80x24() {
 #[test]
 fn status_bar_keeps_safety_states_first_at_80_columns() {
     let mut app = fixtures::app();
-    app.read_only = true;
-    app.context = format!(
+    app.session.read_only = true;
+    app.session.context = format!(
         "arn:aws:eks:eu-west-1:123456789012:cluster/{}",
         "very-long-name-".repeat(4)
     );
@@ -417,7 +423,7 @@ fn an_expired_lease_means_no_leader_and_stale_status() {
 #[test]
 fn no_color_draws_no_colour_but_keeps_emphasis() {
     let mut app = fixtures::app();
-    app.no_color = true;
+    app.ui.no_color = true;
     let buf = render(&mut app, 140, 24);
     check_snapshot("no-color", &snapshot(&buf));
     for cell in buf.content() {
@@ -435,7 +441,7 @@ fn no_color_draws_no_colour_but_keeps_emphasis() {
             .any(|c| c.modifier.contains(Modifier::BOLD))
     );
     // Without the option there is colour (the test can fail).
-    app.no_color = false;
+    app.ui.no_color = false;
     let buf = render(&mut app, 140, 24);
     assert!(buf.content().iter().any(|c| c.fg == Color::Red));
 }
@@ -509,7 +515,7 @@ fn row_dimmed(buf: &Buffer, needle: &str) -> Option<bool> {
 fn rows_are_dimmed_while_their_watch_reconnects_and_not_after_a_resume() {
     for no_color in [false, true] {
         let mut app = fixtures::app();
-        app.no_color = no_color;
+        app.ui.no_color = no_color;
         let buf = render(&mut app, 140, 24);
         assert_eq!(row_dimmed(&buf, "shop/web"), Some(false));
         assert!(!text_of(&buf).contains("last known data"));
@@ -612,7 +618,7 @@ fn app_with_runtimes(n: usize) -> App {
             },
         );
         rt.metadata.namespace = Some(format!("ns-{}", i % 50));
-        app.store.apply(crate::model::Object::from(rt));
+        app.data.store.apply(crate::model::Object::from(rt));
     }
     app.refresh();
     app
@@ -630,12 +636,18 @@ fn frame_time_ratio_50k_vs_100() {
     let mut time = |app: &mut App| {
         // Scroll to the middle so the window is not the first page.
         let mid = app.table(crate::model::ListView::Runtimes).visible.len() / 2;
-        app.lists[0].selected = mid;
-        term.draw(|f| super::draw(f, app)).expect("warm-up");
+        app.ui.lists[0].selected = mid;
+        term.draw(|f| {
+            super::draw(f, app);
+        })
+        .expect("warm-up");
         let start = Instant::now();
         for i in 0..FRAMES {
-            app.lists[0].selected = mid + (i as usize % 3);
-            term.draw(|f| super::draw(f, app)).expect("draw");
+            app.ui.lists[0].selected = mid + (i as usize % 3);
+            term.draw(|f| {
+                super::draw(f, app);
+            })
+            .expect("draw");
         }
         start.elapsed() / FRAMES
     };
@@ -657,7 +669,7 @@ fn frame_time_ratio_50k_vs_100() {
 #[test]
 fn only_visible_rows_are_drawn_for_large_tables() {
     let mut app = app_with_runtimes(5_000);
-    app.lists[0].selected = 4_000;
+    app.ui.lists[0].selected = 4_000;
     let buf = render(&mut app, 140, 24);
     let text = snapshot(&buf);
     // The selected row is scrolled into view; the first rows are not drawn.
@@ -718,10 +730,10 @@ fn details_scroll_stops_at_the_end() {
     keys(&mut app, "jd");
     render(&mut app, 140, 24);
     keys(&mut app, "G");
-    let end = app.scroll;
+    let end = app.ui.scroll;
     assert!(end > 0 && end < 1000, "{end}");
     keys(&mut app, "k");
-    assert_eq!(app.scroll, end - 1);
+    assert_eq!(app.ui.scroll, end - 1);
 }
 
 #[test]

@@ -239,11 +239,11 @@ pub async fn model_app(conn: &Connection) -> App {
     .into_iter()
     .flat_map(|v| Screen::List(v).kinds())
     .collect();
-    let lease = app.agent_lease.clone();
-    app.store = watch::load(conn, &Scope::All, &lease, &kinds)
+    let lease = app.session.agent_lease.clone();
+    app.data.store = watch::load(conn, &Scope::All, &lease, &kinds)
         .await
         .expect("load the console's store");
-    app.synced.extend(
+    app.data.synced.extend(
         kinds
             .iter()
             .map(|k| berth_console::model::WatchKey::all(*k)),
@@ -257,8 +257,10 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
     let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
     let mut draw = |app: &mut App| {
         app.refresh();
-        term.draw(|f| berth_console::views::draw(f, app))
-            .expect("draw");
+        term.draw(|f| {
+            berth_console::views::draw(f, app);
+        })
+        .expect("draw");
     };
     draw(&mut app);
     let (mut keys, mut events, mut floor) = (Vec::new(), Vec::new(), Vec::new());
@@ -281,8 +283,8 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
         // A watch event on what the view on screen reads (Runtimes for
         // view 1, workloads for Handlers and Retained): rows are rebuilt.
         let t = Instant::now();
-        app.store.touch(Kind::Runtime);
-        app.store.touch(Kind::Pod);
+        app.data.store.touch(Kind::Runtime);
+        app.data.store.touch(Kind::Pod);
         draw(&mut app);
         events.push(t.elapsed());
         let t = Instant::now();

@@ -1,0 +1,37 @@
+//! Every command of the `:` line. The command line (`keys::command`)
+//! runs them, help and the README (`keymap::markdown`) list them; kept
+//! apart from both so that neither imports the other.
+
+/// Every command of the `:` line, with aliases (the first is shown).
+pub const COMMANDS: &[(&str, &[&str], &str)] = &[
+    ("runtimes", &["rt", "runtime"], "Runtimes view"),
+    ("grants", &["rtg", "grant", "runtimegrants"], "Grants view"),
+    (
+        "handlers",
+        &["rc", "handler", "runtimeclasses"],
+        "Handlers view",
+    ),
+    ("retained", &["ret"], "Retained workloads view"),
+    (
+        "rollout",
+        &["ro"],
+        "one Runtime's rollout: :rollout [NS/]NAME",
+    ),
+    (
+        "ns",
+        &["namespace"],
+        ":ns picks from a list, :ns NAME, :ns all",
+    ),
+    ("ctx", &["context"], "switch kubeconfig context: :ctx NAME"),
+    ("plan", &["pending"], "plan of the pending grants file"),
+    ("help", &[], "show the keys"),
+    ("q", &["quit", "q!"], "quit"),
+];
+
+/// The command a typed word names (its name or an alias).
+pub fn canonical(word: &str) -> Option<&'static str> {
+    COMMANDS
+        .iter()
+        .find(|(name, aliases, _)| *name == word || aliases.contains(&word))
+        .map(|(name, _, _)| *name)
+}

@@ -1,0 +1,186 @@
+//! Rows derived from the [`super::data::Data`] store, per list view, with
+//! each view's filter and sort applied and its selection kept on its
+//! object across rebuilds.
+
+use crate::rows::{
+    self, GrantRow, HandlerRow, NamespaceRow, RetainedRow, RowRef, RuntimeRow, TableData,
+};
+use crate::store::{Kind, WORKLOAD_KINDS};
+
+use super::App;
+use super::screen::{ListView, Screen};
+
+/// Rows derived from the store. A view is rebuilt only when one of the
+/// kinds it reads changed ([`ListView::inputs`]) and only while it is live
+/// ([`App::live_views`]); the others keep their last rows, stale, until
+/// shown again.
+#[derive(Clone, Debug, Default)]
+pub struct Derived {
+    /// Per view ([`ListView::index`]): the [`Store::stamp`] of its inputs
+    /// its rows were built from (`None`: never built).
+    pub built: [Option<u64>; 5],
+    pub runtimes: Vec<RuntimeRow>,
+    pub grants: Vec<GrantRow>,
+    pub handlers: Vec<HandlerRow>,
+    pub retained: Vec<RetainedRow>,
+    pub namespaces: Vec<NamespaceRow>,
+    /// The tables, indexed by [`ListView`].
+    pub tables: [TableData; 5],
+}
+
+impl App {
+    /// The table of a view (call [`App::refresh`] first).
+    pub fn table(&self, v: ListView) -> &TableData {
+        &self.derived.tables[v.index()]
+    }
+
+    /// The views whose rows must be current: the one on screen, the cheap
+    /// ones of [`ListView::always_live`], and Handlers while a RuntimeClass's
+    /// details (which quote its handler row) are shown.
+    pub fn live_views(&self) -> Vec<ListView> {
+        let mut v: Vec<ListView> = ListView::ALL
+            .into_iter()
+            .filter(|v| v.always_live())
+            .collect();
+        match self.screen() {
+            Screen::List(l) => v.push(*l),
+            Screen::Details(Kind::RuntimeClass, _) => v.push(ListView::Handlers),
+            _ => {}
+        }
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Whether a view's rows are older than the kinds they are built from.
+    pub fn stale(&self, v: ListView) -> bool {
+        self.derived.built[v.index()] != Some(self.data.store.stamp(v.inputs()))
+    }
+
+    /// Rebuilds the rows of every live view whose inputs changed, then
+    /// re-applies its filter and sort, keeping the selection on its object.
+    /// Ages are not part of it: rows hold timestamps and the drawing turns
+    /// them into ages, so time passing rebuilds nothing. Cheap when nothing
+    /// changed. A view is not built until every kind it needs has listed:
+    /// the analysis over half the workloads would be wrong (a class "safe
+    /// to remove" before its pods are known) and is the costly part of the
+    /// first frame.
+    pub fn refresh(&mut self) {
+        for v in self.live_views() {
+            if self.stale(v) && self.data.loaded(v) {
+                let id = self.selected_id(v);
+                self.rebuild(v);
+                self.apply_keeping(v, id);
+            }
+        }
+    }
+
+    /// Rebuilds every view, live or not (tests, and callers that show
+    /// several views from one store).
+    pub fn refresh_all(&mut self) {
+        for v in ListView::ALL {
+            if self.stale(v) {
+                let id = self.selected_id(v);
+                self.rebuild(v);
+                self.apply_keeping(v, id);
+            }
+        }
+    }
+
+    /// Drops a view's rows: it shows loading until rebuilt.
+    pub(super) fn forget_rows(&mut self, v: ListView) {
+        let d = &mut self.derived;
+        d.built[v.index()] = None;
+        d.tables[v.index()] = TableData::default();
+        match v {
+            ListView::Runtimes => d.runtimes = Vec::new(),
+            ListView::Grants => d.grants = Vec::new(),
+            ListView::Handlers => d.handlers = Vec::new(),
+            ListView::Retained => d.retained = Vec::new(),
+            ListView::Namespaces => d.namespaces = Vec::new(),
+        }
+    }
+
+    /// Whether the list view shown (if one is) has everything it needs
+    /// listed: the event loop draws the frame that completes it at once.
+    pub fn current_loaded(&self) -> Option<bool> {
+        self.current_list().map(|v| self.data.loaded(v))
+    }
+
+    fn rebuild(&mut self, v: ListView) {
+        let stamp = self.data.store.stamp(v.inputs());
+        let (store, now, d) = (&self.data.store, self.now, &mut self.derived);
+        d.built[v.index()] = Some(stamp);
+        d.tables[v.index()] = match v {
+            ListView::Runtimes => {
+                d.runtimes = rows::runtime_rows(store, now);
+                TableData::of(&d.runtimes)
+            }
+            ListView::Grants => {
+                d.grants = rows::grant_rows(store, now);
+                TableData::of(&d.grants)
+            }
+            ListView::Namespaces => {
+                d.namespaces = rows::namespace_rows(store, now);
+                TableData::of(&d.namespaces)
+            }
+            ListView::Handlers | ListView::Retained => {
+                let needs_workloads = store.count(Kind::RuntimeClass) > 0
+                    || WORKLOAD_KINDS.iter().any(|k| store.count(*k) > 0);
+                if v == ListView::Handlers {
+                    d.handlers = if needs_workloads {
+                        rows::handler_rows(store)
+                    } else {
+                        Vec::new()
+                    };
+                    TableData::of(&d.handlers)
+                } else {
+                    d.retained = if needs_workloads {
+                        rows::retained_rows(store)
+                    } else {
+                        Vec::new()
+                    };
+                    TableData::of(&d.retained)
+                }
+            }
+        };
+    }
+
+    /// Re-filters and re-sorts one table; the selection stays on the same
+    /// object when it is still shown.
+    pub fn reapply(&mut self, v: ListView) {
+        let id = self.selected_id(v);
+        self.apply_keeping(v, id);
+    }
+
+    fn apply_keeping(&mut self, v: ListView, id: Option<String>) {
+        let (filter, sort) = {
+            let l = self.list(v);
+            (l.filter.clone(), l.sort)
+        };
+        let t = &mut self.derived.tables[v.index()];
+        t.apply(&filter, sort);
+        let len = t.visible.len();
+        let found = id.and_then(|id| t.position(&id));
+        let l = self.list_mut(v);
+        match found {
+            Some(pos) => l.selected = pos,
+            // Gone (deleted, filtered out): stay at the same height.
+            None => l.selected = l.selected.min(len.saturating_sub(1)),
+        }
+    }
+
+    /// The identity (uid) of the selected row of a list view.
+    pub fn selected_id(&self, v: ListView) -> Option<String> {
+        self.table(v)
+            .id_at(self.list(v).selected)
+            .map(str::to_string)
+    }
+
+    /// The reference of the selected row of a list view.
+    pub fn selected_ref(&self, v: ListView) -> Option<RowRef> {
+        let t = self.table(v);
+        let i = *t.visible.get(self.list(v).selected)?;
+        t.refs.get(i).cloned()
+    }
+}

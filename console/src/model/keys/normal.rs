@@ -1,0 +1,167 @@
+//! Normal mode: every key through the one key table
+//! ([`crate::model::keymap::KEYS`]), moving, sorting, opening screens.
+
+use crossterm::event::KeyEvent;
+
+use super::super::keymap::{self, Action as KeyAction};
+use super::super::{App, Effect, ListView, Mode, RowRef, Scope, Screen};
+use crate::store::Kind;
+
+pub(super) fn normal_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
+    app.ui.flash = None;
+    if app.ui.show_help {
+        return super::help::help_key(app, key);
+    }
+    let Some((binding, index)) = keymap::lookup(&key, app.screen()) else {
+        return Vec::new();
+    };
+    let page = app.ui.viewport.page.max(1) as i64;
+    match binding.action {
+        KeyAction::Quit => {
+            app.ui.quit = true;
+            return vec![Effect::Quit];
+        }
+        KeyAction::Help => {
+            app.ui.show_help = true;
+            app.ui.help_scroll = 0;
+        }
+        KeyAction::Command => {
+            app.ui.mode = Mode::Command {
+                input: String::new(),
+                completion: None,
+            }
+        }
+        KeyAction::Filter => app.ui.mode = Mode::Filter,
+        KeyAction::Back => return back(app),
+        KeyAction::Down => move_by(app, 1),
+        KeyAction::Up => move_by(app, -1),
+        KeyAction::HalfPageDown => move_by(app, (page / 2).max(1)),
+        KeyAction::HalfPageUp => move_by(app, -(page / 2).max(1)),
+        KeyAction::PageDown => move_by(app, page),
+        KeyAction::PageUp => move_by(app, -page),
+        KeyAction::First => move_by(app, i64::MIN / 2),
+        KeyAction::Last => move_by(app, i64::MAX / 2),
+        KeyAction::PrevColumn => move_column(app, -1),
+        KeyAction::NextColumn => move_column(app, 1),
+        KeyAction::Sort => sort_selected(app),
+        KeyAction::NextView => return cycle_view(app, 1),
+        KeyAction::PrevView => return cycle_view(app, -1),
+        KeyAction::JumpView => {
+            let v = ListView::TABS
+                .get(index)
+                .copied()
+                .unwrap_or(ListView::Runtimes);
+            return app.open(Screen::List(v));
+        }
+        KeyAction::Open => return drill_down(app),
+        KeyAction::Details => return details(app),
+        KeyAction::RetireToDefault => return super::review::retire(app, 'R'),
+        KeyAction::Suspend => return super::review::retire(app, 'S'),
+        KeyAction::Delete => return super::review::retire(app, 'D'),
+        KeyAction::Prune => return super::review::retire(app, 'P'),
+    }
+    Vec::new()
+}
+
+fn back(app: &mut App) -> Vec<Effect> {
+    if let Some(v) = app.current_list()
+        && !app.list(v).filter.is_empty()
+    {
+        app.ui.lists[v.index()].filter.clear();
+        app.reapply(v);
+        return Vec::new();
+    }
+    if app.ui.screens.len() > 1 {
+        app.ui.screens.pop();
+        app.ui.scroll = 0;
+    }
+    Vec::new()
+}
+
+fn move_by(app: &mut App, delta: i64) {
+    match app.current_list() {
+        Some(v) => {
+            let len = app.table(v).visible.len() as i64;
+            let l = &mut app.ui.lists[v.index()];
+            let next = (l.selected as i64)
+                .saturating_add(delta)
+                .clamp(0, (len - 1).max(0));
+            l.selected = next as usize;
+        }
+        None => {
+            let max = app.ui.viewport.scroll_max.min(1_000_000) as i64;
+            let next = (app.ui.scroll as i64).saturating_add(delta).clamp(0, max);
+            app.ui.scroll = next as usize;
+        }
+    }
+}
+
+fn move_column(app: &mut App, delta: i64) {
+    if let Some(v) = app.current_list() {
+        let cols = app.table(v).headers.len() as i64;
+        let l = &mut app.ui.lists[v.index()];
+        l.column = (l.column as i64 + delta).clamp(0, (cols - 1).max(0)) as usize;
+    }
+}
+
+fn sort_selected(app: &mut App) {
+    if let Some(v) = app.current_list() {
+        let l = &mut app.ui.lists[v.index()];
+        l.sort = match l.sort {
+            Some((c, desc)) if c == l.column => Some((c, !desc)),
+            _ => Some((l.column, false)),
+        };
+        app.reapply(v);
+    }
+}
+
+fn cycle_view(app: &mut App, delta: i64) -> Vec<Effect> {
+    let tabs = ListView::TABS;
+    let cur = app
+        .current_list()
+        .and_then(|v| tabs.iter().position(|t| *t == v))
+        .unwrap_or(0) as i64;
+    let next = (cur + delta).rem_euclid(tabs.len() as i64) as usize;
+    app.open(Screen::List(tabs[next]))
+}
+
+fn drill_down(app: &mut App) -> Vec<Effect> {
+    match app.screen().clone() {
+        Screen::List(v) => match app.selected_ref(v) {
+            Some(RowRef::Runtime(key)) => app.open(Screen::Rollout(key)),
+            Some(RowRef::Namespace(n)) => app.switch_scope(Scope::Namespace(n)),
+            // The RestartRequired indication leads to what the restart
+            // would do.
+            Some(RowRef::Grant(name)) if restart_required(app, &name) => app.open(Screen::Plan),
+            Some(r) => {
+                let (kind, key) = r.object();
+                app.open(Screen::Details(kind, key))
+            }
+            None => Vec::new(),
+        },
+        Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
+        Screen::Details(..) | Screen::Plan => Vec::new(),
+    }
+}
+
+/// Whether the grant row `name` says the agent's file changed on disk.
+fn restart_required(app: &App, name: &str) -> bool {
+    app.derived
+        .grants
+        .iter()
+        .any(|g| g.name == name && g.restart_required)
+}
+
+fn details(app: &mut App) -> Vec<Effect> {
+    match app.screen().clone() {
+        Screen::List(v) => match app.selected_ref(v) {
+            Some(r) => {
+                let (kind, key) = r.object();
+                app.open(Screen::Details(kind, key))
+            }
+            None => Vec::new(),
+        },
+        Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
+        Screen::Details(..) | Screen::Plan => Vec::new(),
+    }
+}

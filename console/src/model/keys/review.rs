@@ -1,0 +1,171 @@
+//! Retirement: `R`, `S`, `D`, `P` open a review; while it is open, keys
+//! type the confirmation, Enter carries it out, Esc closes it.
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use super::super::{App, Effect, ObjKey, Object, ReviewState, RowRef};
+use super::clean;
+use crate::retire::plan::confirms;
+use crate::retire::{Action, RetireError};
+
+/// `R`, `S`, `D`, `P` on a row: opens the review of that retirement.
+pub(super) fn retire(app: &mut App, key: char) -> Vec<Effect> {
+    if app.session.read_only {
+        app.ui.flash = Some(RetireError::ReadOnly.to_string());
+        return Vec::new();
+    }
+    let Some(view) = app.current_list() else {
+        return Vec::new();
+    };
+    let Some(row) = app.selected_ref(view) else {
+        app.ui.flash = Some("no row selected".into());
+        return Vec::new();
+    };
+    match retire_target(app, key, &row) {
+        Ok((action, (namespace, name))) => {
+            app.ui.scroll = 0;
+            app.ui.review = Some(ReviewState::Loading {
+                title: action.title(),
+                target: format!("{namespace}/{name}"),
+            });
+            vec![Effect::Review {
+                action,
+                namespace,
+                name,
+            }]
+        }
+        Err(e) => {
+            app.ui.flash = Some(e);
+            Vec::new()
+        }
+    }
+}
+
+fn meta(obj: &Object) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+    Some(match obj {
+        Object::Deployment(o) => &o.metadata,
+        Object::ReplicaSet(o) => &o.metadata,
+        Object::Pod(o) => &o.metadata,
+        Object::Job(o) => &o.metadata,
+        Object::CronJob(o) => &o.metadata,
+        Object::StatefulSet(o) => &o.metadata,
+        Object::DaemonSet(o) => &o.metadata,
+        _ => return None,
+    })
+}
+
+/// The action and its target (`Runtime` for R/S/D, `Deployment` for P)
+/// for the selected row.
+pub fn retire_target(app: &App, key: char, row: &RowRef) -> Result<(Action, ObjKey), String> {
+    let workload = match row {
+        RowRef::Workload(kind, k) => app.data.store.get(*kind, k),
+        _ => None,
+    };
+    let runtime_of_workload = || {
+        let m = workload.as_ref().and_then(meta)?;
+        let rt = m
+            .labels
+            .as_ref()?
+            .get(berth_shared::render::labels::RUNTIME_LABEL)?;
+        Some((m.namespace.clone().unwrap_or_default(), rt.clone()))
+    };
+    let runtime = match row {
+        RowRef::Runtime(k) => Some(k.clone()),
+        RowRef::Workload(..) => runtime_of_workload(),
+        _ => None,
+    };
+    match key {
+        'R' | 'S' | 'D' => {
+            let action = match key {
+                'R' => Action::ToDefault,
+                'S' => Action::Suspend,
+                _ => Action::Delete,
+            };
+            runtime
+                .map(|k| (action, k))
+                .ok_or_else(|| "select a Runtime (or a workload a Runtime manages)".to_string())
+        }
+        _ => {
+            // Prune: the Deployment and the class its rollback revisions use.
+            if let Some(Object::ReplicaSet(rs)) = &workload {
+                let owner = rs
+                    .metadata
+                    .owner_references
+                    .as_ref()
+                    .and_then(|o| o.iter().find(|r| r.kind == "Deployment"))
+                    .map(|r| r.name.clone());
+                let class = rs
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.template.as_ref())
+                    .and_then(|t| t.spec.as_ref())
+                    .and_then(|s| s.runtime_class_name.clone());
+                if let (Some(d), Some(class)) = (owner, class) {
+                    let ns = rs.metadata.namespace.clone().unwrap_or_default();
+                    return Ok((Action::Prune { class }, (ns, d)));
+                }
+                return Err("this ReplicaSet has no Deployment or no class".into());
+            }
+            let Some(k) = runtime else {
+                return Err("select a Runtime or a rollback ReplicaSet".into());
+            };
+            let rt = app.data.store.runtimes.get(&k);
+            let class = rt
+                .and_then(|r| r.status.as_ref())
+                .and_then(|s| s.profile.as_ref())
+                .and_then(|p| p.class.clone())
+                .ok_or_else(|| format!("no RuntimeClass known for Runtime {}/{}", k.0, k.1))?;
+            let deployment = berth_shared::render::Names::for_runtime(&k.1).workload;
+            Ok((Action::Prune { class }, (k.0, deployment)))
+        }
+    }
+}
+
+/// Keys while a review is open: type the confirmation, Enter, Esc.
+pub(super) fn review_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
+    let Some(state) = app.ui.review.clone() else {
+        return Vec::new();
+    };
+    match (state, key.code) {
+        (ReviewState::Running { .. }, KeyCode::Esc) => {}
+        (_, KeyCode::Esc) => {
+            app.ui.review = None;
+            app.ui.scroll = 0;
+        }
+        (ReviewState::Ready { review, typed }, KeyCode::Enter) => {
+            if !review.can_execute() {
+                app.ui.review = None;
+            } else if confirms(&review.plan, &typed) {
+                app.ui.review = Some(ReviewState::Running {
+                    review: review.clone(),
+                    typed,
+                });
+                return vec![Effect::Execute(review)];
+            } else {
+                app.ui.flash = Some(format!(
+                    "not confirmed: type {} and press Enter",
+                    clean(&review.plan.confirm_word)
+                ));
+            }
+        }
+        (ReviewState::Ready { review, mut typed }, KeyCode::Backspace) => {
+            typed.pop();
+            app.ui.review = Some(ReviewState::Ready { review, typed });
+        }
+        (ReviewState::Ready { review, mut typed }, KeyCode::Char(c)) if !c.is_control() => {
+            if typed.chars().count() < 256 {
+                typed.push(c);
+            }
+            app.ui.review = Some(ReviewState::Ready { review, typed });
+        }
+        (_, KeyCode::Down | KeyCode::PageDown) => scroll_review(app, 1),
+        (_, KeyCode::Up | KeyCode::PageUp) => scroll_review(app, -1),
+        _ => {}
+    }
+    Vec::new()
+}
+
+fn scroll_review(app: &mut App, delta: i64) {
+    let max = app.ui.viewport.scroll_max.min(1_000_000) as i64;
+    app.ui.scroll = (app.ui.scroll as i64).saturating_add(delta).clamp(0, max) as usize;
+}

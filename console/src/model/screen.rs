@@ -1,0 +1,202 @@
+//! What is on screen: the list views ([`ListView`]) and the screens of the
+//! navigation stack ([`Screen`]), with the kinds and watches each needs in
+//! the namespace [`Scope`].
+
+use crate::store::{ANALYSIS_KINDS, Kind, ObjKey, WORKLOAD_KINDS};
+
+use super::watches::WatchKey;
+
+/// Which namespaces are watched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every namespace (`-A`).
+    All,
+    /// One namespace.
+    Namespace(String),
+}
+
+impl Scope {
+    /// `all` or the namespace name.
+    pub fn label(&self) -> &str {
+        match self {
+            Scope::All => "all",
+            Scope::Namespace(n) => n,
+        }
+    }
+}
+
+/// The list views: four tabs and the namespace picker of `:ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ListView {
+    Runtimes,
+    Grants,
+    Handlers,
+    Retained,
+    Namespaces,
+}
+
+impl ListView {
+    /// Every list view.
+    pub const ALL: [ListView; 5] = [
+        ListView::Runtimes,
+        ListView::Grants,
+        ListView::Handlers,
+        ListView::Retained,
+        ListView::Namespaces,
+    ];
+
+    /// The views with a tab, in tab order (`1`–`4`).
+    pub const TABS: [ListView; 4] = [
+        ListView::Runtimes,
+        ListView::Grants,
+        ListView::Handlers,
+        ListView::Retained,
+    ];
+
+    /// The title.
+    pub fn title(self) -> &'static str {
+        match self {
+            ListView::Runtimes => "Runtimes",
+            ListView::Grants => "Grants",
+            ListView::Handlers => "Handlers",
+            ListView::Retained => "Retained",
+            ListView::Namespaces => "Namespaces",
+        }
+    }
+
+    /// Whether the rows are status the agent writes (stale without it).
+    pub fn agent_status(self) -> bool {
+        matches!(self, ListView::Runtimes | ListView::Grants)
+    }
+
+    /// Index into per-view arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The kinds its rows are built from: a change of any other kind
+    /// leaves them as they are.
+    pub fn inputs(self) -> &'static [Kind] {
+        match self {
+            ListView::Runtimes => &[Kind::Runtime],
+            // Namespaces: the warning about shared project/environment.
+            ListView::Grants => &[Kind::RuntimeGrant, Kind::Namespace],
+            ListView::Handlers | ListView::Retained => ANALYSIS_KINDS,
+            ListView::Namespaces => &[Kind::Namespace],
+        }
+    }
+
+    /// Whether its rows are rebuilt even while it is not shown: one row per
+    /// object, cheap, and read by the tab bar and the status bar. Handlers
+    /// and Retained run the analysis over every workload and are rebuilt
+    /// only on screen.
+    pub fn always_live(self) -> bool {
+        matches!(self, ListView::Runtimes | ListView::Grants)
+    }
+}
+
+/// One screen of the navigation stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Screen {
+    /// A table.
+    List(ListView),
+    /// The live rollout of one Runtime.
+    Rollout(ObjKey),
+    /// YAML and events of one object.
+    Details(Kind, ObjKey),
+    /// The plan of the agent's pending grants file (`:plan`).
+    Plan,
+}
+
+impl Screen {
+    /// The kinds this screen needs watched.
+    pub fn kinds(&self) -> Vec<Kind> {
+        match self {
+            Screen::List(ListView::Runtimes) => vec![Kind::Runtime],
+            Screen::List(ListView::Grants) => vec![Kind::RuntimeGrant],
+            Screen::List(ListView::Namespaces) => vec![Kind::Namespace],
+            Screen::List(ListView::Handlers | ListView::Retained) => ANALYSIS_KINDS.to_vec(),
+            Screen::Rollout(_) => vec![
+                Kind::Runtime,
+                Kind::Deployment,
+                Kind::ReplicaSet,
+                Kind::Pod,
+                Kind::Event,
+            ],
+            Screen::Details(kind, _) => {
+                let mut v = vec![*kind, Kind::Event];
+                if *kind == Kind::RuntimeClass {
+                    v.extend_from_slice(WORKLOAD_KINDS);
+                }
+                v
+            }
+            Screen::Plan => {
+                let mut v = vec![Kind::PendingGrantsFile, Kind::Runtime, Kind::Namespace];
+                v.extend_from_slice(ANALYSIS_KINDS);
+                v
+            }
+        }
+    }
+}
+
+impl Screen {
+    /// The watches this screen needs in `scope`: the whole kinds of
+    /// [`Screen::kinds`], except that a Rollout and a Details screen watch
+    /// only their object (see [`super::watches`]).
+    pub fn watches(&self, scope: &Scope) -> Vec<WatchKey> {
+        match self {
+            Screen::Rollout((ns, name)) => {
+                // The agent's selector of the Runtime's server pods: on its
+                // Deployment, copied to the ReplicaSets and their Pods.
+                let labels = berth_shared::render::labels::selector(name)
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let mut v = vec![WatchKey::all(Kind::Runtime)];
+                for kind in [Kind::Deployment, Kind::ReplicaSet, Kind::Pod] {
+                    v.push(WatchKey::select(kind, ns, &labels, ""));
+                }
+                // Events about any of them: no selector names a set of
+                // objects, so the namespace's (the whole kind when the
+                // console watches only that namespace anyway).
+                v.push(match scope {
+                    Scope::Namespace(n) if n == ns => WatchKey::all(Kind::Event),
+                    _ => WatchKey::select(Kind::Event, ns, "", ""),
+                });
+                v
+            }
+            // Watched by a fixed name already (the agent's).
+            Screen::Details(kind @ (Kind::Lease | Kind::PendingGrantsFile), _) => {
+                vec![WatchKey::all(*kind)]
+            }
+            Screen::Details(kind, (ns, name)) => {
+                let mut v = vec![WatchKey::select(
+                    *kind,
+                    ns,
+                    "",
+                    &format!("metadata.name={name}"),
+                )];
+                // Events live in the object's namespace; the Details screen
+                // shows none for cluster-scoped objects.
+                if kind.namespaced() {
+                    v.push(WatchKey::select(
+                        Kind::Event,
+                        ns,
+                        "",
+                        &format!(
+                            "involvedObject.kind={},involvedObject.name={name}",
+                            kind.label()
+                        ),
+                    ));
+                }
+                // The class's handler row reads every workload.
+                if *kind == Kind::RuntimeClass {
+                    v.extend(WORKLOAD_KINDS.iter().map(|k| WatchKey::all(*k)));
+                }
+                v
+            }
+            other => other.kinds().into_iter().map(WatchKey::all).collect(),
+        }
+    }
+}
