@@ -190,9 +190,7 @@ mod tests {
             held.spec.as_ref().and_then(|s| s.replicas),
             before.deployment.spec.as_ref().and_then(|s| s.replicas)
         );
-        assert!(
-            violations(&before.deployment, &held).is_empty()
-        );
+        assert!(violations(&before.deployment, &held).is_empty());
         for (live, desired) in before.cron_jobs.iter().zip(&after.cron_jobs) {
             let held = held_cron_job(desired, live);
             assert_eq!(held.spec, live.spec, "{:?}", live.metadata.name);
@@ -230,9 +228,7 @@ mod tests {
             value: Some("/evil.so".into()),
             ..Default::default()
         }]);
-        assert!(
-            !violations(&live, &before.deployment).is_empty()
-        );
+        assert!(!violations(&live, &before.deployment).is_empty());
 
         let held = held_deployment(&after.deployment, &live);
         let p = pod(&held);
