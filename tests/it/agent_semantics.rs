@@ -377,6 +377,10 @@ async fn agent_semantics_nodes_without_a_handler_list_are_unknown_not_absent() {
         .create(&Default::default(), &node)
         .await
         .expect("create node");
+    // The contract requests ephemeral storage, which kwok does not report.
+    berth_tests::localcluster::nodes::set_capacity(&ns.client, &name)
+        .await
+        .expect("node capacity");
     wait_for("the silent node Ready", WAIT, || {
         let nodes = nodes.clone();
         let name = name.clone();

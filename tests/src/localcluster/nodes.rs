@@ -81,8 +81,9 @@ fn capacity() -> serde_json::Value {
 }
 
 /// Sets the node's capacity and allocatable (a merge patch: kwok's stage
-/// keeps what a node already reports).
-async fn set_capacity(client: &Client, node: &str) -> Result<(), Error> {
+/// keeps what a node already reports). Tests that create a kwok node of
+/// their own call it too.
+pub async fn set_capacity(client: &Client, node: &str) -> Result<(), Error> {
     let api: Api<Node> = Api::all(client.clone());
     let patch = serde_json::json!({"status": {"capacity": capacity(), "allocatable": capacity()}});
     api.patch_status(node, &PatchParams::default(), &Patch::Merge(&patch))
