@@ -242,7 +242,9 @@ pub fn kubelet(l: &NodeLayout, ca: &Path, cert: &Path, key: &Path) -> String {
         "serverTLSBootstrap": false,
         "makeIPTablesUtilChains": false,
         "kernelMemcgNotification": false,
-        "localStorageCapacityIsolation": false,
+        // On: the node reports ephemeral-storage, which the contract now
+        // requests on every pod (without it nothing schedules here).
+        "localStorageCapacityIsolation": true,
         // A shared disk: never evict the tests' pods for others' usage.
         "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
         "imageGCHighThresholdPercent": 100,
