@@ -14,3 +14,6 @@ pub mod quantity;
 pub mod render;
 pub mod sanitize;
 pub mod status;
+
+#[cfg(test)]
+mod layering_tests;
