@@ -7,7 +7,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use berth_shared::grants::{self, Binding, GrantsError, LoadedGrants};
+use berth_shared::grants::{self, FileForm, GrantsError, LoadedGrants};
 use serde::Serialize;
 
 /// Arguments of `check-grants`.
@@ -66,7 +66,7 @@ struct JsonValid<'a> {
     path: String,
     resolved_path: String,
     sha256: &'a str,
-    bindings: &'a [Binding],
+    bindings: Vec<FileForm<'a>>,
 }
 
 #[derive(Serialize)]
@@ -94,7 +94,7 @@ fn render(path: &Path, result: &Result<LoadedGrants, GrantsError>, output: Outpu
                 path: lossy(path),
                 resolved_path: lossy(&loaded.resolved_path),
                 sha256: &loaded.sha256,
-                bindings: &loaded.bindings,
+                bindings: loaded.bindings.iter().map(FileForm).collect(),
             }),
             stderr: String::new(),
             valid: true,
@@ -140,17 +140,7 @@ fn table(loaded: &LoadedGrants) -> String {
     let rows: Vec<[&str; 7]> = loaded
         .bindings
         .iter()
-        .map(|b| {
-            [
-                b.name.as_str(),
-                b.project.as_str(),
-                b.environment.as_str(),
-                b.application.as_str(),
-                b.service.as_str(),
-                b.runtime_class.as_str(),
-                b.handler.as_str(),
-            ]
-        })
+        .map(|b| b.file_fields().map(|(_, value)| value))
         .collect();
     let mut widths = HEADERS.map(str::len);
     for row in &rows {

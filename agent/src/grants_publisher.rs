@@ -314,14 +314,7 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
 
     for binding in &ctx.grants.bindings {
         let existing = grants.get(&ObjectRef::new(&binding.name));
-        let spec = RuntimeGrantSpec {
-            project: binding.project.clone(),
-            environment: binding.environment.clone(),
-            application: binding.application.clone(),
-            service: binding.service.clone(),
-            runtime_class: binding.runtime_class.clone(),
-            handler: binding.handler.clone(),
-        };
+        let spec = RuntimeGrantSpec::of(binding);
         let publisher = ctx.settings.publisher.as_str();
         let labelled = existing.as_ref().is_some_and(|g| {
             g.labels().get(PUBLISHED_BY_LABEL).map(String::as_str) == Some(publisher)

@@ -5,10 +5,12 @@
 
 pub mod analysis;
 pub mod api;
+pub mod binding;
 pub mod claims;
 pub mod contract;
 pub mod decide;
 pub mod grants;
+pub mod patterns;
 pub mod plan;
 pub mod quantity;
 pub mod render;

@@ -85,7 +85,7 @@ mod tests {
         let bindings = berth_shared::grants::parse_bytes(file.as_bytes()).expect("valid");
         assert_eq!(bindings.len(), 1);
         assert_eq!(bindings[0].runtime_class, "bounded");
-        assert_eq!(bindings[0].service, "web");
+        assert_eq!(bindings[0].identity.service, "web");
         let empty = text(&[]);
         assert!(
             berth_shared::grants::parse_bytes(empty.as_bytes())

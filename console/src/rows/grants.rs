@@ -117,10 +117,10 @@ fn grant_row(g: &RuntimeGrant, now: Timestamp) -> GrantRow {
     let source = status.as_ref().and_then(|s| s.source.clone());
     GrantRow {
         name: g.metadata.name.clone().unwrap_or_default(),
-        project: g.spec.project.clone(),
-        environment: g.spec.environment.clone(),
-        application: g.spec.application.clone(),
-        service: g.spec.service.clone(),
+        project: g.spec.identity.project.clone(),
+        environment: g.spec.identity.environment.clone(),
+        application: g.spec.identity.application.clone(),
+        service: g.spec.identity.service.clone(),
         class: g.spec.runtime_class.clone(),
         handler: g.spec.handler.clone(),
         problem: check != "ok" || restart_required || nodes_incomplete,

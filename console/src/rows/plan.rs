@@ -129,10 +129,10 @@ pub fn plan_lines(p: &Plan) -> Vec<String> {
             out.push(format!(
                 "  + {}  {}/{}/{}/{} -> {} (handler {})",
                 s(&a.name),
-                s(&a.project),
-                s(&a.environment),
-                s(&a.application),
-                s(&a.service),
+                s(&a.identity.project),
+                s(&a.identity.environment),
+                s(&a.identity.application),
+                s(&a.identity.service),
                 s(&a.runtime_class),
                 s(&a.handler)
             ));
@@ -147,10 +147,10 @@ pub fn plan_lines(p: &Plan) -> Vec<String> {
             out.push(format!(
                 "  - {}  {}/{}/{}/{} -> {} (handler {})",
                 s(&r.name),
-                s(&r.project),
-                s(&r.environment),
-                s(&r.application),
-                s(&r.service),
+                s(&r.identity.project),
+                s(&r.identity.environment),
+                s(&r.identity.application),
+                s(&r.identity.service),
                 s(&r.runtime_class),
                 s(&r.handler)
             ));

@@ -77,10 +77,12 @@ fn node(name: &str, handlers: &[&str]) -> Object {
 fn binding(name: &str, service: &str, class: &str, handler: &str) -> GrantBinding {
     GrantBinding {
         name: name.into(),
-        project: "demo".into(),
-        environment: "production".into(),
-        application: "analytics".into(),
-        service: service.into(),
+        identity: berth_shared::binding::Identity {
+            project: "demo".into(),
+            environment: "production".into(),
+            application: "analytics".into(),
+            service: service.into(),
+        },
         runtime_class: class.into(),
         handler: handler.into(),
     }

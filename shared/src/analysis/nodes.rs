@@ -117,14 +117,9 @@ impl Coverage {
     }
 }
 
-/// `n/m`, saying how many of the m are unknown: `0/3 (3 unknown)`.
-pub fn coverage_summary(with_handler: usize, total: usize, unknown: usize) -> String {
-    if unknown == 0 {
-        format!("{with_handler}/{total}")
-    } else {
-        format!("{with_handler}/{total} ({unknown} unknown)")
-    }
-}
+/// `n/m`, saying how many of the m are unknown; it formats the
+/// RuntimeGrant's printer column too, so it lives with that type.
+pub use crate::api::coverage_summary;
 
 /// Coverage of `handler` over all `nodes`.
 pub fn coverage(nodes: &[NodeInfo], handler: &str) -> Coverage {

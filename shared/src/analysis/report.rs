@@ -13,15 +13,9 @@ use super::workload::{Workload, WorkloadKind};
 /// A published RuntimeGrant as the plain binding it mirrors (what the
 /// console has instead of the grants file).
 pub fn binding_from_grant(grant: &RuntimeGrant) -> GrantBinding {
-    GrantBinding {
-        name: grant.metadata.name.clone().unwrap_or_default(),
-        project: grant.spec.project.clone(),
-        environment: grant.spec.environment.clone(),
-        application: grant.spec.application.clone(),
-        service: grant.spec.service.clone(),
-        runtime_class: grant.spec.runtime_class.clone(),
-        handler: grant.spec.handler.clone(),
-    }
+    grant
+        .spec
+        .binding(grant.metadata.name.as_deref().unwrap_or_default())
 }
 
 /// RuntimeClass name → the workloads whose pod template references it, in
@@ -259,10 +253,10 @@ pub fn covered_by_grant(w: &Workload, grants: &[GrantBinding]) -> bool {
     grants.iter().any(|g| {
         g.name == *alias
             && g.runtime_class == *class
-            && label(PROJECT_LABEL) == Some(g.project.as_str())
-            && label(ENVIRONMENT_LABEL) == Some(g.environment.as_str())
-            && label(APPLICATION_LABEL) == Some(g.application.as_str())
-            && label(SERVICE_LABEL) == Some(g.service.as_str())
+            && label(PROJECT_LABEL) == Some(g.identity.project.as_str())
+            && label(ENVIRONMENT_LABEL) == Some(g.identity.environment.as_str())
+            && label(APPLICATION_LABEL) == Some(g.identity.application.as_str())
+            && label(SERVICE_LABEL) == Some(g.identity.service.as_str())
     })
 }
 

@@ -81,10 +81,12 @@ fn berth_deployment(name: &str, class: &str, profile: &str) -> Deployment {
 fn binding(name: &str, class: &str, handler: &str) -> GrantBinding {
     GrantBinding {
         name: name.into(),
-        project: "demo".into(),
-        environment: "production".into(),
-        application: "analytics".into(),
-        service: "worker".into(),
+        identity: crate::binding::Identity {
+            project: "demo".into(),
+            environment: "production".into(),
+            application: "analytics".into(),
+            service: "worker".into(),
+        },
         runtime_class: class.into(),
         handler: handler.into(),
     }

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::patterns;
+use crate::binding::{Binding, Identity};
 
 /// One binding of the grants file. `metadata.name` is the binding name (the
 /// alias Runtimes select with `spec.runtimeProfile`).
@@ -56,24 +57,36 @@ use super::patterns;
 )]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeGrantSpec {
-    /// Project the grant applies to (Namespace label `berth.dev/project`).
-    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
-    pub project: String,
-    /// Environment (Namespace label `berth.dev/environment`).
-    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
-    pub environment: String,
-    /// Application (`spec.application` of the Runtime).
-    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
-    pub application: String,
-    /// Service (`spec.service` of the Runtime).
-    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
-    pub service: String,
+    /// The one identity granted.
+    #[serde(flatten)]
+    pub identity: Identity,
     /// The RuntimeClass granted.
     #[schemars(regex(pattern = patterns::DNS_SUBDOMAIN), length(min = 1, max = 253))]
     pub runtime_class: String,
     /// The handler the RuntimeClass must name.
     #[schemars(regex(pattern = patterns::DNS_LABEL), length(min = 1, max = 63))]
     pub handler: String,
+}
+
+impl RuntimeGrantSpec {
+    /// The spec publishing `binding` (its name becomes the object's name).
+    pub fn of(binding: &Binding) -> Self {
+        RuntimeGrantSpec {
+            identity: binding.identity.clone(),
+            runtime_class: binding.runtime_class.clone(),
+            handler: binding.handler.clone(),
+        }
+    }
+
+    /// The binding a grant named `name` with this spec mirrors.
+    pub fn binding(&self, name: &str) -> Binding {
+        Binding {
+            name: name.to_string(),
+            identity: self.identity.clone(),
+            runtime_class: self.runtime_class.clone(),
+            handler: self.handler.clone(),
+        }
+    }
 }
 
 /// What the agent observed about a grant.
@@ -151,12 +164,18 @@ impl NodeCoverage {
             with_handler,
             total,
             unknown,
-            summary: crate::analysis::coverage_summary(
-                count(with_handler),
-                count(total),
-                count(unknown),
-            ),
+            summary: coverage_summary(count(with_handler), count(total), count(unknown)),
         }
+    }
+}
+
+/// `n/m`, saying how many of the m are unknown: `0/3 (3 unknown)` (the
+/// RuntimeGrant printer column, and the console's coverage columns).
+pub fn coverage_summary(with_handler: usize, total: usize, unknown: usize) -> String {
+    if unknown == 0 {
+        format!("{with_handler}/{total}")
+    } else {
+        format!("{with_handler}/{total} ({unknown} unknown)")
     }
 }
 

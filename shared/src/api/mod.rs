@@ -11,14 +11,19 @@ pub mod condition;
 mod conditions;
 mod grant;
 pub mod meta;
-pub mod patterns;
 mod pending;
 mod runtime;
+mod runtime_jobs;
+mod runtime_status;
 mod schema;
 pub mod selectors;
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+/// The schema's patterns and limits, at the bottom of the crate so the
+/// binding types can carry them too (`crate::patterns`).
+pub use crate::patterns;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -26,20 +31,22 @@ use kube::CustomResourceExt;
 pub use conditions::{condition_types, grant_condition_types, reasons};
 pub use grant::{
     GrantSource, NodeCoverage, ObjectRef, RuntimeGrant, RuntimeGrantSpec, RuntimeGrantStatus,
-    WorkloadRef,
+    WorkloadRef, coverage_summary,
 };
 pub use pending::{
-    MAX_PENDING_PROBLEMS, PendingBinding, PendingGrantsFile, PendingGrantsFileSpec, PendingProblem,
-    PendingVerdict,
+    MAX_PENDING_PROBLEMS, PendingGrantsFile, PendingGrantsFileSpec, PendingProblem, PendingVerdict,
 };
 pub use runtime::{
-    AutoscalingSpec, ConcurrencyPolicy, ConfigSpec, DEFAULT_ACTIVE_DEADLINE_SECONDS,
-    DEFAULT_BACKOFF_LIMIT, DEFAULT_CPU_UTILIZATION, DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_REPLICAS,
-    DEFAULT_MIN_REPLICAS, DEFAULT_PORT, DEFAULT_REPLICAS, ExposeSpec, ExposeType,
-    GRACE_MARGIN_SECONDS, IdentityStatus, ImageSpec, IngressPeer, JobRunStatus, JobSpec,
-    NetworkPolicySpec, PodMetadataSpec, ProfileState, ProfileStatus, ResourceAmounts,
-    ResourcesSpec, RolloutPhase, RolloutStatus, Runtime, RuntimeSpec, RuntimeStatus, ScheduleSpec,
-    SchedulingSpec, UpgradeStatus,
+    AutoscalingSpec, ConfigSpec, DEFAULT_ACTIVE_DEADLINE_SECONDS, DEFAULT_BACKOFF_LIMIT,
+    DEFAULT_CPU_UTILIZATION, DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS,
+    DEFAULT_PORT, DEFAULT_REPLICAS, ExposeSpec, ExposeType, GRACE_MARGIN_SECONDS, ImageSpec,
+    IngressPeer, NetworkPolicySpec, PodMetadataSpec, ResourceAmounts, ResourcesSpec, Runtime,
+    RuntimeSpec, SchedulingSpec,
+};
+pub use runtime_jobs::{ConcurrencyPolicy, JobSpec, ScheduleSpec};
+pub use runtime_status::{
+    IdentityStatus, JobRunStatus, ProfileState, ProfileStatus, RolloutPhase, RolloutStatus,
+    RuntimeStatus, UpgradeStatus,
 };
 
 /// The API group of every berth resource.

@@ -19,7 +19,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::patterns;
+use crate::binding::Binding;
 
 /// Most problems kept on the object (the loader may find more).
 pub const MAX_PENDING_PROBLEMS: usize = 100;
@@ -69,7 +69,7 @@ pub struct PendingGrantsFileSpec {
     /// The pending bindings (`Valid` only), in file order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
-    pub bindings: Vec<PendingBinding>,
+    pub bindings: Vec<Binding>,
     /// Why the loader refuses the file (`Invalid` or `Unreadable`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 100))]
@@ -86,27 +86,6 @@ pub enum PendingVerdict {
     Invalid,
     /// It breaks a file-safety rule or cannot be read: a restart would fail.
     Unreadable,
-}
-
-/// One pending binding (the grants-file fields).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingBinding {
-    /// The alias.
-    #[schemars(regex(pattern = patterns::DNS_LABEL), length(min = 1, max = 63))]
-    pub name: String,
-    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
-    pub project: String,
-    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
-    pub environment: String,
-    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
-    pub application: String,
-    #[schemars(regex(pattern = patterns::SCOPE_NAME), length(min = 1, max = 40))]
-    pub service: String,
-    #[schemars(regex(pattern = patterns::DNS_SUBDOMAIN), length(min = 1, max = 253))]
-    pub runtime_class: String,
-    #[schemars(regex(pattern = patterns::DNS_LABEL), length(min = 1, max = 63))]
-    pub handler: String,
 }
 
 /// One loader problem.

@@ -7,48 +7,12 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Namespace;
 
 use crate::api::Runtime;
+use crate::binding::Identity;
 
 /// Namespace label naming the project (set by cluster admins).
 pub const PROJECT_LABEL: &str = "berth.dev/project";
 /// Namespace label naming the environment (set by cluster admins).
 pub const ENVIRONMENT_LABEL: &str = "berth.dev/environment";
-
-/// Who a Runtime is: project and environment from its Namespace's labels
-/// (so a namespace tenant cannot claim another project's grant), application
-/// and service from its immutable spec fields.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Identity {
-    /// From Namespace label `berth.dev/project`.
-    pub project: String,
-    /// From Namespace label `berth.dev/environment`.
-    pub environment: String,
-    /// From `spec.application`.
-    pub application: String,
-    /// From `spec.service`.
-    pub service: String,
-}
-
-impl std::fmt::Display for Identity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "project={} environment={} application={} service={}",
-            self.project, self.environment, self.application, self.service
-        )
-    }
-}
-
-impl Identity {
-    /// The status form of the identity.
-    pub fn to_status(&self) -> crate::api::IdentityStatus {
-        crate::api::IdentityStatus {
-            project: Some(self.project.clone()),
-            environment: Some(self.environment.clone()),
-            application: Some(self.application.clone()),
-            service: Some(self.service.clone()),
-        }
-    }
-}
 
 /// Why an identity could not be formed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -77,7 +41,7 @@ pub enum IdentityError {
 
 /// Whether `value` is a valid project, environment, application or service
 /// name (`[a-z]([-a-z0-9]{0,38}[a-z0-9])?`, the CRD's
-/// [`crate::api::patterns::SCOPE_NAME`]): the grants file's own rule, so a
+/// [`crate::patterns::SCOPE_NAME`]): the grants file's own rule, so a
 /// Namespace label is held to exactly what a binding may name.
 pub fn is_scope_name(value: &str) -> bool {
     crate::grants::validate::identity(value).is_ok()

@@ -20,10 +20,11 @@ use crate::api::{ProfileState, ProfileStatus, reasons};
 
 /// One grant: a binding of the loaded grants file, exactly as loaded (one
 /// type, so the grant the loader accepted is the grant decide checks).
-pub use crate::grants::Binding as GrantBinding;
+pub use crate::binding::Binding as GrantBinding;
+/// Who a Runtime is (the type lives with [`GrantBinding`], which names one).
+pub use crate::binding::Identity;
 pub use identity::{
-    ENVIRONMENT_LABEL, Identity, IdentityError, PROJECT_LABEL, identity, is_scope_name,
-    namespace_scope,
+    ENVIRONMENT_LABEL, IdentityError, PROJECT_LABEL, identity, is_scope_name, namespace_scope,
 };
 
 /// What the agent observed about a RuntimeClass, reduced to what the

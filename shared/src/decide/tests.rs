@@ -12,10 +12,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 fn binding() -> GrantBinding {
     GrantBinding {
         name: "bounded-worker".into(),
-        project: "demo".into(),
-        environment: "production".into(),
-        application: "analytics".into(),
-        service: "worker".into(),
+        identity: Identity {
+            project: "demo".into(),
+            environment: "production".into(),
+            application: "analytics".into(),
+            service: "worker".into(),
+        },
         runtime_class: "bounded-worker".into(),
         handler: "bounded-runc".into(),
     }

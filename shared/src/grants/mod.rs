@@ -37,9 +37,10 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
+/// One grant, as the loader parses it (the crate's one binding type).
+pub use crate::binding::{Binding, FileForm};
 pub use error::{Diagnostic, FormatIssue, GrantsError, Position, Problem, TableRef, UnsafeFile};
 pub use parse::{MAX_REPORTED_PROBLEMS, parse_bytes};
 
@@ -51,38 +52,6 @@ pub const MAX_BINDINGS: usize = 64;
 pub const SCHEMA_VERSION: i64 = 1;
 /// Most symbolic links followed while resolving the path (as Linux's ELOOP limit).
 pub const MAX_SYMLINKS: usize = 40;
-
-/// One grant: the service `project/environment/application/service` may select
-/// the alias `name`, which means RuntimeClass `runtime_class` whose handler
-/// must be `handler`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Binding {
-    /// The alias services select (`runtimeProfile`); unique in the file.
-    pub name: String,
-    /// Project (Namespace label `berth.dev/project`).
-    pub project: String,
-    /// Environment (Namespace label `berth.dev/environment`).
-    pub environment: String,
-    /// Application (`spec.application`).
-    pub application: String,
-    /// Service (`spec.service`).
-    pub service: String,
-    /// The RuntimeClass name.
-    pub runtime_class: String,
-    /// The handler the RuntimeClass must have.
-    pub handler: String,
-}
-
-impl Binding {
-    /// Whether this binding is for exactly this identity (no wildcards).
-    pub fn matches(&self, identity: &crate::decide::Identity) -> bool {
-        self.project == identity.project
-            && self.environment == identity.environment
-            && self.application == identity.application
-            && self.service == identity.service
-    }
-}
 
 /// How files are judged. The default trusts root and the process's effective
 /// uid as owners; tests and tools may choose another set.

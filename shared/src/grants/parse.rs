@@ -12,17 +12,10 @@ use super::error::{FormatIssue, Position, Problem, TableRef};
 use super::excerpt;
 use super::validate;
 use super::{Binding, MAX_BINDINGS, SCHEMA_VERSION};
+use crate::binding::Identity;
 
 /// The keys of a binding, in the order of [`Binding`]'s fields.
-pub(crate) const BINDING_KEYS: [&str; 7] = [
-    "name",
-    "project",
-    "environment",
-    "application",
-    "service",
-    "runtime_class",
-    "handler",
-];
+pub(crate) use crate::binding::FILE_KEYS as BINDING_KEYS;
 
 /// Longest TOML parser message kept, in characters.
 const MAX_SYNTAX_MESSAGE_CHARS: usize = 160;
@@ -364,10 +357,12 @@ fn walk_bindings(items: &[toml::Spanned<DeValue<'_>>], sink: &mut Sink<'_>) -> V
         {
             bindings.push(Binding {
                 name,
-                project,
-                environment,
-                application,
-                service,
+                identity: Identity {
+                    project,
+                    environment,
+                    application,
+                    service,
+                },
                 runtime_class,
                 handler,
             });

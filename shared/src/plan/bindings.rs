@@ -3,18 +3,11 @@
 
 use crate::decide::GrantBinding;
 
-use super::types::{BindingChange, BindingChanges, FieldChange, PlanBinding};
+use super::types::{BindingChange, BindingChanges, FieldChange};
 
 /// The fields of a binding other than its name, with their file keys.
-fn fields(b: &GrantBinding) -> [(&'static str, &str); 6] {
-    [
-        ("project", &b.project),
-        ("environment", &b.environment),
-        ("application", &b.application),
-        ("service", &b.service),
-        ("runtime_class", &b.runtime_class),
-        ("handler", &b.handler),
-    ]
+fn fields(b: &GrantBinding) -> impl Iterator<Item = (&'static str, &str)> {
+    b.file_fields().into_iter().skip(1)
 }
 
 /// What changes from `current` to `next`, each list sorted by name.
@@ -22,10 +15,9 @@ pub fn diff_bindings(current: &[GrantBinding], next: &[GrantBinding]) -> Binding
     let mut out = BindingChanges::default();
     for n in next {
         match current.iter().find(|c| c.name == n.name) {
-            None => out.added.push(PlanBinding::from(n)),
+            None => out.added.push(n.clone()),
             Some(c) => {
                 let changed: Vec<FieldChange> = fields(c)
-                    .into_iter()
                     .zip(fields(n))
                     .filter(|((_, a), (_, b))| a != b)
                     .map(|((field, from), (_, to))| FieldChange {
@@ -46,7 +38,7 @@ pub fn diff_bindings(current: &[GrantBinding], next: &[GrantBinding]) -> Binding
     out.removed = current
         .iter()
         .filter(|c| !next.iter().any(|n| n.name == c.name))
-        .map(PlanBinding::from)
+        .cloned()
         .collect();
     out.added.sort_by(|a, b| a.name.cmp(&b.name));
     out.removed.sort_by(|a, b| a.name.cmp(&b.name));

@@ -2,10 +2,7 @@
 //! agent publishes) and back as a plan [`Candidate`] (what the console
 //! plans), so both ends agree on one conversion.
 
-use crate::api::{
-    MAX_PENDING_PROBLEMS, PendingBinding, PendingGrantsFileSpec, PendingProblem, PendingVerdict,
-};
-use crate::decide::GrantBinding;
+use crate::api::{MAX_PENDING_PROBLEMS, PendingGrantsFileSpec, PendingProblem, PendingVerdict};
 use crate::grants::{GrantsError, LoadedGrants};
 
 use super::types::{PlanProblem, Stage};
@@ -28,19 +25,7 @@ pub fn pending_spec(
         Ok(l) => {
             spec.verdict = PendingVerdict::Valid;
             spec.sha256 = Some(l.sha256.clone());
-            spec.bindings = l
-                .bindings
-                .iter()
-                .map(|b| PendingBinding {
-                    name: b.name.clone(),
-                    project: b.project.clone(),
-                    environment: b.environment.clone(),
-                    application: b.application.clone(),
-                    service: b.service.clone(),
-                    runtime_class: b.runtime_class.clone(),
-                    handler: b.handler.clone(),
-                })
-                .collect();
+            spec.bindings = l.bindings.clone();
         }
         Err(e) => {
             spec.verdict = match e {
@@ -67,19 +52,7 @@ pub fn pending_spec(
 /// The plan candidate an agent's published pending file stands for.
 pub fn candidate_from_pending(source: String, spec: &PendingGrantsFileSpec) -> Candidate {
     let bindings = match spec.verdict {
-        PendingVerdict::Valid => Ok(spec
-            .bindings
-            .iter()
-            .map(|b| GrantBinding {
-                name: b.name.clone(),
-                project: b.project.clone(),
-                environment: b.environment.clone(),
-                application: b.application.clone(),
-                service: b.service.clone(),
-                runtime_class: b.runtime_class.clone(),
-                handler: b.handler.clone(),
-            })
-            .collect()),
+        PendingVerdict::Valid => Ok(spec.bindings.clone()),
         PendingVerdict::Invalid | PendingVerdict::Unreadable => Err(spec
             .problems
             .iter()

@@ -11,10 +11,12 @@ use crate::api::ProfileState;
 fn b(name: &str, class: &str, handler: &str) -> GrantBinding {
     GrantBinding {
         name: name.into(),
-        project: "demo".into(),
-        environment: "prod".into(),
-        application: "app".into(),
-        service: "svc".into(),
+        identity: crate::binding::Identity {
+            project: "demo".into(),
+            environment: "prod".into(),
+            application: "app".into(),
+            service: "svc".into(),
+        },
         runtime_class: class.into(),
         handler: handler.into(),
     }
@@ -261,7 +263,7 @@ fn stalled_nodes_are_named_on_the_runtime_and_the_class() {
 #[test]
 fn binding_diff_is_field_by_field_and_sorted() {
     let mut moved = b("a", "kata", "kata");
-    moved.service = "other".into();
+    moved.identity.service = "other".into();
     let d = diff_bindings(
         &[b("a", "gvisor", "runsc"), b("gone", "gvisor", "runsc")],
         &[moved, b("new", "gvisor", "runsc")],
@@ -445,7 +447,7 @@ fn every_json_field_is_documented() {
     let nodes = vec![node("n1", &["kata"]), node("n2", &["runsc"])];
     let classes = vec![class("gvisor", "runsc"), class("kata", "kata")];
     let mut old = b("old", "gvisor", "runsc");
-    old.service = "other".into();
+    old.identity.service = "other".into();
     let cluster = Cluster {
         runtimes: &runtimes,
         namespaces: &namespaces,

@@ -107,39 +107,12 @@ impl Summary {
     }
 }
 
-/// One binding, as in the grants file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanBinding {
-    pub name: String,
-    pub project: String,
-    pub environment: String,
-    pub application: String,
-    pub service: String,
-    pub runtime_class: String,
-    pub handler: String,
-}
-
-impl From<&GrantBinding> for PlanBinding {
-    fn from(b: &GrantBinding) -> Self {
-        PlanBinding {
-            name: b.name.clone(),
-            project: b.project.clone(),
-            environment: b.environment.clone(),
-            application: b.application.clone(),
-            service: b.service.clone(),
-            runtime_class: b.runtime_class.clone(),
-            handler: b.handler.clone(),
-        }
-    }
-}
-
 /// Binding differences, matched by name (the alias).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BindingChanges {
-    pub added: Vec<PlanBinding>,
-    pub removed: Vec<PlanBinding>,
+    pub added: Vec<GrantBinding>,
+    pub removed: Vec<GrantBinding>,
     pub changed: Vec<BindingChange>,
 }
 

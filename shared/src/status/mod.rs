@@ -27,7 +27,8 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use crate::analysis::NodeInfo;
 use crate::api::{
-    JobRunStatus, RolloutPhase, RolloutStatus, Runtime, RuntimeStatus, UpgradeStatus,
+    IdentityStatus, JobRunStatus, RolloutPhase, RolloutStatus, Runtime, RuntimeStatus,
+    UpgradeStatus,
 };
 use crate::decide::{Decision, Identity};
 
@@ -151,7 +152,7 @@ pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
     };
     RuntimeStatus {
         observed_generation: generation,
-        identity: o.identity.map(Identity::to_status),
+        identity: o.identity.map(IdentityStatus::from),
         profile: o.decision.profile_status(),
         rollout: rollout_status.map(|r| RolloutStatus {
             phase: shown_phase,

@@ -8,10 +8,12 @@ use serde_json::json;
 fn binding() -> GrantBinding {
     GrantBinding {
         name: "bounded-worker".into(),
-        project: "demo".into(),
-        environment: "production".into(),
-        application: "analytics".into(),
-        service: "worker".into(),
+        identity: berth_shared::binding::Identity {
+            project: "demo".into(),
+            environment: "production".into(),
+            application: "analytics".into(),
+            service: "worker".into(),
+        },
         runtime_class: "bounded-worker".into(),
         handler: "bounded-runc".into(),
     }
@@ -131,7 +133,7 @@ fn not_granted_names_the_exact_scope() {
 
     // Same alias bound to another service: still the exact scope of this one.
     let mut other = binding();
-    other.service = "api".into();
+    other.identity.service = "api".into();
     let b = [other];
     let mut c = Case::create(Some("bounded-worker"));
     c.bindings = &b;
