@@ -100,7 +100,7 @@ pub fn format(what: What, store: &Store, now: Timestamp, fmt: Format) -> String 
                 s.push('\n');
                 s
             } else {
-                serde_yaml::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
+                yaml_serde::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
             }
         }
     }
@@ -202,7 +202,7 @@ mod tests {
             let v: serde_json::Value = serde_json::from_str(&j).expect("json");
             assert!(v["items"].is_array(), "{what:?}");
             let y = format(what, &app.data.store, fixtures::now(), Format::Yaml);
-            let vy: serde_json::Value = serde_yaml::from_str(&y).expect("yaml");
+            let vy: serde_json::Value = yaml_serde::from_str(&y).expect("yaml");
             assert_eq!(v, vy);
         }
         let j = format(

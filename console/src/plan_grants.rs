@@ -99,7 +99,7 @@ pub fn render(plan: &Plan, fmt: Format) -> String {
                 s.push('\n');
                 s
             } else {
-                serde_yaml::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
+                yaml_serde::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
             }
         }
     }
@@ -223,7 +223,7 @@ mod tests {
         let j: serde_json::Value =
             serde_json::from_str(&render(&plan, Format::Json)).expect("json");
         let y: serde_json::Value =
-            serde_yaml::from_str(&render(&plan, Format::Yaml)).expect("yaml");
+            yaml_serde::from_str(&render(&plan, Format::Yaml)).expect("yaml");
         assert_eq!(j, y);
         assert_eq!(j["outcome"], "NoChange");
         let table = render(&plan, Format::Table);

@@ -389,9 +389,9 @@ async fn agent_autoscaling_owns_replicas_while_on_and_is_deleted_when_off() {
 
 /// The multi-document YAML of an RBAC asset, as JSON values.
 fn yaml_documents(text: &str) -> Vec<serde_json::Value> {
-    serde_yaml::Deserializer::from_str(text)
+    yaml_serde::Deserializer::from_str(text)
         .map(|d| {
-            let v: serde_yaml::Value = serde::Deserialize::deserialize(d).expect("yaml");
+            let v: yaml_serde::Value = serde::Deserialize::deserialize(d).expect("yaml");
             serde_json::to_value(v).expect("json")
         })
         .filter(|v| !v.is_null())
@@ -476,7 +476,7 @@ pub(crate) async fn install_shipped_rbac(
 /// harness kubeconfig), written next to `beside`.
 fn token_kubeconfig(beside: &std::path::Path, token: &str) -> std::path::PathBuf {
     let admin = std::fs::read_to_string(&harness::cluster().kubeconfig).expect("kubeconfig");
-    let admin: serde_yaml::Value = serde_yaml::from_str(&admin).expect("kubeconfig yaml");
+    let admin: yaml_serde::Value = yaml_serde::from_str(&admin).expect("kubeconfig yaml");
     let cluster = &admin["clusters"][0]["cluster"];
     let server = cluster["server"].as_str().expect("server");
     let ca = cluster["certificate-authority"].as_str().expect("ca path");

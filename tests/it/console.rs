@@ -851,7 +851,7 @@ fn kubeconfig_with_contexts(dir: &std::path::Path, extra: &[(&str, String)]) -> 
     }
     std::fs::create_dir_all(dir).expect("mkdir");
     let path = dir.join(format!("kubeconfig-contexts-{}", std::process::id()));
-    std::fs::write(&path, serde_yaml::to_string(&kc).expect("yaml")).expect("write kubeconfig");
+    std::fs::write(&path, yaml_serde::to_string(&kc).expect("yaml")).expect("write kubeconfig");
     (path, good)
 }
 
@@ -956,8 +956,8 @@ async fn a_failed_ctx_switch_leaves_the_console_on_the_old_context() {
 /// hands out the test cluster's admin certificate.
 fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
     let cluster = harness::cluster().kubeconfig.clone();
-    let mut kc: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(&cluster).expect("read kubeconfig"))
+    let mut kc: yaml_serde::Value =
+        yaml_serde::from_str(&std::fs::read_to_string(&cluster).expect("read kubeconfig"))
             .expect("kubeconfig yaml");
     let admin = &kc["users"][0]["user"];
     let read = |key: &str| {
@@ -990,7 +990,7 @@ fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let cluster_name = kc["contexts"][0]["context"]["cluster"].clone();
-    let user: serde_yaml::Value = serde_yaml::to_value(json!({
+    let user: yaml_serde::Value = yaml_serde::to_value(json!({
         "name": "plugged-user",
         "user": {"exec": {
             "apiVersion": "client.authentication.k8s.io/v1",
@@ -999,7 +999,7 @@ fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
         }},
     }))
     .expect("user");
-    let context: serde_yaml::Value = serde_yaml::to_value(json!({
+    let context: yaml_serde::Value = yaml_serde::to_value(json!({
         "name": "plugged",
         "context": {"cluster": cluster_name, "user": "plugged-user"},
     }))
@@ -1011,7 +1011,7 @@ fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
         contexts.push(context);
     }
     let path = dir.join("kubeconfig");
-    std::fs::write(&path, serde_yaml::to_string(&kc).expect("yaml")).expect("write kubeconfig");
+    std::fs::write(&path, yaml_serde::to_string(&kc).expect("yaml")).expect("write kubeconfig");
     path
 }
 

@@ -334,7 +334,7 @@ async fn plan_grants_predicts_every_change_kind_and_the_restarted_agent_agrees()
     // YAML is the same document; the table names every Runtime.
     let (code, yaml, _) = plan_grants(n, &next, &["-o", "yaml"]).await;
     assert_eq!(code, 3);
-    let from_yaml: Value = serde_yaml::from_str(&yaml).expect("yaml");
+    let from_yaml: Value = yaml_serde::from_str(&yaml).expect("yaml");
     assert_eq!(from_yaml, plan);
     let (code, table, _) = plan_grants(n, &next, &[]).await;
     assert_eq!(code, 3);

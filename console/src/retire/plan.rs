@@ -303,7 +303,7 @@ fn is_server_pod(p: &Pod) -> bool {
 }
 
 fn spec_yaml(rt: &Runtime) -> Vec<String> {
-    serde_yaml::to_string(&rt.spec)
+    yaml_serde::to_string(&rt.spec)
         .unwrap_or_default()
         .lines()
         .map(|l| sanitize::line(l, 512))

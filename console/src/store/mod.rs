@@ -77,7 +77,7 @@ macro_rules! kinds {
 
             /// The object as YAML (already sanitized and stripped).
             pub fn to_yaml(&self) -> String {
-                let r = match self { $( Object::$variant(o) => serde_yaml::to_string(o.as_ref()), )* };
+                let r = match self { $( Object::$variant(o) => yaml_serde::to_string(o.as_ref()), )* };
                 r.unwrap_or_else(|e| format!("# cannot render YAML: {e}\n"))
             }
         }
