@@ -11,6 +11,7 @@ pub mod index;
 pub mod ingest;
 pub mod kept;
 pub mod slim;
+pub mod visit;
 
 use std::collections::BTreeMap;
 
@@ -52,7 +53,14 @@ macro_rules! kinds {
             pub fn namespaced(self) -> bool {
                 match self { $( Kind::$variant => $namespaced, )* }
             }
+
+            /// Runs `f` with the object type of this kind.
+            pub fn visit<F: visit::KindFn>(self, f: F) -> F::Out {
+                match self { $( Kind::$variant => f.call::<$ty>(), )* }
+            }
         }
+
+        visit::watched!($( $ty ),*);
 
         /// One object of any watched kind.
         #[derive(Clone, Debug)]
@@ -67,6 +75,11 @@ macro_rules! kinds {
             /// The object's key.
             pub fn key(&self) -> ObjKey {
                 match self { $( Object::$variant(o) => key_of(o.as_ref()), )* }
+            }
+
+            /// The object's metadata.
+            pub fn meta(&self) -> &kube::api::ObjectMeta {
+                match self { $( Object::$variant(o) => kube::Resource::meta(o.as_ref()), )* }
             }
 
             /// The object stripped and sanitized ([`ingest::prepare`]);
