@@ -42,6 +42,20 @@ pub enum Format {
     Yaml,
 }
 
+impl Format {
+    /// `v` as a JSON or YAML document (a table has none: JSON then).
+    pub fn document(self, v: &serde_json::Value) -> String {
+        if self == Format::Yaml {
+            yaml_serde::to_string(v).unwrap_or_else(|e| format!("error: {e}\n"))
+        } else {
+            let mut s = serde_json::to_string_pretty(v)
+                .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+            s.push('\n');
+            s
+        }
+    }
+}
+
 impl What {
     /// The kinds needed to compute the rows.
     pub fn kinds(self) -> Vec<Kind> {
@@ -94,14 +108,7 @@ pub fn format(what: What, store: &Store, now: Timestamp, fmt: Format) -> String 
                 What::Retained => doc(what, rows::retained_rows(store)),
                 What::Rollouts => doc(what, rows::rollout_rows(store, now)),
             };
-            if fmt == Format::Json {
-                let mut s = serde_json::to_string_pretty(&v)
-                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-                s.push('\n');
-                s
-            } else {
-                yaml_serde::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
-            }
+            fmt.document(&v)
         }
     }
 }

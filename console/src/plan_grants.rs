@@ -93,14 +93,7 @@ pub fn render(plan: &Plan, fmt: Format) -> String {
         Format::Json | Format::Yaml => {
             let mut v = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
             sanitize::json(&mut v, sanitize::MAX_VALUE_CHARS);
-            if fmt == Format::Json {
-                let mut s = serde_json::to_string_pretty(&v)
-                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-                s.push('\n');
-                s
-            } else {
-                yaml_serde::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
-            }
+            fmt.document(&v)
         }
     }
 }

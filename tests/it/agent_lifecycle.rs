@@ -26,8 +26,8 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, condition, create_runtime, server_pods, setup, wait_condition,
-    wait_reconciles, write_grants,
+    Agent, AgentOpts, Granted, condition, create_runtime, server_pods, setup_granted,
+    wait_condition, wait_reconciles,
 };
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -62,9 +62,7 @@ fn replicas(d: &Deployment) -> Option<i32> {
 
 #[tokio::test]
 async fn agent_suspend_scales_to_zero_and_suspends_schedules() {
-    let (ns, class) = setup("agent-susp").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-susp").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(
         &ns,
@@ -157,9 +155,7 @@ async fn agent_suspend_scales_to_zero_and_suspends_schedules() {
 
 #[tokio::test]
 async fn agent_network_policy_jobs_and_schedules_off_delete_only_own() {
-    let (ns, class) = setup("agent-np").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-np").await;
     let nps: Api<NetworkPolicy> = Api::namespaced(ns.client.clone(), &ns.name);
     // Not berth's, though it carries berth's labels (so it is in the
     // agent's label-filtered cache): must survive every prune.
@@ -283,9 +279,7 @@ async fn agent_network_policy_jobs_and_schedules_off_delete_only_own() {
 
 #[tokio::test]
 async fn agent_autoscaling_owns_replicas_while_on_and_is_deleted_when_off() {
-    let (ns, class) = setup("agent-hpa").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-hpa").await;
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ns.client.clone(), &ns.name);
     let unrelated: HorizontalPodAutoscaler = serde_json::from_value(json!({
         "metadata": {"name": "unrelated", "labels": {"app.kubernetes.io/managed-by": "berth"}},
@@ -535,9 +529,7 @@ pub(crate) async fn delete_rbac(client: &kube::Client, roles: Vec<String>, bindi
 
 #[tokio::test]
 async fn agent_runs_with_exactly_the_shipped_rbac() {
-    let (ns, class) = setup("agent-rbac").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-rbac").await;
     let (roles, bindings) = install_shipped_rbac(&ns.client, &ns.name, |_| {}).await;
     let kubeconfig = agent_kubeconfig(&ns, &grants).await;
     let mut opts = AgentOpts::new(&ns.name, Some(&grants));
@@ -637,9 +629,7 @@ async fn agent_runs_with_exactly_the_shipped_rbac() {
 /// waited for instead, see `controller::list_progress`).
 #[tokio::test]
 async fn agent_exits_untouched_when_a_cache_receives_nothing() {
-    let (ns, class) = setup("agent-nosync").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-nosync").await;
     // The shipped RBAC without the right to list and watch ReplicaSets (it
     // has no Pod right at all any more: bare-pod analysis is opt-in).
     let (roles, bindings) = install_shipped_rbac(&ns.client, &ns.name, |doc| {
@@ -707,9 +697,7 @@ fn log_time(log: &str, needle: &str) -> Option<Timestamp> {
 
 #[tokio::test]
 async fn agent_losing_the_lease_stops_writes_and_exits_non_zero() {
-    let (ns, class) = setup("agent-lose").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-lose").await;
     let opts = AgentOpts::new(&ns.name, Some(&grants));
     let lease_name = opts.lease_name.clone();
     let mut agent = Agent::start(opts).await;

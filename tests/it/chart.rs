@@ -62,7 +62,8 @@ fn helm(args: &[&str]) -> Output {
         .expect("run helm")
 }
 
-fn stdout_of(what: &str, out: &Output) -> String {
+/// The standard output of a command that must have succeeded.
+pub(crate) fn stdout_of(what: &str, out: &Output) -> String {
     assert!(
         out.status.success(),
         "{what} failed ({}):\n{}\n{}",

@@ -25,29 +25,11 @@ const WAIT: Duration = Duration::from_secs(120);
 /// Runs `berth -n NS --agent-lease NS/agent-NS plan-grants FILE ARGS…`:
 /// (exit code, stdout, stderr).
 pub async fn plan_grants(ns: &str, file: &Path, args: &[&str]) -> (i32, String, String) {
-    let bin = tokio::task::spawn_blocking(|| {
-        harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
-    })
-    .await
-    .expect("build");
-    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
-        .await
-        .expect("cluster");
-    let out = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["-n", ns, "--agent-lease", &format!("{ns}/agent-{ns}")])
-        .arg("plan-grants")
-        .arg(file)
-        .args(args)
-        .output()
-        .await
-        .expect("run berth");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let lease = format!("{ns}/agent-{ns}");
+    let file = file.display().to_string();
+    let mut argv = vec!["-n", ns, "--agent-lease", &lease, "plan-grants", &file];
+    argv.extend_from_slice(args);
+    crate::support::berth::run(None, &argv).await
 }
 
 /// The JSON plan of `file`, asserting its exit code.
@@ -555,28 +537,10 @@ async fn pending_file_is_published_planned_and_then_applied_by_the_restart() {
 
 /// `berth plan-grants --pending` for the agent of namespace `ns`.
 async fn plan_grants_pending(ns: &str, args: &[&str]) -> (i32, String, String) {
-    let bin = tokio::task::spawn_blocking(|| {
-        harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
-    })
-    .await
-    .expect("build");
-    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
-        .await
-        .expect("cluster");
-    let out = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["-n", ns, "--agent-lease", &format!("{ns}/agent-{ns}")])
-        .args(["plan-grants", "--pending"])
-        .args(args)
-        .output()
-        .await
-        .expect("run berth");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let lease = format!("{ns}/agent-{ns}");
+    let mut argv = vec!["-n", ns, "--agent-lease", &lease, "plan-grants", "--pending"];
+    argv.extend_from_slice(args);
+    crate::support::berth::run(None, &argv).await
 }
 
 /// The text of the console's Plan view, its model fed by its own watchers

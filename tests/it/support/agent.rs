@@ -280,6 +280,29 @@ pub async fn setup(prefix: &str) -> (TestNamespace, String) {
     (ns, class)
 }
 
+/// What most agent tests start from: [`setup`]'s namespace and class,
+/// and a grants file granting the profile `<ns>-bw` that class.
+pub struct Granted {
+    pub ns: TestNamespace,
+    pub class: String,
+    /// The granted profile.
+    pub bw: String,
+    pub grants: PathBuf,
+}
+
+/// [`setup`] plus a grants file granting `<ns>-bw` the class.
+pub async fn setup_granted(prefix: &str) -> Granted {
+    let (ns, class) = setup(prefix).await;
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    Granted {
+        ns,
+        class,
+        bw,
+        grants,
+    }
+}
+
 pub use berth_tests::harness::create_runtime_class as create_class;
 
 /// Creates a Runtime from a JSON spec (application/service/image defaulted).
