@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
-use berth_tests::harness::{self, TestNamespace, wait_for, wait_for_value};
+use berth_tests::harness::{TestNamespace, wait_for, wait_for_value};
 use berth_tests::localcluster::nodes::set_handlers;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -538,7 +538,14 @@ async fn pending_file_is_published_planned_and_then_applied_by_the_restart() {
 /// `berth plan-grants --pending` for the agent of namespace `ns`.
 async fn plan_grants_pending(ns: &str, args: &[&str]) -> (i32, String, String) {
     let lease = format!("{ns}/agent-{ns}");
-    let mut argv = vec!["-n", ns, "--agent-lease", &lease, "plan-grants", "--pending"];
+    let mut argv = vec![
+        "-n",
+        ns,
+        "--agent-lease",
+        &lease,
+        "plan-grants",
+        "--pending",
+    ];
     argv.extend_from_slice(args);
     crate::support::berth::run(None, &argv).await
 }
