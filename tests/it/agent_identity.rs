@@ -31,16 +31,7 @@ async fn agent_identity_webhook_refuses_copies_naming_the_holder() {
     let class = format!("{id}-bounded");
     create_runtime_class(&client, &class, "bounded-runc").await;
     let grants = grants_file(&id, &[("bounded-worker", &class, "bounded-runc")]);
-    let hook = Webhook::start(
-        &client,
-        &first.name,
-        &WebhookOptions {
-            selector: &id,
-            grants: &grants,
-            cert_validity: "30d",
-        },
-    )
-    .await;
+    let hook = Webhook::start(&client, &first.name, &WebhookOptions::new(&id, &grants)).await;
     let here = runtimes(&client, &first.name);
     let there = runtimes(&client, &second.name);
     let holder = format!("{}/web", first.name);

@@ -100,6 +100,23 @@ async fn handler_on_one_node(ns: &TestNamespace, handler: &str) -> Vec<String> {
         .collect()
 }
 
+/// Waits until every Runtime of `plan` is in the state, on the class, its
+/// plan predicted.
+async fn ends_as_planned(ns: &TestNamespace, plan: &Value) {
+    for r in plan["runtimes"].as_array().expect("runtimes") {
+        let name = r["name"].as_str().expect("name").to_string();
+        let want = (
+            r["after"]["state"].as_str().unwrap_or_default().to_string(),
+            r["after"]["runtimeClass"].as_str().map(str::to_string),
+        );
+        wait_for_value(&format!("{name} as planned {want:?}"), WAIT, || {
+            let (name, want) = (name.clone(), want.clone());
+            async move { profile(ns, &name).await.filter(|p| *p == want) }
+        })
+        .await;
+    }
+}
+
 async fn profile(ns: &TestNamespace, name: &str) -> Option<(String, Option<String>)> {
     let rt = Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
         .get(name)
@@ -334,19 +351,7 @@ async fn plan_grants_predicts_every_change_kind_and_the_restarted_agent_agrees()
     let mut opts = AgentOpts::new(n, Some(&next));
     opts.identity = format!("{n}-b");
     let _agent = Agent::start(opts).await;
-    for r in plan["runtimes"].as_array().expect("runtimes") {
-        let name = r["name"].as_str().expect("name").to_string();
-        let want = (
-            r["after"]["state"].as_str().unwrap_or_default().to_string(),
-            r["after"]["runtimeClass"].as_str().map(str::to_string),
-        );
-        let got = wait_for_value(&format!("{name} as planned {want:?}"), WAIT, || {
-            let (ns, name, want) = (&ns, name.clone(), want.clone());
-            async move { profile(ns, &name).await.filter(|p| *p == want) }
-        })
-        .await;
-        assert_eq!(got, want);
-    }
+    ends_as_planned(&ns, &plan).await;
     // The unchanged Runtime stayed granted, and the plan of the same file
     // is now empty.
     wait_condition(&ns, "keep", "Ready", "True", None).await;
@@ -513,18 +518,7 @@ async fn pending_file_is_published_planned_and_then_applied_by_the_restart() {
     let mut opts = AgentOpts::new(n, Some(&file));
     opts.identity = format!("{n}-b");
     let _agent = Agent::start(opts).await;
-    for r in plan["runtimes"].as_array().expect("runtimes") {
-        let name = r["name"].as_str().expect("name").to_string();
-        let want = (
-            r["after"]["state"].as_str().unwrap_or_default().to_string(),
-            r["after"]["runtimeClass"].as_str().map(str::to_string),
-        );
-        wait_for_value(&format!("{name} as planned {want:?}"), WAIT, || {
-            let (ns, name, want) = (&ns, name.clone(), want.clone());
-            async move { profile(ns, &name).await.filter(|p| *p == want) }
-        })
-        .await;
-    }
+    ends_as_planned(&ns, &plan).await;
     wait_for("PendingGrantsFile deleted after the restart", WAIT, || {
         let (api, name) = (pending_api.clone(), format!("agent-{n}"));
         async move { matches!(api.get_opt(&name).await, Ok(None)) }

@@ -14,6 +14,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
+use berth_tests::bench::process::free_port;
 use berth_tests::harness::{self, TestNamespace, wait_for_value};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -48,13 +49,6 @@ async fn restricted_kubeconfig() -> PathBuf {
     tokio::task::spawn_blocking(|| harness::cluster().restricted_kubeconfig.clone())
         .await
         .expect("cluster")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 /// `berth-agent run` for one namespace with the admission webhook on,
