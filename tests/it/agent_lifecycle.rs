@@ -26,7 +26,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, Granted, condition, create_runtime, server_pods, setup_granted,
+    Agent, AgentOpts, Granted, condition, create_runtime, get, server_pods, setup_granted,
     wait_condition, wait_reconciles,
 };
 
@@ -34,19 +34,6 @@ const WAIT: Duration = Duration::from_secs(120);
 
 fn uid<K: Resource>(obj: &K) -> String {
     obj.meta().uid.clone().unwrap_or_default()
-}
-
-async fn get<K>(ns: &harness::TestNamespace, name: &str) -> Option<K>
-where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    Api::<K>::namespaced(ns.client.clone(), &ns.name)
-        .get_opt(name)
-        .await
-        .expect("get")
 }
 
 async fn merge_runtime(ns: &harness::TestNamespace, name: &str, patch: serde_json::Value) {

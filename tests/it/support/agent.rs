@@ -305,6 +305,20 @@ pub async fn setup_granted(prefix: &str) -> Granted {
 
 pub use berth_tests::harness::create_runtime_class as create_class;
 
+/// The object `name` of kind `K` in the test's namespace, if it exists.
+pub async fn get<K>(ns: &TestNamespace, name: &str) -> Option<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(ns.client.clone(), &ns.name)
+        .get_opt(name)
+        .await
+        .expect("get")
+}
+
 /// Creates a Runtime from a JSON spec (application/service/image defaulted).
 pub async fn create_runtime(ns: &TestNamespace, name: &str, extra: serde_json::Value) -> Runtime {
     let mut spec = serde_json::json!({
