@@ -42,6 +42,20 @@ pub enum Format {
     Yaml,
 }
 
+impl Format {
+    /// `v` as a JSON or YAML document (a table has none: JSON then).
+    pub fn document(self, v: &serde_json::Value) -> String {
+        if self == Format::Yaml {
+            yaml_serde::to_string(v).unwrap_or_else(|e| format!("error: {e}\n"))
+        } else {
+            let mut s = serde_json::to_string_pretty(v)
+                .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+            s.push('\n');
+            s
+        }
+    }
+}
+
 impl What {
     /// The kinds needed to compute the rows.
     pub fn kinds(self) -> Vec<Kind> {
@@ -94,14 +108,7 @@ pub fn format(what: What, store: &Store, now: Timestamp, fmt: Format) -> String 
                 What::Retained => doc(what, rows::retained_rows(store)),
                 What::Rollouts => doc(what, rows::rollout_rows(store, now)),
             };
-            if fmt == Format::Json {
-                let mut s = serde_json::to_string_pretty(&v)
-                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-                s.push('\n');
-                s
-            } else {
-                serde_yaml::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
-            }
+            fmt.document(&v)
         }
     }
 }
@@ -202,7 +209,7 @@ mod tests {
             let v: serde_json::Value = serde_json::from_str(&j).expect("json");
             assert!(v["items"].is_array(), "{what:?}");
             let y = format(what, &app.data.store, fixtures::now(), Format::Yaml);
-            let vy: serde_json::Value = serde_yaml::from_str(&y).expect("yaml");
+            let vy: serde_json::Value = yaml_serde::from_str(&y).expect("yaml");
             assert_eq!(v, vy);
         }
         let j = format(

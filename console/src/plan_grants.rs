@@ -93,14 +93,7 @@ pub fn render(plan: &Plan, fmt: Format) -> String {
         Format::Json | Format::Yaml => {
             let mut v = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
             sanitize::json(&mut v, sanitize::MAX_VALUE_CHARS);
-            if fmt == Format::Json {
-                let mut s = serde_json::to_string_pretty(&v)
-                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-                s.push('\n');
-                s
-            } else {
-                serde_yaml::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
-            }
+            fmt.document(&v)
         }
     }
 }
@@ -223,7 +216,7 @@ mod tests {
         let j: serde_json::Value =
             serde_json::from_str(&render(&plan, Format::Json)).expect("json");
         let y: serde_json::Value =
-            serde_yaml::from_str(&render(&plan, Format::Yaml)).expect("yaml");
+            yaml_serde::from_str(&render(&plan, Format::Yaml)).expect("yaml");
         assert_eq!(j, y);
         assert_eq!(j["outcome"], "NoChange");
         let table = render(&plan, Format::Table);

@@ -36,16 +36,7 @@ async fn refuses_ungranted_profiles_and_dry_run_plans_the_same() {
             ("missing", &missing, "bounded-runc"),
         ],
     );
-    let hook = Webhook::start(
-        &client,
-        &ns.name,
-        &WebhookOptions {
-            selector: &id,
-            grants: &grants,
-            cert_validity: "30d",
-        },
-    )
-    .await;
+    let hook = Webhook::start(&client, &ns.name, &WebhookOptions::new(&id, &grants)).await;
     let api = runtimes(&client, &ns.name);
 
     // Denied create, with the reason and the exact scope in the error.
@@ -198,16 +189,7 @@ async fn retiring_a_revoked_profile_is_always_accepted() {
         .map(|n| (*n, class.as_str(), "bounded-runc", *n))
         .collect();
     let with_grant = grants_file_with(&id, &bindings);
-    let hook = Webhook::start(
-        &client,
-        &ns.name,
-        &WebhookOptions {
-            selector: &id,
-            grants: &with_grant,
-            cert_validity: "30d",
-        },
-    )
-    .await;
+    let hook = Webhook::start(&client, &ns.name, &WebhookOptions::new(&id, &with_grant)).await;
     let api = runtimes(&client, &ns.name);
     for name in names {
         api.create(
@@ -232,16 +214,7 @@ async fn retiring_a_revoked_profile_is_always_accepted() {
     // The agent restarts with the binding gone.
     let id2 = format!("{id}-gone");
     let without = grants_file(&id2, &[("something-else", &class, "bounded-runc")]);
-    let hook = Webhook::start(
-        &client,
-        &ns.name,
-        &WebhookOptions {
-            selector: &id,
-            grants: &without,
-            cert_validity: "30d",
-        },
-    )
-    .await;
+    let hook = Webhook::start(&client, &ns.name, &WebhookOptions::new(&id, &without)).await;
 
     // Any other change is refused as revoked…
     let (_, msg) = refusal(
@@ -300,16 +273,7 @@ async fn agent_stopped_fails_closed_but_deletes_work() {
     let ns = namespace("adm-down", &id, true).await;
     let client = ns.client.clone();
     let grants = grants_file(&id, &[]);
-    let mut hook = Webhook::start(
-        &client,
-        &ns.name,
-        &WebhookOptions {
-            selector: &id,
-            grants: &grants,
-            cert_validity: "30d",
-        },
-    )
-    .await;
+    let mut hook = Webhook::start(&client, &ns.name, &WebhookOptions::new(&id, &grants)).await;
     let api = runtimes(&client, &ns.name);
     api.create(&PostParams::default(), &runtime("existing", None, false))
         .await

@@ -17,8 +17,8 @@ use kube::{Api, Client};
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, condition, create_class, create_runtime, server_pods, setup,
-    wait_condition, wait_reconciles, write_grants,
+    Agent, AgentOpts, Granted, binding, condition, create_class, create_runtime, server_pods,
+    setup, setup_granted, wait_condition, wait_reconciles, write_grants,
 };
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -37,9 +37,12 @@ fn cond_of(rt: &Runtime, type_: &str) -> (String, String, String) {
 
 #[tokio::test]
 async fn agent_class_deleted_after_grant_blocks_and_changes_nothing() {
-    let (ns, class) = setup("agent-rcdel").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted {
+        ns,
+        class,
+        bw,
+        grants,
+    } = setup_granted("agent-rcdel").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(
         &ns,

@@ -19,8 +19,8 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use crate::agent_support::{
-    Agent, AgentOpts, ENVIRONMENT, PROJECT, binding, create_runtime, metric_sum, reconciles, setup,
-    wait_condition, wait_reconciles, write_grants, writes,
+    Agent, AgentOpts, ENVIRONMENT, Granted, PROJECT, binding, create_runtime, metric_sum,
+    reconciles, setup_granted, wait_condition, wait_reconciles, write_grants, writes,
 };
 
 /// The namespace labels that give Runtimes the test identity.
@@ -82,27 +82,7 @@ async fn agent_contract_zero_writes_at_rest_counted_by_the_apiserver() {
     // that second rollout is not "at rest" either (CI once counted its
     // status write inside the idle window).
     for (name, min_replicas) in [("web", 2), ("plain", 1)] {
-        let deployments = Api::<Deployment>::namespaced(client.clone(), ns_name);
-        harness::wait_for_value(
-            &format!("Deployment {name} rolled out"),
-            Duration::from_secs(180),
-            || {
-                let deployments = deployments.clone();
-                async move {
-                    let d = deployments.get(name).await.ok()?;
-                    let want = d.spec.as_ref()?.replicas?;
-                    let s = d.status.as_ref()?;
-                    let done = want >= min_replicas
-                        && s.observed_generation == d.metadata.generation
-                        && s.updated_replicas == Some(want)
-                        && s.ready_replicas == Some(want)
-                        && s.available_replicas == Some(want)
-                        && s.replicas == Some(want);
-                    done.then_some(())
-                }
-            },
-        )
-        .await;
+        crate::contract_adversary::rolled_out(&client, ns_name, name, min_replicas).await;
     }
     // The last status-only Deployment update wakes the reconcile at most
     // 5 s late (agent `controller::pace`) and its progress write is paced
@@ -204,9 +184,7 @@ fn agent_writes_to(metrics: &str, resource: &str) -> f64 {
 
 #[tokio::test]
 async fn agent_contract_removes_forbidden_fields_whoever_added_them() {
-    let (ns, class) = setup("agent-contract").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-contract").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(&ns, "web", json!({"runtimeProfile": bw, "replicas": 1})).await;
     wait_condition(&ns, "web", "Ready", "True", None).await;
@@ -362,9 +340,7 @@ async fn events_for(client: &Client, ns: &str, name: &str) -> Vec<Event> {
 
 #[tokio::test]
 async fn agent_contract_events_alarm_only_on_trouble() {
-    let (ns, class) = setup("agent-events").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-events").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(&ns, "fresh", json!({"runtimeProfile": bw})).await;
     // Not granted: no binding has this alias.
@@ -582,9 +558,7 @@ async fn agent_contract_a_failed_step_names_itself_in_status_events_and_metrics(
     use k8s_openapi::api::admissionregistration::v1::{
         ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
     };
-    let (ns, class) = setup("agent-failstep").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-failstep").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(&ns, "web", json!({"runtimeProfile": bw, "replicas": 1})).await;
     wait_condition(&ns, "web", "Ready", "True", None).await;

@@ -88,11 +88,7 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    Api::<K>::namespaced(ns.client.clone(), &ns.name)
-        .get_opt(name)
-        .await
-        .expect("get")
-        .is_some()
+    crate::agent_support::get::<K>(ns, name).await.is_some()
 }
 
 /// Waits until the object at `name` is the Runtime's own (a controller

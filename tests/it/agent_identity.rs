@@ -13,7 +13,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, condition, create_runtime, setup, wait_condition, write_grants,
+    Agent, AgentOpts, Granted, condition, create_runtime, setup_granted, wait_condition,
 };
 use crate::support::webhook::{
     Webhook, WebhookOptions, delete_classes, dry_run, grants_file, namespace, refusal, runtime,
@@ -31,16 +31,7 @@ async fn agent_identity_webhook_refuses_copies_naming_the_holder() {
     let class = format!("{id}-bounded");
     create_runtime_class(&client, &class, "bounded-runc").await;
     let grants = grants_file(&id, &[("bounded-worker", &class, "bounded-runc")]);
-    let hook = Webhook::start(
-        &client,
-        &first.name,
-        &WebhookOptions {
-            selector: &id,
-            grants: &grants,
-            cert_validity: "30d",
-        },
-    )
-    .await;
+    let hook = Webhook::start(&client, &first.name, &WebhookOptions::new(&id, &grants)).await;
     let here = runtimes(&client, &first.name);
     let there = runtimes(&client, &second.name);
     let holder = format!("{}/web", first.name);
@@ -133,9 +124,7 @@ async fn agent_identity_webhook_refuses_copies_naming_the_holder() {
 
 #[tokio::test]
 async fn agent_identity_blocks_the_younger_copy_until_the_holder_goes() {
-    let (ns, class) = setup("agent-ident").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-ident").await;
     // A resync far beyond every wait below: the younger copy must be woken
     // by the holder's deletion itself, not by the periodic resync.
     let mut opts = AgentOpts::new(&ns.name, Some(&grants));

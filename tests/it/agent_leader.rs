@@ -8,14 +8,13 @@ use berth_tests::harness::wait_for;
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, create_runtime, metric_sum, setup, wait_condition, write_grants,
+    Agent, AgentOpts, Granted, binding, create_runtime, metric_sum, setup, setup_granted,
+    wait_condition, write_grants,
 };
 
 #[tokio::test]
 async fn agent_two_agents_one_leader_and_failover() {
-    let (ns, class) = setup("agent-lead").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-lead").await;
     let mut a = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     let mut opts = AgentOpts::new(&ns.name, Some(&grants));
     opts.identity = format!("{}-b", ns.name);

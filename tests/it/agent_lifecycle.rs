@@ -26,27 +26,14 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, condition, create_runtime, server_pods, setup, wait_condition,
-    wait_reconciles, write_grants,
+    Agent, AgentOpts, Granted, condition, create_runtime, get, server_pods, setup_granted,
+    wait_condition, wait_reconciles,
 };
 
 const WAIT: Duration = Duration::from_secs(120);
 
 fn uid<K: Resource>(obj: &K) -> String {
     obj.meta().uid.clone().unwrap_or_default()
-}
-
-async fn get<K>(ns: &harness::TestNamespace, name: &str) -> Option<K>
-where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    Api::<K>::namespaced(ns.client.clone(), &ns.name)
-        .get_opt(name)
-        .await
-        .expect("get")
 }
 
 async fn merge_runtime(ns: &harness::TestNamespace, name: &str, patch: serde_json::Value) {
@@ -62,9 +49,7 @@ fn replicas(d: &Deployment) -> Option<i32> {
 
 #[tokio::test]
 async fn agent_suspend_scales_to_zero_and_suspends_schedules() {
-    let (ns, class) = setup("agent-susp").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-susp").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(
         &ns,
@@ -157,9 +142,7 @@ async fn agent_suspend_scales_to_zero_and_suspends_schedules() {
 
 #[tokio::test]
 async fn agent_network_policy_jobs_and_schedules_off_delete_only_own() {
-    let (ns, class) = setup("agent-np").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-np").await;
     let nps: Api<NetworkPolicy> = Api::namespaced(ns.client.clone(), &ns.name);
     // Not berth's, though it carries berth's labels (so it is in the
     // agent's label-filtered cache): must survive every prune.
@@ -283,9 +266,7 @@ async fn agent_network_policy_jobs_and_schedules_off_delete_only_own() {
 
 #[tokio::test]
 async fn agent_autoscaling_owns_replicas_while_on_and_is_deleted_when_off() {
-    let (ns, class) = setup("agent-hpa").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-hpa").await;
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ns.client.clone(), &ns.name);
     let unrelated: HorizontalPodAutoscaler = serde_json::from_value(json!({
         "metadata": {"name": "unrelated", "labels": {"app.kubernetes.io/managed-by": "berth"}},
@@ -389,9 +370,9 @@ async fn agent_autoscaling_owns_replicas_while_on_and_is_deleted_when_off() {
 
 /// The multi-document YAML of an RBAC asset, as JSON values.
 fn yaml_documents(text: &str) -> Vec<serde_json::Value> {
-    serde_yaml::Deserializer::from_str(text)
+    yaml_serde::Deserializer::from_str(text)
         .map(|d| {
-            let v: serde_yaml::Value = serde::Deserialize::deserialize(d).expect("yaml");
+            let v: yaml_serde::Value = serde::Deserialize::deserialize(d).expect("yaml");
             serde_json::to_value(v).expect("json")
         })
         .filter(|v| !v.is_null())
@@ -476,7 +457,7 @@ pub(crate) async fn install_shipped_rbac(
 /// harness kubeconfig), written next to `beside`.
 fn token_kubeconfig(beside: &std::path::Path, token: &str) -> std::path::PathBuf {
     let admin = std::fs::read_to_string(&harness::cluster().kubeconfig).expect("kubeconfig");
-    let admin: serde_yaml::Value = serde_yaml::from_str(&admin).expect("kubeconfig yaml");
+    let admin: yaml_serde::Value = yaml_serde::from_str(&admin).expect("kubeconfig yaml");
     let cluster = &admin["clusters"][0]["cluster"];
     let server = cluster["server"].as_str().expect("server");
     let ca = cluster["certificate-authority"].as_str().expect("ca path");
@@ -535,9 +516,7 @@ pub(crate) async fn delete_rbac(client: &kube::Client, roles: Vec<String>, bindi
 
 #[tokio::test]
 async fn agent_runs_with_exactly_the_shipped_rbac() {
-    let (ns, class) = setup("agent-rbac").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-rbac").await;
     let (roles, bindings) = install_shipped_rbac(&ns.client, &ns.name, |_| {}).await;
     let kubeconfig = agent_kubeconfig(&ns, &grants).await;
     let mut opts = AgentOpts::new(&ns.name, Some(&grants));
@@ -637,9 +616,7 @@ async fn agent_runs_with_exactly_the_shipped_rbac() {
 /// waited for instead, see `controller::list_progress`).
 #[tokio::test]
 async fn agent_exits_untouched_when_a_cache_receives_nothing() {
-    let (ns, class) = setup("agent-nosync").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-nosync").await;
     // The shipped RBAC without the right to list and watch ReplicaSets (it
     // has no Pod right at all any more: bare-pod analysis is opt-in).
     let (roles, bindings) = install_shipped_rbac(&ns.client, &ns.name, |doc| {
@@ -707,9 +684,7 @@ fn log_time(log: &str, needle: &str) -> Option<Timestamp> {
 
 #[tokio::test]
 async fn agent_losing_the_lease_stops_writes_and_exits_non_zero() {
-    let (ns, class) = setup("agent-lose").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-lose").await;
     let opts = AgentOpts::new(&ns.name, Some(&grants));
     let lease_name = opts.lease_name.clone();
     let mut agent = Agent::start(opts).await;

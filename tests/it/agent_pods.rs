@@ -69,7 +69,7 @@ async fn can(
 async fn install_pods_component(ns: &TestNamespace) -> (Vec<String>, Vec<String>) {
     let text = include_str!("../../assets/rbac/pods/agent-pods.yaml");
     let (mut roles, mut bindings) = (Vec::new(), Vec::new());
-    for doc in serde_yaml::Deserializer::from_str(text) {
+    for doc in yaml_serde::Deserializer::from_str(text) {
         let mut v: serde_json::Value =
             serde::Deserialize::deserialize(doc).expect("agent-pods.yaml");
         let name = format!(

@@ -16,17 +16,19 @@ use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, create_runtime, reconciles, setup, wait_condition, write_grants,
-    writes,
+    Agent, AgentOpts, Granted, create_runtime, reconciles, setup_granted, wait_condition, writes,
 };
 
 const WAIT: Duration = Duration::from_secs(120);
 
 #[tokio::test]
 async fn agent_granted_runtime_rolls_out_and_idles_without_writes() {
-    let (ns, class) = setup("agent-ok").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted {
+        ns,
+        class,
+        bw,
+        grants,
+    } = setup_granted("agent-ok").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(
         &ns,
@@ -136,9 +138,7 @@ async fn agent_granted_runtime_rolls_out_and_idles_without_writes() {
 
 #[tokio::test]
 async fn agent_reverts_drift_and_recreates_deleted_objects() {
-    let (ns, class) = setup("agent-drift").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-drift").await;
     let _agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(&ns, "web", json!({"runtimeProfile": bw})).await;
     wait_condition(&ns, "web", "Ready", "True", None).await;
@@ -227,9 +227,7 @@ async fn agent_reverts_drift_and_recreates_deleted_objects() {
 
 #[tokio::test]
 async fn agent_unowned_object_is_a_conflict_and_untouched() {
-    let (ns, class) = setup("agent-conflict").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-conflict").await;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
     let theirs = ConfigMap {
         metadata: ObjectMeta {

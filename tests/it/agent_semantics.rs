@@ -18,8 +18,8 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy}
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, binding_for_service, create_runtime, setup, wait_condition,
-    wait_reconciles, write_grants,
+    Agent, AgentOpts, Granted, binding, binding_for_service, create_runtime, setup, setup_granted,
+    wait_condition, wait_reconciles, write_grants,
 };
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -139,9 +139,7 @@ async fn delete_job(ns: &TestNamespace, name: &str) {
 
 #[tokio::test]
 async fn agent_semantics_one_time_jobs_run_once_per_template() {
-    let (ns, class) = setup("agent-jobs").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-jobs").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(
         &ns,
@@ -358,9 +356,7 @@ async fn agent_semantics_grants_file_without_bindings_keeps_the_agent_up() {
 #[tokio::test]
 async fn agent_semantics_nodes_without_a_handler_list_are_unknown_not_absent() {
     use k8s_openapi::api::core::v1::Node;
-    let (ns, class) = setup("agent-silent").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-silent").await;
     let _agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     // A kwok node whose "kubelet" reports no handler list, tainted so that
     // only this test's pods land there.

@@ -67,10 +67,10 @@ fn kustomize(dir: &Path) -> String {
 /// Every YAML document of a file (multi-document aware), skipping empty ones.
 pub fn yaml_documents(path: &Path) -> Vec<DynamicObject> {
     let text = std::fs::read_to_string(path).expect("read YAML");
-    serde_yaml::Deserializer::from_str(&text)
+    yaml_serde::Deserializer::from_str(&text)
         .filter_map(|doc| {
-            let v = serde_yaml::Value::deserialize(doc).expect("valid YAML");
-            (!v.is_null()).then(|| serde_yaml::from_value(v).expect("a Kubernetes object"))
+            let v = yaml_serde::Value::deserialize(doc).expect("valid YAML");
+            (!v.is_null()).then(|| yaml_serde::from_value(v).expect("a Kubernetes object"))
         })
         .collect()
 }
@@ -187,9 +187,9 @@ async fn kustomize_base_installs_under_restricted_pod_security() {
     )
     .await;
     let text = kustomize_assets();
-    let objs: Vec<DynamicObject> = serde_yaml::Deserializer::from_str(&text)
+    let objs: Vec<DynamicObject> = yaml_serde::Deserializer::from_str(&text)
         .map(|d| {
-            serde_yaml::from_value(serde_yaml::Value::deserialize(d).expect("yaml"))
+            yaml_serde::from_value(yaml_serde::Value::deserialize(d).expect("yaml"))
                 .expect("object")
         })
         .collect();

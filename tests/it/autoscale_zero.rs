@@ -12,15 +12,13 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, create_runtime, setup, wait_condition, wait_reconciles, write_grants,
+    Agent, AgentOpts, Granted, create_runtime, setup_granted, wait_condition, wait_reconciles,
 };
 use crate::contract_adversary::{agent_writes_to, rolled_out};
 
 #[tokio::test]
 async fn autoscale_zero_deployment_scaled_to_zero_comes_back_to_min() {
-    let (ns, class) = setup("contract-zero").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("contract-zero").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(
         &ns,

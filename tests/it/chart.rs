@@ -15,7 +15,7 @@ use std::time::Duration;
 use berth_tests::harness::{TestNamespace, cluster, wait_for};
 use berth_tests::localcluster::binaries::{Binaries, pinned_version};
 use serde::Deserialize;
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 fn assets() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets")
@@ -62,7 +62,8 @@ fn helm(args: &[&str]) -> Output {
         .expect("run helm")
 }
 
-fn stdout_of(what: &str, out: &Output) -> String {
+/// The standard output of a command that must have succeeded.
+pub(crate) fn stdout_of(what: &str, out: &Output) -> String {
     assert!(
         out.status.success(),
         "{what} failed ({}):\n{}\n{}",
@@ -133,7 +134,7 @@ fn normalize(v: Value) -> Value {
 /// Every object of a multi-document YAML stream, by (kind, namespace, name).
 fn objects(yaml: &str) -> BTreeMap<ObjectKey, Value> {
     let mut map = BTreeMap::new();
-    for doc in serde_yaml::Deserializer::from_str(yaml) {
+    for doc in yaml_serde::Deserializer::from_str(yaml) {
         let v = Value::deserialize(doc).expect("valid YAML");
         if v.is_null() {
             continue;
@@ -299,7 +300,7 @@ fn helm_bare_pods_value_gives_the_kustomize_overlay() {
     assert_eq!(role["rules"][0]["resources"][0], "pods");
     assert_eq!(
         role["rules"][0]["verbs"],
-        serde_yaml::to_value(["list", "watch"]).expect("yaml")
+        yaml_serde::to_value(["list", "watch"]).expect("yaml")
     );
     let args = args_of(agent_container(&chart));
     assert!(args.contains(&"--watch-bare-pods".to_string()), "{args:?}");
@@ -344,8 +345,8 @@ fn same_objects(
         .map(|(key, want)| {
             format!(
                 "{key:?}\n--- kustomize\n{}\n--- helm\n{}",
-                serde_yaml::to_string(want).unwrap_or_default(),
-                serde_yaml::to_string(&chart_objects.get(key)).unwrap_or_default()
+                yaml_serde::to_string(want).unwrap_or_default(),
+                yaml_serde::to_string(&chart_objects.get(key)).unwrap_or_default()
             )
         })
         .collect();
@@ -748,12 +749,12 @@ async fn helm_install_rolls_out_under_restricted_pod_security() {
         .expect("helm template")
     };
     let mut failures = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(&rendered) {
+    for doc in yaml_serde::Deserializer::from_str(&rendered) {
         let v = Value::deserialize(doc).expect("yaml");
         if v.is_null() {
             continue;
         }
-        let obj: DynamicObject = serde_yaml::from_value(v).expect("object");
+        let obj: DynamicObject = yaml_serde::from_value(v).expect("object");
         if let Err(e) = crate::assets::dry_run_create(&ns, &obj).await {
             failures.push(e);
         }

@@ -137,29 +137,11 @@ impl Live {
 }
 
 /// The `berth` binary: `BERTH_BIN`, or built once with cargo.
-pub(crate) fn berth_binary() -> PathBuf {
-    harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
-}
+pub(crate) use crate::support::berth::binary as berth_binary;
 
 async fn berth(args: &[&str]) -> (bool, String, String) {
-    let bin = tokio::task::spawn_blocking(berth_binary)
-        .await
-        .expect("build");
-    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
-        .await
-        .expect("cluster");
-    let out = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(args)
-        .output()
-        .await
-        .expect("run berth");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, out, err) = crate::support::berth::run(None, args).await;
+    (code == 0, out, err)
 }
 
 async fn berth_get_json(ns: &str, what: &str) -> serde_json::Value {
@@ -577,18 +559,9 @@ pub(crate) fn tmux(socket: &str, args: &[&str]) -> String {
 }
 
 fn wait_pane(socket: &str, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let pane = berth_tests::tmux::Server::named(socket).pane();
-        if pred(&pane) {
-            return pane;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; pane:\n{pane}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    berth_tests::tmux::Server::named(socket)
+        .wait_for(what, timeout, Duration::from_millis(200), pred)
+        .0
 }
 
 /// Runs the real `berth` in a tmux session (its own server socket), lets
@@ -621,7 +594,6 @@ async fn in_tmux_with(
             .await
             .expect("cluster"),
     };
-    let extra: String = args.iter().map(|a| format!(" '{a}'")).collect();
     let dir = berth_tests::harness::profile_dir()
         .parent()
         .expect("target")
@@ -629,30 +601,20 @@ async fn in_tmux_with(
         .join(format!("tmux-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let script = dir.join(format!("{name}.sh"));
-    let exports: String = env
-        .iter()
-        .map(|(k, v)| format!("export {k}='{v}'\n"))
-        .collect();
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nexport TERM=xterm-256color\n{exports}'{}' --kubeconfig '{}' -n '{}'{extra} 2>'{}'\necho \"BERTH-EXIT=$?\"\nstty -a | tr '\\n' ' '\necho\necho DONE\nsleep 300\n",
-            bin.display(),
-            kubeconfig.display(),
-            ns.name,
-            dir.join(format!("{name}.stderr")).display()
-        ),
-    )
-    .expect("script");
+    let (bin, kubeconfig) = (bin.display().to_string(), kubeconfig.display().to_string());
+    let mut argv = vec![bin.as_str(), "--kubeconfig", &kubeconfig, "-n", &ns.name];
+    argv.extend_from_slice(args);
+    let text = berth_tests::tmux::script(
+        env,
+        &argv,
+        &dir.join(format!("{name}.stderr")),
+        "stty -a | tr '\\n' ' '\necho\necho DONE\nsleep 300\n",
+    );
     let socket = format!("berth-it-{name}-{}", std::process::id());
     let result = tokio::task::spawn_blocking({
         let socket = socket.clone();
         move || {
-            berth_tests::tmux::Server::named(&socket).new_session(
-                160,
-                40,
-                &format!("sh '{}'", script.display()),
-            );
+            berth_tests::tmux::Server::named(&socket).new_script_session(160, 40, &script, &text);
             drive(&socket);
             let pane = wait_pane(&socket, "berth exited", Duration::from_secs(60), |p| {
                 p.contains("DONE")
@@ -851,7 +813,7 @@ fn kubeconfig_with_contexts(dir: &std::path::Path, extra: &[(&str, String)]) -> 
     }
     std::fs::create_dir_all(dir).expect("mkdir");
     let path = dir.join(format!("kubeconfig-contexts-{}", std::process::id()));
-    std::fs::write(&path, serde_yaml::to_string(&kc).expect("yaml")).expect("write kubeconfig");
+    std::fs::write(&path, yaml_serde::to_string(&kc).expect("yaml")).expect("write kubeconfig");
     (path, good)
 }
 
@@ -956,8 +918,8 @@ async fn a_failed_ctx_switch_leaves_the_console_on_the_old_context() {
 /// hands out the test cluster's admin certificate.
 fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
     let cluster = harness::cluster().kubeconfig.clone();
-    let mut kc: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(&cluster).expect("read kubeconfig"))
+    let mut kc: yaml_serde::Value =
+        yaml_serde::from_str(&std::fs::read_to_string(&cluster).expect("read kubeconfig"))
             .expect("kubeconfig yaml");
     let admin = &kc["users"][0]["user"];
     let read = |key: &str| {
@@ -990,7 +952,7 @@ fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let cluster_name = kc["contexts"][0]["context"]["cluster"].clone();
-    let user: serde_yaml::Value = serde_yaml::to_value(json!({
+    let user: yaml_serde::Value = yaml_serde::to_value(json!({
         "name": "plugged-user",
         "user": {"exec": {
             "apiVersion": "client.authentication.k8s.io/v1",
@@ -999,7 +961,7 @@ fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
         }},
     }))
     .expect("user");
-    let context: serde_yaml::Value = serde_yaml::to_value(json!({
+    let context: yaml_serde::Value = yaml_serde::to_value(json!({
         "name": "plugged",
         "context": {"cluster": cluster_name, "user": "plugged-user"},
     }))
@@ -1011,7 +973,7 @@ fn kubeconfig_with_a_prompting_plugin(dir: &std::path::Path) -> PathBuf {
         contexts.push(context);
     }
     let path = dir.join("kubeconfig");
-    std::fs::write(&path, serde_yaml::to_string(&kc).expect("yaml")).expect("write kubeconfig");
+    std::fs::write(&path, yaml_serde::to_string(&kc).expect("yaml")).expect("write kubeconfig");
     path
 }
 

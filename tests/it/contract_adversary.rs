@@ -21,8 +21,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, create_runtime, metric_sum, setup, wait_condition, wait_reconciles,
-    write_grants, writes,
+    Agent, AgentOpts, Granted, create_runtime, metric_sum, setup_granted, wait_condition,
+    wait_reconciles, writes,
 };
 
 /// The fullest spec the tests' cluster can run: every optional feature.
@@ -223,9 +223,7 @@ fn has_entry(list: &Value, key: &str, value: &str) -> bool {
 
 #[tokio::test]
 async fn contract_adversary_every_foreign_addition_is_removed_in_one_write() {
-    let (ns, class) = setup("contract-adv").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted { ns, bw, grants, .. } = setup_granted("contract-adv").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(&ns, "web", fullest(&bw)).await;
     // Another service behind a LoadBalancer (node ports, traffic policy:

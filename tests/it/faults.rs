@@ -713,7 +713,7 @@ fn sig(pid: u32, s: Signal) {
 
 /// Process ids whose command line mentions `needle`.
 fn processes_mentioning(needle: &str) -> Vec<u32> {
-    berth_tests::bench::process::command_lines()
+    berth_tests::procfs::command_lines()
         .into_iter()
         .filter(|(_, args)| args.iter().any(|a| a.contains(needle)))
         .map(|(pid, _)| pid)

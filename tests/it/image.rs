@@ -25,6 +25,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::chart::stdout_of;
+
 const REPOSITORY: &str = "localhost/berth-agent";
 
 fn root() -> PathBuf {
@@ -66,17 +68,6 @@ fn tools_present(test: &str) -> bool {
 fn run(what: &str, cmd: &mut Command) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("{what}: could not run: {e}"))
-}
-
-fn stdout_of(what: &str, out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The commit the workspace is at (what `--version` and the revision label

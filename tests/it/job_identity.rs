@@ -9,13 +9,10 @@
 //! pod's `pod-complete.stage.kwok.x-k8s.io/delay` annotation says later:
 //! podMetadata sets that to keep the second Job running.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
-use berth_tests::harness::{self, TestNamespace, wait_for, wait_for_value};
+use berth_tests::harness::{TestNamespace, wait_for, wait_for_value};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
@@ -23,55 +20,15 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, create_runtime, setup, wait_condition, wait_reconciles,
-    write_grants, writes,
+    Agent, AgentOpts, Granted, create_runtime, setup_granted, wait_condition, wait_reconciles,
+    writes,
 };
 
 const WAIT: Duration = Duration::from_secs(180);
 
-/// The `berth` console binary: `BERTH_BIN`, or built once.
-fn berth_binary() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Ok(p) = std::env::var("BERTH_BIN") {
-            return PathBuf::from(p);
-        }
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(&cargo)
-            .args(["build", "--quiet", "-p", "berth-console", "--bin", "berth"])
-            .status()
-            .expect("cargo build");
-        assert!(status.success(), "cargo build -p berth-console: {status}");
-        let exe = std::env::current_exe().expect("test exe");
-        exe.parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps")
-            .join("berth")
-    })
-    .clone()
-}
-
 /// `berth ARGS` with the admin kubeconfig: (exit code, stdout, stderr).
 async fn berth(args: &[&str]) -> (i32, String, String) {
-    let bin = tokio::task::spawn_blocking(berth_binary)
-        .await
-        .expect("build");
-    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
-        .await
-        .expect("cluster");
-    let out = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("run berth");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::support::berth::run(None, args).await
 }
 
 /// Another field manager than the agent: the team (or `kubectl edit`).
@@ -134,9 +91,12 @@ async fn deployment_class(ns: &TestNamespace, name: &str) -> Option<String> {
 
 #[tokio::test]
 async fn job_identity_retirement_keeps_completed_and_running_jobs() {
-    let (ns, class) = setup("job-identity").await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let Granted {
+        ns,
+        class,
+        bw,
+        grants,
+    } = setup_granted("job-identity").await;
     let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
     create_runtime(
         &ns,

@@ -103,7 +103,7 @@ fn documented_ignores() -> Vec<Ignore> {
 /// The rendered objects of one golden file.
 fn documents(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("golden file");
-    serde_yaml::Deserializer::from_str(&text)
+    yaml_serde::Deserializer::from_str(&text)
         .map(|d| <Value as serde::Deserialize>::deserialize(d).expect("yaml document"))
         .filter(|v| !v.is_null())
         .collect()

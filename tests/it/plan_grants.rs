@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
-use berth_tests::harness::{self, TestNamespace, wait_for, wait_for_value};
+use berth_tests::harness::{TestNamespace, wait_for, wait_for_value};
 use berth_tests::localcluster::nodes::set_handlers;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -25,29 +25,11 @@ const WAIT: Duration = Duration::from_secs(120);
 /// Runs `berth -n NS --agent-lease NS/agent-NS plan-grants FILE ARGS…`:
 /// (exit code, stdout, stderr).
 pub async fn plan_grants(ns: &str, file: &Path, args: &[&str]) -> (i32, String, String) {
-    let bin = tokio::task::spawn_blocking(|| {
-        harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
-    })
-    .await
-    .expect("build");
-    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
-        .await
-        .expect("cluster");
-    let out = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["-n", ns, "--agent-lease", &format!("{ns}/agent-{ns}")])
-        .arg("plan-grants")
-        .arg(file)
-        .args(args)
-        .output()
-        .await
-        .expect("run berth");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let lease = format!("{ns}/agent-{ns}");
+    let file = file.display().to_string();
+    let mut argv = vec!["-n", ns, "--agent-lease", &lease, "plan-grants", &file];
+    argv.extend_from_slice(args);
+    crate::support::berth::run(None, &argv).await
 }
 
 /// The JSON plan of `file`, asserting its exit code.
@@ -116,6 +98,23 @@ async fn handler_on_one_node(ns: &TestNamespace, handler: &str) -> Vec<String> {
         .iter()
         .filter_map(|n| n.metadata.name.clone())
         .collect()
+}
+
+/// Waits until every Runtime of `plan` is in the state, on the class, its
+/// plan predicted.
+async fn ends_as_planned(ns: &TestNamespace, plan: &Value) {
+    for r in plan["runtimes"].as_array().expect("runtimes") {
+        let name = r["name"].as_str().expect("name").to_string();
+        let want = (
+            r["after"]["state"].as_str().unwrap_or_default().to_string(),
+            r["after"]["runtimeClass"].as_str().map(str::to_string),
+        );
+        wait_for_value(&format!("{name} as planned {want:?}"), WAIT, || {
+            let (name, want) = (name.clone(), want.clone());
+            async move { profile(ns, &name).await.filter(|p| *p == want) }
+        })
+        .await;
+    }
 }
 
 async fn profile(ns: &TestNamespace, name: &str) -> Option<(String, Option<String>)> {
@@ -334,7 +333,7 @@ async fn plan_grants_predicts_every_change_kind_and_the_restarted_agent_agrees()
     // YAML is the same document; the table names every Runtime.
     let (code, yaml, _) = plan_grants(n, &next, &["-o", "yaml"]).await;
     assert_eq!(code, 3);
-    let from_yaml: Value = serde_yaml::from_str(&yaml).expect("yaml");
+    let from_yaml: Value = yaml_serde::from_str(&yaml).expect("yaml");
     assert_eq!(from_yaml, plan);
     let (code, table, _) = plan_grants(n, &next, &[]).await;
     assert_eq!(code, 3);
@@ -352,19 +351,7 @@ async fn plan_grants_predicts_every_change_kind_and_the_restarted_agent_agrees()
     let mut opts = AgentOpts::new(n, Some(&next));
     opts.identity = format!("{n}-b");
     let _agent = Agent::start(opts).await;
-    for r in plan["runtimes"].as_array().expect("runtimes") {
-        let name = r["name"].as_str().expect("name").to_string();
-        let want = (
-            r["after"]["state"].as_str().unwrap_or_default().to_string(),
-            r["after"]["runtimeClass"].as_str().map(str::to_string),
-        );
-        let got = wait_for_value(&format!("{name} as planned {want:?}"), WAIT, || {
-            let (ns, name, want) = (&ns, name.clone(), want.clone());
-            async move { profile(ns, &name).await.filter(|p| *p == want) }
-        })
-        .await;
-        assert_eq!(got, want);
-    }
+    ends_as_planned(&ns, &plan).await;
     // The unchanged Runtime stayed granted, and the plan of the same file
     // is now empty.
     wait_condition(&ns, "keep", "Ready", "True", None).await;
@@ -531,18 +518,7 @@ async fn pending_file_is_published_planned_and_then_applied_by_the_restart() {
     let mut opts = AgentOpts::new(n, Some(&file));
     opts.identity = format!("{n}-b");
     let _agent = Agent::start(opts).await;
-    for r in plan["runtimes"].as_array().expect("runtimes") {
-        let name = r["name"].as_str().expect("name").to_string();
-        let want = (
-            r["after"]["state"].as_str().unwrap_or_default().to_string(),
-            r["after"]["runtimeClass"].as_str().map(str::to_string),
-        );
-        wait_for_value(&format!("{name} as planned {want:?}"), WAIT, || {
-            let (ns, name, want) = (&ns, name.clone(), want.clone());
-            async move { profile(ns, &name).await.filter(|p| *p == want) }
-        })
-        .await;
-    }
+    ends_as_planned(&ns, &plan).await;
     wait_for("PendingGrantsFile deleted after the restart", WAIT, || {
         let (api, name) = (pending_api.clone(), format!("agent-{n}"));
         async move { matches!(api.get_opt(&name).await, Ok(None)) }
@@ -555,28 +531,17 @@ async fn pending_file_is_published_planned_and_then_applied_by_the_restart() {
 
 /// `berth plan-grants --pending` for the agent of namespace `ns`.
 async fn plan_grants_pending(ns: &str, args: &[&str]) -> (i32, String, String) {
-    let bin = tokio::task::spawn_blocking(|| {
-        harness::workspace_binary("berth-console", "berth", "BERTH_BIN")
-    })
-    .await
-    .expect("build");
-    let kubeconfig = tokio::task::spawn_blocking(|| harness::cluster().kubeconfig.clone())
-        .await
-        .expect("cluster");
-    let out = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["-n", ns, "--agent-lease", &format!("{ns}/agent-{ns}")])
-        .args(["plan-grants", "--pending"])
-        .args(args)
-        .output()
-        .await
-        .expect("run berth");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let lease = format!("{ns}/agent-{ns}");
+    let mut argv = vec![
+        "-n",
+        ns,
+        "--agent-lease",
+        &lease,
+        "plan-grants",
+        "--pending",
+    ];
+    argv.extend_from_slice(args);
+    crate::support::berth::run(None, &argv).await
 }
 
 /// The text of the console's Plan view, its model fed by its own watchers

@@ -10,11 +10,11 @@
 //! restricted identity (no RBAC) gets a clear refusal and nothing changes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::process::Stdio;
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
+use berth_tests::bench::process::free_port;
 use berth_tests::harness::{self, TestNamespace, wait_for_value};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -24,68 +24,19 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 
 use crate::agent_support::{self, server_pods};
+use crate::support::berth as berth_cli;
 
 const WAIT: Duration = Duration::from_secs(120);
 const WEBHOOK_LABEL: &str = "berth.dev/it-webhook";
 
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf()
-}
-
-static BINS: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
-
-/// `berth` and `berth-agent`: `BERTH_BIN` / `BERTH_AGENT_BIN`, or built once.
-fn binaries() -> (PathBuf, PathBuf) {
-    BINS.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut out = Vec::new();
-        for (env, pkg, bin) in [
-            ("BERTH_BIN", "berth-console", "berth"),
-            ("BERTH_AGENT_BIN", "berth-agent", "berth-agent"),
-        ] {
-            if let Ok(p) = std::env::var(env) {
-                out.push(PathBuf::from(p));
-                continue;
-            }
-            let status = Command::new(&cargo)
-                .args(["build", "--quiet", "-p", pkg, "--bin", bin])
-                .status()
-                .map_err(|e| e.to_string())?;
-            if !status.success() {
-                return Err(format!("cargo build -p {pkg}: {status}"));
-            }
-            out.push(profile_dir().join(bin));
-        }
-        Ok((out[0].clone(), out[1].clone()))
-    })
-    .clone()
-    .expect("berth binaries")
-}
-
 /// Runs `berth` with a kubeconfig, stdin not a terminal: (exit code, stdout, stderr).
 async fn berth(kubeconfig: &Path, args: &[&str]) -> (i32, String, String) {
-    let (bin, _) = tokio::task::spawn_blocking(binaries).await.expect("build");
-    let out = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("run berth");
-    let (o, e) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
+    let (code, o, e) = berth_cli::run(Some(kubeconfig), args).await;
     assert!(
         !o.bytes().chain(e.bytes()).any(|b| b == 0x1b),
         "escape byte in berth output"
     );
-    (out.status.code().unwrap_or(-1), o, e)
+    (code, o, e)
 }
 
 async fn admin_kubeconfig() -> PathBuf {
@@ -100,13 +51,6 @@ async fn restricted_kubeconfig() -> PathBuf {
         .expect("cluster")
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 /// `berth-agent run` for one namespace with the admission webhook on,
 /// reviewing only namespaces labelled `berth.dev/it-webhook=<selector>`.
 struct AgentWithWebhook {
@@ -117,7 +61,11 @@ struct AgentWithWebhook {
 
 impl AgentWithWebhook {
     async fn start(ns: &str, grants: &Path, selector: &str) -> Self {
-        let (_, bin) = tokio::task::spawn_blocking(binaries).await.expect("build");
+        let bin = tokio::task::spawn_blocking(|| {
+            harness::workspace_binary("berth-agent", "berth-agent", "BERTH_AGENT_BIN")
+        })
+        .await
+        .expect("build");
         let kubeconfig = admin_kubeconfig().await;
         let (http, hook) = (free_port(), free_port());
         let config_name = format!("berth-it-{selector}");

@@ -35,9 +35,9 @@ async fn agent_client() -> Client {
 
 fn yaml_documents(text: &str) -> Vec<Value> {
     use serde::Deserialize as _;
-    serde_yaml::Deserializer::from_str(text)
+    yaml_serde::Deserializer::from_str(text)
         .filter_map(|doc| {
-            let v = serde_yaml::Value::deserialize(doc).expect("valid YAML");
+            let v = yaml_serde::Value::deserialize(doc).expect("valid YAML");
             (!v.is_null()).then(|| serde_json::to_value(v).expect("JSON"))
         })
         .collect()

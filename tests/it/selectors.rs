@@ -174,7 +174,7 @@ async fn kubectl_apply_of_an_open_peer_is_refused() {
         .await
         .expect("cluster");
     let yaml =
-        serde_yaml::to_string(&runtime("open", json!([{"namespaceLabels": {}}]))).expect("yaml");
+        yaml_serde::to_string(&runtime("open", json!([{"namespaceLabels": {}}]))).expect("yaml");
     let mut child = Command::new(&kubectl)
         .arg("--kubeconfig")
         .arg(&kubeconfig)

@@ -7,5 +7,6 @@ pub mod docs_check;
 pub mod grants_file;
 pub mod harness;
 pub mod localcluster;
+pub mod procfs;
 pub mod proxy;
 pub mod tmux;

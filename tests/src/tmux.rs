@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// The session every helper here addresses.
 pub const SESSION: &str = "berth";
@@ -62,15 +63,74 @@ impl Server {
         ]);
     }
 
+    /// Starts the session running the shell script `text`, written to
+    /// `path` first.
+    pub fn new_script_session(&self, width: u16, height: u16, path: &Path, text: &str) {
+        std::fs::write(path, text).expect("write the pane's script");
+        self.new_session(width, height, &format!("sh '{}'", path.display()));
+    }
+
     /// The session's visible text.
     pub fn pane(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", SESSION])
+    }
+
+    /// The session's visible text with its styles (SGR sequences).
+    pub fn styled_pane(&self) -> String {
+        self.run(&["capture-pane", "-p", "-e", "-t", SESSION])
+    }
+
+    /// Sends `keys` to the session (tmux key names, or text after `-l`).
+    pub fn send(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", SESSION];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Waits, looking every `poll`, until the pane satisfies `pred`; the
+    /// pane and how long it took. Fails the test after `timeout`.
+    pub fn wait_for(
+        &self,
+        what: &str,
+        timeout: Duration,
+        poll: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> (String, Duration) {
+        let t = Instant::now();
+        loop {
+            let pane = self.pane();
+            if pred(&pane) {
+                return (pane, t.elapsed());
+            }
+            assert!(
+                t.elapsed() < timeout,
+                "timed out after {timeout:?} waiting for {what}; pane:\n{pane}"
+            );
+            std::thread::sleep(poll);
+        }
     }
 
     /// Ends the server and whatever runs in it.
     pub fn kill(&self) {
         self.run(&["kill-server"]);
     }
+}
+
+/// A pane's shell script: runs `argv` (each argument single-quoted) on a
+/// colour terminal with `env` exported and its standard error in
+/// `stderr`, prints `BERTH-EXIT=` and its exit status, then runs `after`
+/// (what keeps the pane open to be read).
+pub fn script(env: &[(&str, &str)], argv: &[&str], stderr: &Path, after: &str) -> String {
+    let exports: String = env
+        .iter()
+        .map(|(k, v)| format!("export {k}='{v}'\n"))
+        .collect();
+    let command: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
+    format!(
+        "#!/bin/sh\nexport TERM=xterm-256color\n{exports}{} 2>'{}'\necho \"BERTH-EXIT=$?\"\n{after}",
+        command.join(" "),
+        stderr.display()
+    )
 }
 
 #[cfg(test)]
@@ -88,6 +148,20 @@ mod tests {
         assert_eq!(
             (at.flag, at.address.as_os_str()),
             ("-S", "/run/t.sock".as_ref())
+        );
+    }
+
+    #[test]
+    fn a_script_quotes_the_command_and_keeps_the_pane() {
+        let text = script(
+            &[("NO_COLOR", "1")],
+            &["/bin/berth", "-n", "a b"],
+            Path::new("/t/err"),
+            "sleep 600\n",
+        );
+        assert_eq!(
+            text,
+            "#!/bin/sh\nexport TERM=xterm-256color\nexport NO_COLOR='1'\n'/bin/berth' '-n' 'a b' 2>'/t/err'\necho \"BERTH-EXIT=$?\"\nsleep 600\n"
         );
     }
 }

@@ -213,12 +213,8 @@ impl Row for GrantRow {
         RowRef::Grant(self.name.clone())
     }
 
-    fn id(&self) -> String {
-        if self.uid.is_empty() {
-            self.target().identity()
-        } else {
-            self.uid.clone()
-        }
+    fn uid(&self) -> &str {
+        &self.uid
     }
 }
 

@@ -6,37 +6,62 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use berth_shared::analysis::{self, NodeInfo, RemovalVerdict, Workload, WorkloadSources};
 use berth_shared::decide::{GrantBinding, ObservedClass};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use serde::Serialize;
 
 use super::NONE;
 use super::table::{Cell, Row, RowRef, RowTone};
+use crate::store::slim::SlimPod;
 use crate::store::{Kind, ObjKey, Store};
 
 /// Every workload the store knows, as the shared analysis sees them.
 pub fn workloads(store: &Store) -> Vec<Workload> {
     // References into the store: no copy of every workload per rebuild.
-    let deployments: Vec<_> = store.deployments.values().map(Box::as_ref).collect();
-    let replica_sets: Vec<_> = store.replicasets.values().map(Box::as_ref).collect();
-    let stateful_sets: Vec<_> = store.statefulsets.values().map(Box::as_ref).collect();
-    let daemon_sets: Vec<_> = store.daemonsets.values().map(Box::as_ref).collect();
-    let jobs: Vec<_> = store.jobs.values().map(Box::as_ref).collect();
-    let cron_jobs: Vec<_> = store.cronjobs.values().map(Box::as_ref).collect();
-    let mut out = WorkloadSources {
-        deployments: &deployments,
-        replica_sets: &replica_sets,
-        stateful_sets: &stateful_sets,
-        daemon_sets: &daemon_sets,
-        jobs: &jobs,
-        cron_jobs: &cron_jobs,
-        // The console does not watch ControllerRevisions (the agent does
-        // and publishes them as retained workloads of their class).
-        ..Default::default()
+    Picked {
+        deployments: store.deployments.values().map(Box::as_ref).collect(),
+        replica_sets: store.replicasets.values().map(Box::as_ref).collect(),
+        stateful_sets: store.statefulsets.values().map(Box::as_ref).collect(),
+        daemon_sets: store.daemonsets.values().map(Box::as_ref).collect(),
+        jobs: store.jobs.values().map(Box::as_ref).collect(),
+        cron_jobs: store.cronjobs.values().map(Box::as_ref).collect(),
+        pods: store.pods.values().map(Box::as_ref).collect(),
     }
-    .collect();
-    // Pods come last, as `collect` orders them; the store keeps them slim,
-    // so they are converted from what is kept.
-    out.extend(store.pods.values().map(|p| p.workload()));
-    out
+    .workloads()
+}
+
+/// Workloads picked from the store for the shared analysis.
+struct Picked<'a> {
+    deployments: Vec<&'a Deployment>,
+    replica_sets: Vec<&'a ReplicaSet>,
+    stateful_sets: Vec<&'a StatefulSet>,
+    daemon_sets: Vec<&'a DaemonSet>,
+    jobs: Vec<&'a Job>,
+    cron_jobs: Vec<&'a CronJob>,
+    pods: Vec<&'a SlimPod>,
+}
+
+impl Picked<'_> {
+    /// As the analysis sees them; Pods come last, as `collect` orders
+    /// them (the store keeps them slim, so they are converted from what is
+    /// kept).
+    fn workloads(&self) -> Vec<Workload> {
+        let mut out = WorkloadSources {
+            deployments: &self.deployments,
+            replica_sets: &self.replica_sets,
+            stateful_sets: &self.stateful_sets,
+            daemon_sets: &self.daemon_sets,
+            jobs: &self.jobs,
+            cron_jobs: &self.cron_jobs,
+            // The console does not watch ControllerRevisions (the agent
+            // does and publishes them as retained workloads of their
+            // class).
+            ..Default::default()
+        }
+        .collect();
+        out.extend(self.pods.iter().map(|p| p.workload()));
+        out
+    }
 }
 
 /// The stored objects at `keys` (a key the map lacks is skipped).
@@ -77,27 +102,16 @@ pub fn classed_workloads(store: &Store) -> Vec<Workload> {
         })
         .collect();
     deployment_keys.extend(owners.iter());
-    let deployments: Vec<_> = lookup(deployment_keys.into_iter(), &store.deployments);
-    let stateful_sets: Vec<_> = lookup(of(Kind::StatefulSet), &store.statefulsets);
-    let daemon_sets: Vec<_> = lookup(of(Kind::DaemonSet), &store.daemonsets);
-    let jobs: Vec<_> = lookup(of(Kind::Job), &store.jobs);
-    let cron_jobs: Vec<_> = lookup(of(Kind::CronJob), &store.cronjobs);
-    let mut out = WorkloadSources {
-        deployments: &deployments,
-        replica_sets: &replica_sets,
-        stateful_sets: &stateful_sets,
-        daemon_sets: &daemon_sets,
-        jobs: &jobs,
-        cron_jobs: &cron_jobs,
-        ..Default::default()
+    let mut out = Picked {
+        deployments: lookup(deployment_keys.into_iter(), &store.deployments),
+        replica_sets,
+        stateful_sets: lookup(of(Kind::StatefulSet), &store.statefulsets),
+        daemon_sets: lookup(of(Kind::DaemonSet), &store.daemonsets),
+        jobs: lookup(of(Kind::Job), &store.jobs),
+        cron_jobs: lookup(of(Kind::CronJob), &store.cronjobs),
+        pods: lookup(of(Kind::Pod), &store.pods),
     }
-    .collect();
-    // Last, as in `workloads`.
-    out.extend(
-        lookup(of(Kind::Pod), &store.pods)
-            .into_iter()
-            .map(|p| p.workload()),
-    );
+    .workloads();
     out.retain(|w| w.runtime_class.is_some());
     out
 }

@@ -15,7 +15,6 @@ pub mod table;
 #[cfg(test)]
 mod classed_tests;
 
-use berth_shared::analysis::WorkloadKind;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -30,7 +29,7 @@ pub use rollout::{
 pub use runtimes::{RuntimeRow, runtime_rows, state_blocks};
 pub use table::{Cell, Row, RowRef, RowTone, SortKey, TableData};
 
-use crate::store::Kind;
+use crate::store::{Kind, WORKLOAD_KINDS};
 
 /// Placeholder for an absent value.
 pub const NONE: &str = "-";
@@ -64,14 +63,6 @@ pub fn human_duration(secs: i64) -> String {
 
 /// Kinds of the analysis mapped to the console's store kinds.
 pub fn store_kind(kind: &str) -> Option<Kind> {
-    Some(match kind {
-        k if k == WorkloadKind::Deployment.as_str() => Kind::Deployment,
-        k if k == WorkloadKind::ReplicaSet.as_str() => Kind::ReplicaSet,
-        k if k == WorkloadKind::StatefulSet.as_str() => Kind::StatefulSet,
-        k if k == WorkloadKind::DaemonSet.as_str() => Kind::DaemonSet,
-        k if k == WorkloadKind::Job.as_str() => Kind::Job,
-        k if k == WorkloadKind::CronJob.as_str() => Kind::CronJob,
-        k if k == WorkloadKind::Pod.as_str() => Kind::Pod,
-        _ => return None,
-    })
+    // The analysis names its kinds as Kubernetes does, as the store does.
+    WORKLOAD_KINDS.iter().copied().find(|k| k.label() == kind)
 }

@@ -88,12 +88,8 @@ impl Row for NamespaceRow {
         RowRef::Namespace(self.name.clone())
     }
 
-    fn id(&self) -> String {
-        if self.uid.is_empty() {
-            self.target().identity()
-        } else {
-            self.uid.clone()
-        }
+    fn uid(&self) -> &str {
+        &self.uid
     }
 }
 

@@ -174,12 +174,8 @@ impl Row for RuntimeRow {
         RowRef::Runtime((self.namespace.clone(), self.name.clone()))
     }
 
-    fn id(&self) -> String {
-        if self.uid.is_empty() {
-            self.target().identity()
-        } else {
-            self.uid.clone()
-        }
+    fn uid(&self) -> &str {
+        &self.uid
     }
 }
 

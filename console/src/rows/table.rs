@@ -173,9 +173,16 @@ pub trait Row {
     fn tone(&self) -> RowTone;
     /// What the row points at.
     fn target(&self) -> RowRef;
+    /// The object's uid, if the row has one (empty otherwise).
+    fn uid(&self) -> &str {
+        ""
+    }
     /// Stable identity: the object's uid, else its kind, namespace and name.
     fn id(&self) -> String {
-        self.target().identity()
+        match self.uid() {
+            "" => self.target().identity(),
+            uid => uid.to_string(),
+        }
     }
 }
 

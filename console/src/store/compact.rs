@@ -26,16 +26,7 @@ use super::{Kind, Object};
 /// Whether objects of this kind are kept reduced: whoever needs the whole
 /// object (the Details screen) must fetch it.
 pub fn compacted(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::Pod
-            | Kind::Deployment
-            | Kind::ReplicaSet
-            | Kind::StatefulSet
-            | Kind::DaemonSet
-            | Kind::Job
-            | Kind::CronJob
-    )
+    super::WORKLOAD_KINDS.contains(&kind)
 }
 
 /// Reduces an object of a [`compacted`] kind; others pass unchanged.

@@ -17,11 +17,8 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// Reduces one object to what the views read ([`super::compact`]), then
 /// strips and sanitizes it: how every watched or listed object enters the
 /// store.
-pub fn admit<K>(obj: K) -> Option<super::Object>
-where
-    super::Object: From<K>,
-{
-    super::compact::compact(super::Object::from(obj)).prepared()
+pub fn admit<K: Into<super::Object>>(obj: K) -> Option<super::Object> {
+    super::compact::compact(obj.into()).prepared()
 }
 
 /// Strips and sanitizes one object. Returns `None` only if the sanitized

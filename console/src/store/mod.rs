@@ -11,6 +11,7 @@ pub mod index;
 pub mod ingest;
 pub mod kept;
 pub mod slim;
+pub mod visit;
 
 use std::collections::BTreeMap;
 
@@ -52,7 +53,14 @@ macro_rules! kinds {
             pub fn namespaced(self) -> bool {
                 match self { $( Kind::$variant => $namespaced, )* }
             }
+
+            /// Runs `f` with the object type of this kind.
+            pub fn visit<F: visit::KindFn>(self, f: F) -> F::Out {
+                match self { $( Kind::$variant => f.call::<$ty>(), )* }
+            }
         }
+
+        visit::watched!($( $ty ),*);
 
         /// One object of any watched kind.
         #[derive(Clone, Debug)]
@@ -69,6 +77,11 @@ macro_rules! kinds {
                 match self { $( Object::$variant(o) => key_of(o.as_ref()), )* }
             }
 
+            /// The object's metadata.
+            pub fn meta(&self) -> &kube::api::ObjectMeta {
+                match self { $( Object::$variant(o) => kube::Resource::meta(o.as_ref()), )* }
+            }
+
             /// The object stripped and sanitized ([`ingest::prepare`]);
             /// `None` if it no longer deserializes.
             pub fn prepared(self) -> Option<Object> {
@@ -77,7 +90,7 @@ macro_rules! kinds {
 
             /// The object as YAML (already sanitized and stripped).
             pub fn to_yaml(&self) -> String {
-                let r = match self { $( Object::$variant(o) => serde_yaml::to_string(o.as_ref()), )* };
+                let r = match self { $( Object::$variant(o) => yaml_serde::to_string(o.as_ref()), )* };
                 r.unwrap_or_else(|e| format!("# cannot render YAML: {e}\n"))
             }
         }

@@ -6,21 +6,17 @@
 
 use std::fmt::Debug;
 
-use berth_shared::api::{PendingGrantsFile, Runtime, RuntimeGrant};
-use futures::future::join_all;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::batch::v1::{CronJob, Job};
+use berth_shared::api::PendingGrantsFile;
+use futures::FutureExt;
+use futures::future::{BoxFuture, join_all};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
-use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::api::ListParams;
-use kube::{Api, Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use kube::{Api, Client};
 
-use super::{Connection, api_for};
+use super::Connection;
 use crate::model::Scope;
 use crate::store::ingest::admit;
+use crate::store::visit::{KindFn, Watched};
 use crate::store::{Kind, ObjKey, Object, Store};
 
 /// Objects per LIST request (kubectl's default chunk size).
@@ -105,20 +101,7 @@ async fn list_kind(
     page: u32,
 ) -> Result<Vec<Object>, kube::Error> {
     let client = conn.client.clone();
-    let ns = super::scope_namespace(scope);
     match kind {
-        Kind::Runtime => list(api_for::<Runtime>(client, ns), page).await,
-        Kind::RuntimeGrant => list(Api::<RuntimeGrant>::all(client), page).await,
-        Kind::RuntimeClass => list(Api::<RuntimeClass>::all(client), page).await,
-        Kind::Node => list(Api::<Node>::all(client), page).await,
-        Kind::Pod => list(api_for::<Pod>(client, ns), page).await,
-        Kind::Deployment => list(api_for::<Deployment>(client, ns), page).await,
-        Kind::ReplicaSet => list(api_for::<ReplicaSet>(client, ns), page).await,
-        Kind::StatefulSet => list(api_for::<StatefulSet>(client, ns), page).await,
-        Kind::DaemonSet => list(api_for::<DaemonSet>(client, ns), page).await,
-        Kind::Job => list(api_for::<Job>(client, ns), page).await,
-        Kind::CronJob => list(api_for::<CronJob>(client, ns), page).await,
-        Kind::Event => list(api_for::<Event>(client, ns), page).await,
         Kind::Lease => {
             let api = Api::<Lease>::namespaced(client, &agent_lease.0);
             Ok(match api.get_opt(&agent_lease.1).await {
@@ -127,7 +110,6 @@ async fn list_kind(
                 Err(_) => Vec::new(),
             })
         }
-        Kind::Namespace => list(Api::<Namespace>::all(client), page).await,
         Kind::PendingGrantsFile => {
             let api = Api::<PendingGrantsFile>::all(client);
             Ok(match api.get_opt(&agent_lease.1).await {
@@ -136,15 +118,34 @@ async fn list_kind(
                 Err(_) => Vec::new(),
             })
         }
+        kind => {
+            let namespace = super::scope_namespace(scope);
+            kind.visit(List {
+                client,
+                namespace,
+                page,
+            })
+            .await
+        }
+    }
+}
+
+/// [`list`] for a kind's type ([`Kind::visit`]).
+struct List<'a> {
+    client: Client,
+    namespace: Option<&'a str>,
+    page: u32,
+}
+
+impl<'a> KindFn for List<'a> {
+    type Out = BoxFuture<'a, Result<Vec<Object>, kube::Error>>;
+    fn call<K: Watched>(self) -> Self::Out {
+        list(K::api(self.client, self.namespace), self.page).boxed()
     }
 }
 
 /// Every object of `api`, page by page.
-async fn list<K>(api: Api<K>, page: u32) -> Result<Vec<Object>, kube::Error>
-where
-    K: Resource + ResourceExt + Clone + DeserializeOwned + Serialize + Debug,
-    Object: From<K>,
-{
+async fn list<K: Watched>(api: Api<K>, page: u32) -> Result<Vec<Object>, kube::Error> {
     let mut out = Vec::new();
     let mut params = ListParams::default().limit(page);
     loop {
@@ -165,32 +166,23 @@ pub async fn fetch(
     key: &ObjKey,
 ) -> Result<Option<Object>, kube::Error> {
     let (ns, name) = (key.0.as_str(), key.1.as_str());
-    match kind {
-        Kind::Runtime => get(Api::<Runtime>::namespaced(client, ns), name).await,
-        Kind::RuntimeGrant => get(Api::<RuntimeGrant>::all(client), name).await,
-        Kind::RuntimeClass => get(Api::<RuntimeClass>::all(client), name).await,
-        Kind::Node => get(Api::<Node>::all(client), name).await,
-        Kind::Pod => get(Api::<Pod>::namespaced(client, ns), name).await,
-        Kind::Deployment => get(Api::<Deployment>::namespaced(client, ns), name).await,
-        Kind::ReplicaSet => get(Api::<ReplicaSet>::namespaced(client, ns), name).await,
-        Kind::StatefulSet => get(Api::<StatefulSet>::namespaced(client, ns), name).await,
-        Kind::DaemonSet => get(Api::<DaemonSet>::namespaced(client, ns), name).await,
-        Kind::Job => get(Api::<Job>::namespaced(client, ns), name).await,
-        Kind::CronJob => get(Api::<CronJob>::namespaced(client, ns), name).await,
-        Kind::Event => get(Api::<Event>::namespaced(client, ns), name).await,
-        Kind::Lease => get(Api::<Lease>::namespaced(client, ns), name).await,
-        Kind::Namespace => get(Api::<Namespace>::all(client), name).await,
-        Kind::PendingGrantsFile => get(Api::<PendingGrantsFile>::all(client), name).await,
+    kind.visit(Get { client, ns, name }).await
+}
+
+/// [`get`] for a kind's type ([`Kind::visit`]).
+struct Get<'a> {
+    client: kube::Client,
+    ns: &'a str,
+    name: &'a str,
+}
+
+impl<'a> KindFn for Get<'a> {
+    type Out = BoxFuture<'a, Result<Option<Object>, kube::Error>>;
+    fn call<K: Watched>(self) -> Self::Out {
+        get(K::api(self.client, Some(self.ns)), self.name).boxed()
     }
 }
 
-async fn get<K>(api: Api<K>, name: &str) -> Result<Option<Object>, kube::Error>
-where
-    K: Resource + ResourceExt + Clone + DeserializeOwned + Serialize + Debug,
-    Object: From<K>,
-{
-    Ok(api
-        .get_opt(name)
-        .await?
-        .and_then(|o| Object::from(o).prepared()))
+async fn get<K: Watched>(api: Api<K>, name: &str) -> Result<Option<Object>, kube::Error> {
+    Ok(api.get_opt(name).await?.and_then(|o| o.into().prepared()))
 }

@@ -10,19 +10,13 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::path::PathBuf;
 
-use berth_shared::api::{PendingGrantsFile, Runtime, RuntimeGrant};
+use berth_shared::api::PendingGrantsFile;
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
-use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::client::ClientBuilder;
 use kube::config::{ExecInteractiveMode, KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
-use kube::{Api, Client, Config, Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use kube::{Api, Client, Config};
 use tokio::sync::mpsc::Sender as MsgSender;
 use tokio::task::JoinHandle;
 
@@ -32,7 +26,8 @@ pub use load::{Loaded, PAGE, fetch, load, load_available, load_paged};
 
 use crate::model::{Filter, Msg, Scope, WatchEvent, WatchKey};
 use crate::store::ingest::admit;
-use crate::store::{Kind, ObjKey, Object};
+use crate::store::visit::{KindFn, Watched};
+use crate::store::{Kind, ObjKey};
 use starts::StartsLayer;
 pub use starts::WatchStarts;
 
@@ -324,17 +319,6 @@ fn scope_namespace(scope: &Scope) -> Option<&str> {
     }
 }
 
-fn api_for<K>(client: Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<DynamicType = ()>,
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
-    }
-}
-
 /// The watcher's config: the selectors of a scoped watch.
 fn config_of(key: &WatchKey) -> watcher::Config {
     let mut cfg = watcher::Config::default().timeout(WATCH_TIMEOUT_SECONDS);
@@ -357,58 +341,53 @@ fn spawn_kind(
     key: &WatchKey,
     tx: Sender,
 ) -> JoinHandle<()> {
-    let cfg = config_of(key);
-    let ns = namespace_of(scope, key);
     let s = starts.clone();
+    // Only the agent's, whatever the key says (screens ask for these
+    // whole: see `Screen::watches`); the PendingGrantsFile is named after
+    // the agent's Lease.
+    let agents = watcher::Config::default()
+        .timeout(WATCH_TIMEOUT_SECONDS)
+        .fields(&format!("metadata.name={}", lease.1));
     match key.kind {
-        Kind::Runtime => spawn(api_for::<Runtime>(client, ns), cfg, s, tx),
-        Kind::RuntimeGrant => spawn(Api::<RuntimeGrant>::all(client), cfg, s, tx),
-        Kind::RuntimeClass => spawn(Api::<RuntimeClass>::all(client), cfg, s, tx),
-        Kind::Node => spawn(Api::<Node>::all(client), cfg, s, tx),
-        Kind::Pod => spawn(api_for::<Pod>(client, ns), cfg, s, tx),
-        Kind::Deployment => spawn(api_for::<Deployment>(client, ns), cfg, s, tx),
-        Kind::ReplicaSet => spawn(api_for::<ReplicaSet>(client, ns), cfg, s, tx),
-        Kind::StatefulSet => spawn(api_for::<StatefulSet>(client, ns), cfg, s, tx),
-        Kind::DaemonSet => spawn(api_for::<DaemonSet>(client, ns), cfg, s, tx),
-        Kind::Job => spawn(api_for::<Job>(client, ns), cfg, s, tx),
-        Kind::CronJob => spawn(api_for::<CronJob>(client, ns), cfg, s, tx),
-        Kind::Event => spawn(api_for::<Event>(client, ns), cfg, s, tx),
-        // Only the agent's, whatever the key says (screens ask for these
-        // whole: see `Screen::watches`).
-        Kind::Lease => spawn(
-            Api::<Lease>::namespaced(client, &lease.0),
-            watcher::Config::default()
-                .timeout(WATCH_TIMEOUT_SECONDS)
-                .fields(&format!("metadata.name={}", lease.1)),
-            s,
+        Kind::Lease => spawn(Api::<Lease>::namespaced(client, &lease.0), agents, s, tx),
+        Kind::PendingGrantsFile => spawn(Api::<PendingGrantsFile>::all(client), agents, s, tx),
+        kind => kind.visit(Spawn {
+            client,
+            namespace: namespace_of(scope, key),
+            cfg: config_of(key),
+            starts: s,
             tx,
-        ),
-        Kind::Namespace => spawn(Api::<Namespace>::all(client), cfg, s, tx),
-        // Only this agent's (named after its Lease).
-        Kind::PendingGrantsFile => spawn(
-            Api::<PendingGrantsFile>::all(client),
-            watcher::Config::default()
-                .timeout(WATCH_TIMEOUT_SECONDS)
-                .fields(&format!("metadata.name={}", lease.1)),
-            s,
-            tx,
-        ),
+        }),
     }
 }
 
-fn spawn<K>(api: Api<K>, cfg: watcher::Config, starts: WatchStarts, tx: Sender) -> JoinHandle<()>
-where
-    K: Resource
-        + ResourceExt
-        + Clone
-        + DeserializeOwned
-        + Serialize
-        + Debug
-        + Send
-        + Sync
-        + 'static,
-    Object: From<K>,
-{
+/// [`spawn`] for a kind's type ([`Kind::visit`]).
+struct Spawn<'a> {
+    client: Client,
+    namespace: Option<&'a str>,
+    cfg: watcher::Config,
+    starts: WatchStarts,
+    tx: Sender,
+}
+
+impl KindFn for Spawn<'_> {
+    type Out = JoinHandle<()>;
+    fn call<K: Watched>(self) -> JoinHandle<()> {
+        spawn(
+            K::api(self.client, self.namespace),
+            self.cfg,
+            self.starts,
+            self.tx,
+        )
+    }
+}
+
+fn spawn<K: Watched>(
+    api: Api<K>,
+    cfg: watcher::Config,
+    starts: WatchStarts,
+    tx: Sender,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         // One watcher stream for the task's life: after an error it resumes
         // from the last resourceVersion it saw and relists (Init …

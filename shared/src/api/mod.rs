@@ -59,14 +59,14 @@ pub const API_VERSION: &str = "berth.dev/v1alpha1";
 /// Failure to turn the CRDs into YAML.
 #[derive(Debug, thiserror::Error)]
 pub enum CrdError {
-    /// serde_yaml refused a CRD (would be a bug in the types).
+    /// yaml_serde refused a CRD (would be a bug in the types).
     #[error("serializing CRD {name} to YAML: {source}")]
     Yaml {
         /// The CRD's name.
         name: String,
         /// The serializer's error.
         #[source]
-        source: serde_yaml::Error,
+        source: yaml_serde::Error,
     },
 }
 
@@ -82,7 +82,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 
 /// One CRD as YAML (a single document, no `---`).
 pub fn crd_yaml(crd: &CustomResourceDefinition) -> Result<String, CrdError> {
-    serde_yaml::to_string(crd).map_err(|source| CrdError::Yaml {
+    yaml_serde::to_string(crd).map_err(|source| CrdError::Yaml {
         name: crd.metadata.name.clone().unwrap_or_default(),
         source,
     })

@@ -73,6 +73,15 @@ fn granted() -> Decision {
     }
 }
 
+/// The profile `bounded-worker` asked for and not in the grants file.
+fn not_granted() -> Decision {
+    Decision::NotGranted {
+        alias: "bounded-worker".to_string(),
+        detail: "no binding named bounded-worker in the grants file".to_string(),
+        reason: crate::api::reasons::NOT_GRANTED,
+    }
+}
+
 fn q(s: &str) -> Option<Quantity> {
     Some(Quantity(s.to_string()))
 }
@@ -213,16 +222,7 @@ pub fn examples() -> Vec<Example> {
 
     let mut spec = base("analytics", "worker");
     spec.runtime_profile = Some("bounded-worker".to_string());
-    push(
-        "not-granted",
-        "worker",
-        spec,
-        Decision::NotGranted {
-            alias: "bounded-worker".to_string(),
-            detail: "no binding named bounded-worker in the grants file".to_string(),
-            reason: crate::api::reasons::NOT_GRANTED,
-        },
-    );
+    push("not-granted", "worker", spec, not_granted());
 
     let mut spec = base("analytics", "worker");
     everything(&mut spec);
@@ -259,16 +259,7 @@ pub fn examples() -> Vec<Example> {
             ("example.com/keep", "kept"),
         ]),
     });
-    push(
-        "pod-metadata-override",
-        "worker",
-        spec,
-        Decision::NotGranted {
-            alias: "bounded-worker".to_string(),
-            detail: "no binding named bounded-worker in the grants file".to_string(),
-            reason: crate::api::reasons::NOT_GRANTED,
-        },
-    );
+    push("pod-metadata-override", "worker", spec, not_granted());
 
     out
 }

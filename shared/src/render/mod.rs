@@ -278,7 +278,7 @@ impl Rendered {
         let mut out = String::new();
         for manifest in self.manifests()? {
             out.push_str("---\n");
-            let yaml = serde_yaml::to_string(&manifest).map_err(|e| RenderError::Serialize {
+            let yaml = yaml_serde::to_string(&manifest).map_err(|e| RenderError::Serialize {
                 kind: "manifest",
                 message: e.to_string(),
             })?;

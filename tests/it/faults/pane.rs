@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use berth_tests::audit;
 use berth_tests::proxy::Proxy;
@@ -46,29 +46,30 @@ impl Console {
         let bin = tokio::task::spawn_blocking(berth_binary)
             .await
             .expect("build berth");
-        let script = dir.join("console.sh");
-        std::fs::write(
-            &script,
-            format!(
-                "#!/bin/sh\nexport TERM=xterm-256color\n'{}' --kubeconfig '{}' -n '{namespace}' --agent-lease '{namespace}/{lease}' 2>'{}'\necho BERTH-EXIT=$?\nsleep 600\n",
-                bin.display(),
-                proxied.display(),
-                dir.join("console.stderr").display()
-            ),
-        )
-        .expect("console script");
+        let (bin, proxied) = (bin.display().to_string(), proxied.display().to_string());
+        let agent_lease = format!("{namespace}/{lease}");
+        let text = berth_tests::tmux::script(
+            &[],
+            &[
+                &bin,
+                "--kubeconfig",
+                &proxied,
+                "-n",
+                namespace,
+                "--agent-lease",
+                &agent_lease,
+            ],
+            &dir.join("console.stderr"),
+            "sleep 600\n",
+        );
         let socket = format!("berth-faults-{}", std::process::id());
-        berth_tests::tmux::Server::named(&socket).new_session(
+        berth_tests::tmux::Server::named(&socket).new_script_session(
             200,
             50,
-            &format!("sh '{}'", script.display()),
+            &dir.join("console.sh"),
+            &text,
         );
         Console { socket, proxy }
-    }
-
-    /// The pane's text.
-    pub fn text(&self) -> String {
-        berth_tests::tmux::Server::named(&self.socket).pane()
     }
 
     /// Waits until the pane satisfies `pred`; the pane and how long it took.
@@ -78,18 +79,12 @@ impl Console {
         timeout: Duration,
         pred: impl Fn(&str) -> bool,
     ) -> (String, Duration) {
-        let t = Instant::now();
-        loop {
-            let pane = self.text();
-            if pred(&pane) {
-                return (pane, t.elapsed());
-            }
-            assert!(
-                t.elapsed() < timeout,
-                "console: timed out after {timeout:?} waiting for {what}; pane:\n{pane}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        berth_tests::tmux::Server::named(&self.socket).wait_for(
+            &format!("the console: {what}"),
+            timeout,
+            Duration::from_millis(200),
+            pred,
+        )
     }
 
     /// Watches the pane on a thread until [`Observer::finish`].
@@ -101,7 +96,7 @@ impl Console {
             move || {
                 let mut seen = Seen::default();
                 while !stop.load(Ordering::Relaxed) {
-                    let styled = tmux(&socket, &["capture-pane", "-p", "-e", "-t", "berth"]);
+                    let styled = berth_tests::tmux::Server::named(&socket).styled_pane();
                     let (r, d) = judge(&styled);
                     seen.reconnecting |= r;
                     seen.dimmed |= d;

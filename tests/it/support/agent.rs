@@ -280,7 +280,44 @@ pub async fn setup(prefix: &str) -> (TestNamespace, String) {
     (ns, class)
 }
 
+/// What most agent tests start from: [`setup`]'s namespace and class,
+/// and a grants file granting the profile `<ns>-bw` that class.
+pub struct Granted {
+    pub ns: TestNamespace,
+    pub class: String,
+    /// The granted profile.
+    pub bw: String,
+    pub grants: PathBuf,
+}
+
+/// [`setup`] plus a grants file granting `<ns>-bw` the class.
+pub async fn setup_granted(prefix: &str) -> Granted {
+    let (ns, class) = setup(prefix).await;
+    let bw = format!("{}-bw", ns.name);
+    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    Granted {
+        ns,
+        class,
+        bw,
+        grants,
+    }
+}
+
 pub use berth_tests::harness::create_runtime_class as create_class;
+
+/// The object `name` of kind `K` in the test's namespace, if it exists.
+pub async fn get<K>(ns: &TestNamespace, name: &str) -> Option<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(ns.client.clone(), &ns.name)
+        .get_opt(name)
+        .await
+        .expect("get")
+}
 
 /// Creates a Runtime from a JSON spec (application/service/image defaulted).
 pub async fn create_runtime(ns: &TestNamespace, name: &str, extra: serde_json::Value) -> Runtime {

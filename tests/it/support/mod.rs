@@ -1,6 +1,7 @@
 //! Test support shared by the integration test modules: `agent` runs the
 //! real agent binary (`berth-agent run`), `webhook` runs `berth-agent
-//! webhook` on its own.
+//! webhook` on its own, `berth` runs the console's CLI.
 
 pub mod agent;
+pub mod berth;
 pub mod webhook;

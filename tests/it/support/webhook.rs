@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use berth_shared::api::Runtime;
+use berth_tests::bench::process::free_port;
 use berth_tests::grants_file::{self, TestBinding};
 use berth_tests::harness::{TestNamespace, cluster, install_crds};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
@@ -105,11 +106,16 @@ pub(crate) struct WebhookOptions<'a> {
     pub cert_validity: &'a str,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+impl<'a> WebhookOptions<'a> {
+    /// Reviewing namespaces labelled `selector` with `grants`, its
+    /// certificate valid for the whole run (30 days).
+    pub fn new(selector: &'a str, grants: &'a Path) -> Self {
+        WebhookOptions {
+            selector,
+            grants,
+            cert_validity: "30d",
+        }
+    }
 }
 
 impl Webhook {

@@ -32,9 +32,9 @@ pub(super) const SHIPPED: &str =
     include_str!("../../../assets/admission/workload-runtimeclass-policy.yaml");
 
 pub(super) fn shipped(kind: &str) -> Value {
-    serde_yaml::Deserializer::from_str(SHIPPED)
+    yaml_serde::Deserializer::from_str(SHIPPED)
         .map(|d| {
-            serde_json::to_value(serde_yaml::Value::deserialize(d).expect("yaml")).expect("json")
+            serde_json::to_value(yaml_serde::Value::deserialize(d).expect("yaml")).expect("json")
         })
         .find(|d| d["kind"] == kind)
         .unwrap_or_else(|| panic!("{kind} in workload-runtimeclass-policy.yaml"))

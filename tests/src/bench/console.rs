@@ -2,55 +2,46 @@
 //! of each view, memory, CPU idle and under churn), `berth get` against
 //! the LIST floor, and key press → frame on the model with a TestBackend.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use berth_console::get::What;
 use berth_console::model::{App, ListView, Msg, Scope, Screen, update};
 use berth_console::store::Kind;
+use berth_console::store::visit::{KindFn, Watched};
 use berth_console::watch::{self, Connection};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use futures::future::join_all;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::node::v1::RuntimeClass;
+use futures::FutureExt;
+use futures::future::{BoxFuture, join_all};
+use kube::Client;
 use kube::api::ListParams;
-use kube::{Api, Client};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use berth_shared::api::{Runtime, RuntimeGrant};
+use crate::tmux::{SESSION, Server};
 
 /// A raw LIST of one kind, cluster-wide (what a view needs, unprocessed).
 async fn raw_list(client: &Client, kind: Kind) -> usize {
-    async fn n<K>(api: Api<K>) -> usize
-    where
-        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    {
-        api.list(&ListParams::default())
-            .await
-            .map(|l| l.items.len())
-            .unwrap_or(0)
+    /// The LIST of a kind's type ([`Kind::visit`]).
+    struct Count(Client);
+    impl KindFn for Count {
+        type Out = BoxFuture<'static, usize>;
+        fn call<K: Watched>(self) -> Self::Out {
+            async move {
+                K::api(self.0, None)
+                    .list(&ListParams::default())
+                    .await
+                    .map(|l| l.items.len())
+                    .unwrap_or(0)
+            }
+            .boxed()
+        }
     }
-    let c = client.clone();
     match kind {
-        Kind::Runtime => n(Api::<Runtime>::all(c)).await,
-        Kind::RuntimeGrant => n(Api::<RuntimeGrant>::all(c)).await,
-        Kind::RuntimeClass => n(Api::<RuntimeClass>::all(c)).await,
-        Kind::Node => n(Api::<Node>::all(c)).await,
-        Kind::Pod => n(Api::<Pod>::all(c)).await,
-        Kind::Deployment => n(Api::<Deployment>::all(c)).await,
-        Kind::ReplicaSet => n(Api::<ReplicaSet>::all(c)).await,
-        Kind::StatefulSet => n(Api::<StatefulSet>::all(c)).await,
-        Kind::DaemonSet => n(Api::<DaemonSet>::all(c)).await,
-        Kind::Job => n(Api::<Job>::all(c)).await,
-        Kind::CronJob => n(Api::<CronJob>::all(c)).await,
-        Kind::Event => n(Api::<Event>::all(c)).await,
-        Kind::Namespace => n(Api::<Namespace>::all(c)).await,
+        // Only the agent's one object: no floor to measure.
         Kind::Lease | Kind::PendingGrantsFile => 0,
+        kind => kind.visit(Count(client.clone())).await,
     }
 }
 
@@ -71,13 +62,9 @@ async fn kinds_floor(client: &Client, kinds: Vec<Kind>) -> Duration {
     started.elapsed()
 }
 
-fn tmux(socket: &Path, args: &[&str]) -> String {
-    crate::tmux::Server::at(socket).run(args)
-}
-
 /// The `berth` console running in its own tmux server.
 pub struct Console {
-    socket: PathBuf,
+    tmux: Server,
     pub pid: u32,
 }
 
@@ -86,18 +73,16 @@ impl Console {
     pub fn start(berth: &Path, kubeconfig: &Path, dir: &Path) -> Console {
         let socket = dir.join("tmux.sock");
         let _ = std::fs::remove_file(&socket);
+        let tmux = Server::at(&socket);
         let cmd = format!(
             "KUBECONFIG={} exec {} -A",
             kubeconfig.display(),
             berth.display()
         );
-        crate::tmux::Server::at(&socket).new_session(160, 50, &cmd);
+        tmux.new_session(160, 50, &cmd);
         let pid = (0..100)
             .find_map(|_| {
-                let p = tmux(
-                    &socket,
-                    &["display-message", "-p", "-t", "berth", "#{pane_pid}"],
-                );
+                let p = tmux.run(&["display-message", "-p", "-t", SESSION, "#{pane_pid}"]);
                 let pid = p.trim().parse().ok();
                 if pid.is_none() {
                     std::thread::sleep(Duration::from_millis(50));
@@ -105,15 +90,15 @@ impl Console {
                 pid
             })
             .expect("the console's pid");
-        Console { socket, pid }
+        Console { tmux, pid }
     }
 
     pub fn pane(&self) -> String {
-        crate::tmux::Server::at(&self.socket).pane()
+        self.tmux.pane()
     }
 
     pub fn send(&self, key: &str) {
-        tmux(&self.socket, &["send-keys", "-t", "berth", key]);
+        self.tmux.send(&[key]);
     }
 
     /// Waits until `view` is drawn complete (its title carries the row
@@ -121,18 +106,14 @@ impl Console {
     /// has listed, and no watch is syncing); the time since `since`,
     /// polled every 10 ms.
     pub fn until_complete(&self, view: ListView, since: Instant, timeout: Duration) -> Duration {
-        loop {
-            let pane = self.pane();
-            if pane_complete(&pane, view.title()) {
-                return since.elapsed();
-            }
-            assert!(
-                since.elapsed() < timeout,
-                "{} not complete within {timeout:?}:\n{pane}",
-                view.title()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let title = view.title();
+        self.tmux.wait_for(
+            &format!("{title} complete"),
+            timeout.saturating_sub(since.elapsed()),
+            Duration::from_millis(10),
+            |pane| pane_complete(pane, title),
+        );
+        since.elapsed()
     }
 }
 
@@ -191,7 +172,7 @@ fn pane_complete(pane: &str, title: &str) -> bool {
 
 impl Drop for Console {
     fn drop(&mut self) {
-        tmux(&self.socket, &["kill-server"]);
+        self.tmux.kill();
     }
 }
 

@@ -49,25 +49,32 @@ where
     .map(|_| ())
 }
 
+/// Why the floor could not apply a Runtime's objects.
+#[derive(Debug, thiserror::Error)]
+enum FloorError {
+    #[error("render: {0}")]
+    Render(#[from] render::RenderError),
+    #[error("apply: {0}")]
+    Apply(#[from] kube::Error),
+}
+
 async fn apply_runtime(
     client: Client,
     runtime: Runtime,
     planned: Planned,
     pods: bool,
-) -> Result<(), String> {
-    let mut r = render::render(&runtime, &planned.identity(), &planned.decision())
-        .map_err(|e| e.to_string())?;
+) -> Result<(), FloorError> {
+    let mut r = render::render(&runtime, &planned.identity(), &planned.decision())?;
     if let Some(spec) = r.deployment.spec.as_mut()
         && !pods
     {
         spec.paused = Some(true);
     }
-    let e = |e: kube::Error| e.to_string();
-    apply(&client, &r.config_map).await.map_err(e)?;
-    apply(&client, &r.service_account).await.map_err(e)?;
-    apply(&client, &r.service).await.map_err(e)?;
-    apply(&client, &r.deployment).await.map_err(e)?;
-    apply(&client, &r.pod_disruption_budget).await.map_err(e)
+    apply(&client, &r.config_map).await?;
+    apply(&client, &r.service_account).await?;
+    apply(&client, &r.service).await?;
+    apply(&client, &r.deployment).await?;
+    Ok(apply(&client, &r.pod_disruption_budget).await?)
 }
 
 /// Applies every Runtime's rendered objects, `concurrency` Runtimes at a

@@ -4,25 +4,26 @@
 //! are noisy). See the README's "Benchmark" section.
 
 pub mod console;
+mod console_run;
 pub mod cpu;
+mod figures;
 pub mod floor;
 pub mod process;
 pub mod table;
+mod wait;
 pub mod world;
 
 use std::time::{Duration, Instant};
 
-use berth_console::get::What;
-use berth_console::model::ListView;
-use berth_shared::api::Runtime;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::node::v1::RuntimeClass;
-use kube::api::{DeleteParams, ListParams, PostParams};
-use kube::{Api, Client, ResourceExt};
-use serde_json::json;
+use kube::Api;
+use kube::api::DeleteParams;
 
 use crate::harness;
+use console_run::console_figures;
+use figures::{AGENT_RSS_TARGET, cpu_figures, rss_figure};
 use table::{Figure, Target, Unit};
+use wait::{has_condition, observed, until_runtimes, until_runtimes_or_count};
 
 /// What to build and how long to watch.
 #[derive(Clone, Debug, clap::Args)]
@@ -91,88 +92,9 @@ pub struct Options {
     pub hold_seconds: u64,
 }
 
-/// The RSS targets at scale S, in bytes.
-const AGENT_RSS_TARGET: f64 = 80e6;
-const CONSOLE_RSS_TARGET: f64 = 150e6;
-
-/// A resident-memory figure: the total against `target`, its parts in the
-/// name (how much of it is data, how much the binary's code).
-fn rss_figure(name: &str, rss: process::Rss, target: f64) -> Figure {
-    Figure::of(
-        &format!("{name} ({})", rss.parts()),
-        Unit::Bytes,
-        rss.total as f64,
-        Target::AtMost(target),
-    )
-}
-
+/// A line on standard error: how far the run is.
 fn progress(started: Instant, what: &str) {
     eprintln!("[{:>7.1}s] {what}", started.elapsed().as_secs_f64());
-}
-
-fn observed(r: &Runtime) -> bool {
-    let generation = r.metadata.generation.unwrap_or(0);
-    r.status
-        .as_ref()
-        .and_then(|s| s.observed_generation)
-        .is_some_and(|g| g >= generation)
-}
-
-fn has_condition(r: &Runtime, type_: &str, status: &str) -> bool {
-    r.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == type_ && c.status == status)
-    })
-}
-
-/// Polls the Runtimes until `pred` holds for all of `names` (or all when
-/// empty); the time since `since`. Panics naming `what` after `timeout`.
-async fn until_runtimes(
-    client: &Client,
-    what: &str,
-    since: Instant,
-    timeout: Duration,
-    names: &[(String, String)],
-    pred: impl Fn(&Runtime) -> bool,
-) -> Duration {
-    match until_runtimes_or_count(client, since, timeout, names, pred).await {
-        Ok(d) => d,
-        Err((done, total)) => panic!("{what}: only {done} of {total} within {timeout:?}"),
-    }
-}
-
-/// [`until_runtimes`], but a timeout is an answer: how many of how many.
-async fn until_runtimes_or_count(
-    client: &Client,
-    since: Instant,
-    timeout: Duration,
-    names: &[(String, String)],
-    pred: impl Fn(&Runtime) -> bool,
-) -> Result<Duration, (usize, usize)> {
-    let api: Api<Runtime> = Api::all(client.clone());
-    loop {
-        if let Ok(list) = api.list(&ListParams::default()).await {
-            let relevant: Vec<&Runtime> = list
-                .items
-                .iter()
-                .filter(|r| {
-                    names.is_empty()
-                        || names.iter().any(|(ns, n)| {
-                            r.namespace().as_deref() == Some(ns.as_str()) && &r.name_any() == n
-                        })
-                })
-                .collect();
-            let done = relevant.iter().filter(|r| pred(r)).count();
-            if !relevant.is_empty() && done == relevant.len() {
-                return Ok(since.elapsed());
-            }
-            if since.elapsed() > timeout {
-                return Err((done, relevant.len()));
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
 }
 
 /// What a run measured.
@@ -276,7 +198,7 @@ pub async fn run(opts: &Options) -> Report {
     // not evidence of writes).
     let converge_reconciles = process::reconciles(&agent.metrics().await);
     if opts.profile {
-        profile_report(&agent, &work).await;
+        process::profile_report(&agent, &work).await;
     }
     assert!(
         !agent.exited(),
@@ -496,227 +418,4 @@ pub async fn run(opts: &Options) -> Report {
     }
     drop(agent);
     report
-}
-
-/// Asks the agent for its profile of the convergence (SIGUSR1) and prints
-/// the top of it.
-async fn profile_report(agent: &process::AgentProcess, work: &std::path::Path) {
-    let top = work.join("agent.top.txt");
-    let _ = std::fs::remove_file(&top);
-    let sent = std::process::Command::new("kill")
-        .args(["-USR1", &agent.pid().to_string()])
-        .status();
-    if !sent.is_ok_and(|s| s.success()) {
-        eprintln!("profile: could not signal the agent");
-        return;
-    }
-    for _ in 0..100 {
-        if let Ok(text) = std::fs::read_to_string(&top) {
-            let head: Vec<&str> = text.lines().take(40).collect();
-            eprintln!(
-                "profile of the agent while it converged ({}):\n{}",
-                work.join("agent.folded").display(),
-                head.join("\n")
-            );
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    eprintln!("profile: none written; was the agent built with --features profile?");
-}
-
-/// Where the CPU went while the agent converged, each against the same
-/// component while the floor ran: which process held the cores.
-fn cpu_figures(agent: &cpu::Usage, floor: &cpu::Usage) -> Vec<Figure> {
-    let mut out = Vec::new();
-    for (name, share) in &agent.cores {
-        let mut f = Figure::of(
-            &format!("cpu while the agent converged (floor: while the floor ran): {name}"),
-            Unit::Cpu,
-            *share,
-            Target::None,
-        );
-        f.floor = floor.cores.get(name).copied();
-        out.push(f);
-    }
-    if let Some(busy) = agent.machine_busy {
-        let mut f = Figure::of(
-            "cpu: the whole machine busy (share of all cores; others' work included)",
-            Unit::Cpu,
-            busy,
-            Target::None,
-        );
-        f.floor = floor.machine_busy;
-        out.push(f);
-    }
-    out
-}
-
-async fn console_figures(
-    started: Instant,
-    opts: &Options,
-    client: &Client,
-    kubeconfig: &std::path::Path,
-    berth_bin: &std::path::Path,
-    work: &std::path::Path,
-) -> Vec<Figure> {
-    let mut figures = Vec::new();
-    // `berth get` against the parallel LIST of what it shows.
-    for (what, kinds) in [
-        ("runtimes", What::Runtimes),
-        ("handlers", What::Handlers),
-        ("retained", What::Retained),
-        ("rollouts", What::Rollouts),
-    ] {
-        let floor = console::get_floor(client, kinds).await;
-        let (b, k) = (berth_bin.to_path_buf(), kubeconfig.to_path_buf());
-        let w = what.to_string();
-        let took = tokio::task::spawn_blocking(move || console::berth_get(&b, &k, &w))
-            .await
-            .expect("berth get");
-        figures.push(Figure::time(
-            &format!("console: `berth get {what} -A`"),
-            took,
-            Some(floor),
-            Target::RatioAtMost(1.5),
-        ));
-    }
-
-    // The TUI: first complete frame of each view, against its LIST floor.
-    let floors = [
-        (
-            ListView::Runtimes,
-            console::list_floor(client, ListView::Runtimes).await,
-        ),
-        (
-            ListView::Grants,
-            console::list_floor(client, ListView::Grants).await,
-        ),
-        (
-            ListView::Handlers,
-            console::list_floor(client, ListView::Handlers).await,
-        ),
-        (
-            ListView::Retained,
-            console::list_floor(client, ListView::Retained).await,
-        ),
-    ];
-    let (b, k, w) = (
-        berth_bin.to_path_buf(),
-        kubeconfig.to_path_buf(),
-        work.to_path_buf(),
-    );
-    let (frames, tui) = tokio::task::spawn_blocking(move || {
-        let frames = console::first_frames(&b, &k, &w);
-        (frames, console::visit_all(&b, &k, &w))
-    })
-    .await
-    .expect("console thread");
-    for ((view, floor), took) in floors.iter().zip(frames) {
-        figures.push(Figure::time(
-            &format!("console: first complete {} frame", view.title()),
-            took,
-            Some(*floor),
-            Target::RatioAtMost(1.2),
-        ));
-    }
-    figures.push(rss_figure(
-        "console: RSS with every view visited",
-        process::rss(tui.pid).unwrap_or_default(),
-        CONSOLE_RSS_TARGET,
-    ));
-    let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
-    tokio::time::sleep(Duration::from_secs(opts.console_idle_seconds)).await;
-    let cpu1 = process::cpu_time(tui.pid).unwrap_or_default();
-    figures.push(Figure::of(
-        "console: CPU while idle (share of a core)",
-        Unit::Cpu,
-        (cpu1 - cpu0).as_secs_f64() / opts.console_idle_seconds as f64,
-        Target::AtMost(0.01),
-    ));
-
-    if opts.churn_pods > 0 {
-        harness::TestNamespace::create(client.clone(), "churn".into(), &[]).await;
-        let deps: Api<Deployment> = Api::namespaced(client.clone(), "churn");
-        let dep: Deployment = serde_json::from_value(json!({
-            "metadata": {"name": "churn"},
-            "spec": {
-                "replicas": opts.churn_pods,
-                "selector": {"matchLabels": {"app": "churn"}},
-                "template": {
-                    "metadata": {"labels": {"app": "churn"}},
-                    "spec": {"containers": [{"name": "c", "image": "registry.invalid/churn:1"}]},
-                },
-            },
-        }))
-        .expect("churn Deployment");
-        let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
-        let t = Instant::now();
-        deps.create(&PostParams::default(), &dep)
-            .await
-            .expect("create churn");
-        loop {
-            let d = deps.get("churn").await.ok();
-            let ready = d
-                .and_then(|d| d.status)
-                .and_then(|s| s.ready_replicas)
-                .unwrap_or(0);
-            if usize::try_from(ready).unwrap_or(0) >= opts.churn_pods
-                || t.elapsed() > Duration::from_secs(900)
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        let took = t.elapsed();
-        let cpu1 = process::cpu_time(tui.pid).unwrap_or_default();
-        figures.push(Figure::of(
-            &format!(
-                "console: CPU while {} other pods are created ({:.0} s)",
-                opts.churn_pods,
-                took.as_secs_f64()
-            ),
-            Unit::Cpu,
-            (cpu1 - cpu0).as_secs_f64() / took.as_secs_f64().max(0.001),
-            Target::AtMost(0.10),
-        ));
-        figures.push(rss_figure(
-            "console: RSS after the churn",
-            process::rss(tui.pid).unwrap_or_default(),
-            CONSOLE_RSS_TARGET,
-        ));
-    }
-    drop(tui);
-
-    let conn = berth_console::watch::connect(&berth_console::watch::ConnectOptions {
-        kubeconfig: Some(kubeconfig.to_path_buf()),
-        context: None,
-    })
-    .await
-    .expect("connect the model");
-    progress(started, "console model: loading the store");
-    let app = console::model_app(&conn).await;
-    // Its own line, so that a profiler can be attached to this phase alone.
-    progress(
-        started,
-        &format!(
-            "console model: timing {} key presses and watch events",
-            opts.presses
-        ),
-    );
-    let times = console::model_times(app, opts.presses);
-    progress(started, "console model: timed");
-    figures.push(Figure::millis(
-        "console model: key press → redrawn frame (median)",
-        times.key_to_frame,
-        Some(times.redraw_floor),
-        Target::AtMost(50.0),
-    ));
-    figures.push(Figure::millis(
-        "console model: watch event → rebuilt, redrawn frame (median)",
-        times.event_to_frame,
-        Some(times.redraw_floor),
-        Target::AtMost(50.0),
-    ));
-    figures
 }

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::procfs;
+
 /// A process's resident memory, in bytes, and what it is made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Rss {
@@ -32,8 +34,7 @@ impl Rss {
 
 /// [`Rss`] of a process, from /proc/PID/status.
 pub fn rss(pid: u32) -> Option<Rss> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    parse_rss(&text)
+    parse_rss(&procfs::process(pid).status()?)
 }
 
 fn status_kb(status: &str, field: &str) -> Option<u64> {
@@ -52,29 +53,6 @@ fn parse_rss(status: &str) -> Option<Rss> {
     })
 }
 
-/// Every process's pid and arguments (`/proc/PID/cmdline` split at NULs);
-/// processes that end while being read are left out.
-pub fn command_lines() -> Vec<(u32, Vec<String>)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let raw = std::fs::read(e.path().join("cmdline")).ok()?;
-            Some((pid, split_cmdline(&raw)))
-        })
-        .collect()
-}
-
-fn split_cmdline(raw: &[u8]) -> Vec<String> {
-    raw.split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect()
-}
-
 /// CPU time (user + system) a process has used so far.
 pub fn cpu_time(pid: u32) -> Option<Duration> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -82,12 +60,9 @@ pub fn cpu_time(pid: u32) -> Option<Duration> {
     Some(Duration::from_secs_f64(ticks as f64 / clock_ticks() as f64))
 }
 
-/// utime + stime from /proc/PID/stat (fields 14 and 15; the command name
-/// in field 2 may hold spaces and parentheses, so count after the last `)`).
+/// utime + stime from /proc/PID/stat (fields 14 and 15).
 fn parse_stat_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After ")": field 3 (state) is index 0, so field N is index N - 3.
+    let fields: Vec<&str> = procfs::stat_fields(stat)?.collect();
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
     Some(utime + stime)
@@ -247,6 +222,33 @@ pub fn metric_sum(text: &str, metric: &str, filter: impl Fn(&str) -> bool) -> f6
         .sum()
 }
 
+/// Asks the agent for its profile of the convergence (SIGUSR1) and prints
+/// the top of it.
+pub async fn profile_report(agent: &AgentProcess, work: &std::path::Path) {
+    let top = work.join("agent.top.txt");
+    let _ = std::fs::remove_file(&top);
+    let sent = std::process::Command::new("kill")
+        .args(["-USR1", &agent.pid().to_string()])
+        .status();
+    if !sent.is_ok_and(|s| s.success()) {
+        eprintln!("profile: could not signal the agent");
+        return;
+    }
+    for _ in 0..100 {
+        if let Ok(text) = std::fs::read_to_string(&top) {
+            let head: Vec<&str> = text.lines().take(40).collect();
+            eprintln!(
+                "profile of the agent while it converged ({}):\n{}",
+                work.join("agent.folded").display(),
+                head.join("\n")
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!("profile: none written; was the agent built with --features profile?");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,17 +274,6 @@ mod tests {
         let pid = std::process::id();
         assert!(rss(pid).is_some_and(|r| r.anon > 0 && r.anon + r.file <= r.total + 4096));
         assert!(cpu_time(pid).is_some());
-        let own = command_lines().into_iter().find(|(p, _)| *p == pid);
-        assert!(own.is_some_and(|(_, args)| !args.is_empty()));
-    }
-
-    #[test]
-    fn command_lines_split_at_nuls_and_drop_empty_arguments() {
-        assert_eq!(
-            split_cmdline(b"/bin/etcd\0--data-dir=/x\0\0"),
-            vec!["/bin/etcd".to_string(), "--data-dir=/x".to_string()]
-        );
-        assert!(split_cmdline(b"").is_empty());
     }
 
     #[test]

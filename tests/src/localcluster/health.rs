@@ -50,11 +50,11 @@ pub async fn wait_for_port(c: &mut Component, port: u16, timeout: Duration) -> R
     }
 }
 
-async fn get_text(client: &Client, path: &str) -> Result<String, String> {
+async fn get_text(client: &Client, path: &str) -> Result<String, kube::Error> {
     let req = http::Request::get(path)
         .body(Vec::new())
-        .map_err(|e| e.to_string())?;
-    client.request_text(req).await.map_err(|e| e.to_string())
+        .map_err(kube::Error::HttpError)?;
+    client.request_text(req).await
 }
 
 /// Waits for the apiserver's /readyz and returns an admin client.
@@ -70,7 +70,7 @@ pub async fn wait_for_apiserver(
         let last = match get_text(&client, "/readyz").await {
             Ok(body) if body.trim() == "ok" => return Ok(client),
             Ok(body) => body,
-            Err(e) => e,
+            Err(e) => e.to_string(),
         };
         if Instant::now() > deadline {
             return Err(unhealthy(c, timeout, last));
@@ -101,7 +101,7 @@ pub async fn wait_for_healthz(
         let last = match get_text(&client, "/healthz").await {
             Ok(body) if body.trim() == "ok" => return Ok(()),
             Ok(body) => body,
-            Err(e) => e,
+            Err(e) => e.to_string(),
         };
         if Instant::now() > deadline {
             return Err(unhealthy(c, timeout, last));

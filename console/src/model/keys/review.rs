@@ -7,6 +7,7 @@ use super::super::{App, Effect, ObjKey, Object, ReviewState, RowRef};
 use super::clean;
 use crate::retire::plan::confirms;
 use crate::retire::{Action, RetireError};
+use crate::store::WORKLOAD_KINDS;
 
 /// `R`, `S`, `D`, `P` on a row: opens the review of that retirement.
 pub(super) fn retire(app: &mut App, key: char) -> Vec<Effect> {
@@ -35,28 +36,32 @@ pub(super) fn retire(app: &mut App, key: char) -> Vec<Effect> {
             }]
         }
         Err(e) => {
-            app.ui.flash = Some(e);
+            app.ui.flash = Some(e.to_string());
             Vec::new()
         }
     }
 }
 
 fn meta(obj: &Object) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
-    Some(match obj {
-        Object::Deployment(o) => &o.metadata,
-        Object::ReplicaSet(o) => &o.metadata,
-        Object::Pod(o) => &o.metadata,
-        Object::Job(o) => &o.metadata,
-        Object::CronJob(o) => &o.metadata,
-        Object::StatefulSet(o) => &o.metadata,
-        Object::DaemonSet(o) => &o.metadata,
-        _ => return None,
-    })
+    WORKLOAD_KINDS.contains(&obj.kind()).then(|| obj.meta())
+}
+
+/// Why the selected row has no retirement target (shown as a flash).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("select a Runtime (or a workload a Runtime manages)")]
+    NoRuntime,
+    #[error("this ReplicaSet has no Deployment or no class")]
+    ReplicaSetWithoutDeploymentOrClass,
+    #[error("select a Runtime or a rollback ReplicaSet")]
+    NothingToPrune,
+    #[error("no RuntimeClass known for Runtime {namespace}/{name}")]
+    NoClassKnown { namespace: String, name: String },
 }
 
 /// The action and its target (`Runtime` for R/S/D, `Deployment` for P)
 /// for the selected row.
-pub fn retire_target(app: &App, key: char, row: &RowRef) -> Result<(Action, ObjKey), String> {
+pub fn retire_target(app: &App, key: char, row: &RowRef) -> Result<(Action, ObjKey), TargetError> {
     let workload = match row {
         RowRef::Workload(kind, k) => app.data.store.get(*kind, k),
         _ => None,
@@ -81,9 +86,7 @@ pub fn retire_target(app: &App, key: char, row: &RowRef) -> Result<(Action, ObjK
                 'S' => Action::Suspend,
                 _ => Action::Delete,
             };
-            runtime
-                .map(|k| (action, k))
-                .ok_or_else(|| "select a Runtime (or a workload a Runtime manages)".to_string())
+            runtime.map(|k| (action, k)).ok_or(TargetError::NoRuntime)
         }
         _ => {
             // Prune: the Deployment and the class its rollback revisions use.
@@ -104,17 +107,20 @@ pub fn retire_target(app: &App, key: char, row: &RowRef) -> Result<(Action, ObjK
                     let ns = rs.metadata.namespace.clone().unwrap_or_default();
                     return Ok((Action::Prune { class }, (ns, d)));
                 }
-                return Err("this ReplicaSet has no Deployment or no class".into());
+                return Err(TargetError::ReplicaSetWithoutDeploymentOrClass);
             }
             let Some(k) = runtime else {
-                return Err("select a Runtime or a rollback ReplicaSet".into());
+                return Err(TargetError::NothingToPrune);
             };
             let rt = app.data.store.runtimes.get(&k);
             let class = rt
                 .and_then(|r| r.status.as_ref())
                 .and_then(|s| s.profile.as_ref())
                 .and_then(|p| p.class.clone())
-                .ok_or_else(|| format!("no RuntimeClass known for Runtime {}/{}", k.0, k.1))?;
+                .ok_or_else(|| TargetError::NoClassKnown {
+                    namespace: k.0.clone(),
+                    name: k.1.clone(),
+                })?;
             let deployment = berth_shared::render::Names::for_runtime(&k.1).workload;
             Ok((Action::Prune { class }, (k.0, deployment)))
         }

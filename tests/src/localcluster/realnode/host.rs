@@ -165,38 +165,23 @@ pub fn network_in_use(prefix: &str, bridge: &str) -> bool {
 /// state directory (kubelet, containerd, the shims), or they live in its
 /// cgroup parent (the pods' processes).
 fn node_processes(l: &NodeLayout) -> Vec<i32> {
-    let me = std::process::id() as i32;
+    let me = std::process::id();
     let state = l.state.display().to_string();
     let cg = format!("/{}/", l.cgroup_root);
     let cg_end = format!("/{}", l.cgroup_root);
-    let mut pids = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return pids;
-    };
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        // Zombies are dead already; only their parent's reaping is left.
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        if pid == me || zombie {
-            continue;
-        }
-        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        let cgroup = std::fs::read_to_string(e.path().join("cgroup")).unwrap_or_default();
-        let in_cgroup = cgroup.lines().any(|line| {
-            let path = line.splitn(3, ':').nth(2).unwrap_or("");
-            path.starts_with(&cg) || path == cg_end
-        });
-        if cmdline.contains(&state) || in_cgroup {
-            pids.push(pid);
-        }
-    }
-    pids
+    crate::procfs::processes()
+        .into_iter()
+        .filter(|p| p.pid != me && !p.zombie())
+        .filter(|p| {
+            let cmdline = p.cmdline().unwrap_or_default().join("\0");
+            let in_cgroup = p
+                .cgroups()
+                .iter()
+                .any(|path| path.starts_with(&cg) || *path == cg_end);
+            cmdline.contains(&state) || in_cgroup
+        })
+        .map(|p| p.pid as i32)
+        .collect()
 }
 
 /// Mount points under the node's state directory, deepest first.

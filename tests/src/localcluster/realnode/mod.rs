@@ -55,11 +55,29 @@ impl RealNodesInfo {
         cluster_dir.join("real-nodes.json")
     }
 
-    pub fn read(cluster_dir: &Path) -> Result<Self, String> {
-        let p = Self::path(cluster_dir);
-        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    pub fn read(cluster_dir: &Path) -> Result<Self, InfoError> {
+        let path = Self::path(cluster_dir);
+        let text = std::fs::read_to_string(&path).map_err(|source| InfoError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| InfoError::Parse { path, source })
     }
+}
+
+/// Why `real-nodes.json` could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum InfoError {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
 }
 
 /// Why this machine cannot run a kubelet, if it cannot: the reasons a test

@@ -235,14 +235,17 @@ impl RealNodes {
                 format!("--config={}", l.conf.join("containerd.toml").display()),
                 "--log-level=info".into(),
             ];
-            let c = Component::spawn(
-                &format!("containerd-{}", l.name),
-                Path::new("/usr/bin/env"),
-                &args,
-                ctx.logs,
-                ctx.supervisor,
-            )?;
-            components.push(c);
+            // Both run under `env`, with the node's PATH as first argument.
+            let spawn = |what: &str, args: &[String]| {
+                Component::spawn(
+                    &format!("{what}-{}", l.name),
+                    Path::new("/usr/bin/env"),
+                    args,
+                    ctx.logs,
+                    ctx.supervisor,
+                )
+            };
+            components.push(spawn("containerd", &args)?);
             wait_for_socket(
                 components.last_mut().expect("pushed"),
                 &l.containerd_socket(),
@@ -280,14 +283,7 @@ impl RealNodes {
                 format!("--node-labels={LABEL_KEY}=true,type=real"),
                 "--v=1".into(),
             ];
-            let c = Component::spawn(
-                &format!("kubelet-{}", l.name),
-                Path::new("/usr/bin/env"),
-                &args,
-                ctx.logs,
-                ctx.supervisor,
-            )?;
-            components.push(c);
+            components.push(spawn("kubelet", &args)?);
             wait_node_ready(client, &l, components, ctx.timeout).await?;
             for c in tokio::task::block_in_place(|| host::restore_sysctls(false)) {
                 eprintln!(

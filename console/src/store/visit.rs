@@ -1,0 +1,103 @@
+//! Code generic over a kind's object type. The one table from [`Kind`] to
+//! its Rust type is `kinds!` in this module's parent; watching, listing
+//! and fetching each write their step once as a [`KindFn`] and run it
+//! with [`Kind::visit`], instead of matching on the kinds themselves.
+
+use std::fmt::Debug;
+
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::Object;
+
+/// A step written once for every kind: [`KindFn::call`] runs with `K` the
+/// object type of the kind it was given to ([`Kind::visit`]).
+pub trait KindFn {
+    type Out;
+    fn call<K: Watched>(self) -> Self::Out;
+}
+
+/// What every watched object type is: a typed Kubernetes resource the
+/// store holds as an [`Object`].
+pub trait Watched:
+    Resource<DynamicType = ()>
+    + ResourceExt
+    + Clone
+    + DeserializeOwned
+    + Serialize
+    + Debug
+    + Send
+    + Sync
+    + Into<Object>
+    + 'static
+{
+    /// The API of this type in `namespace` (all namespaces if `None`);
+    /// cluster-scoped types have one API and ignore the namespace.
+    fn api(client: Client, namespace: Option<&str>) -> Api<Self>;
+}
+
+/// Builds an API by the scope of its type (kube's `Api::namespaced` only
+/// exists for namespaced types).
+pub trait ScopeApi {
+    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
+        client: Client,
+        namespace: Option<&str>,
+    ) -> Api<K>;
+}
+
+impl ScopeApi for NamespaceResourceScope {
+    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
+        client: Client,
+        namespace: Option<&str>,
+    ) -> Api<K> {
+        match namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::all(client),
+        }
+    }
+}
+
+impl ScopeApi for ClusterResourceScope {
+    fn api<K: Resource<Scope = Self, DynamicType = ()>>(client: Client, _: Option<&str>) -> Api<K> {
+        Api::all(client)
+    }
+}
+
+macro_rules! watched {
+    ($($ty:ty),* $(,)?) => {
+        $(
+            impl $crate::store::visit::Watched for $ty {
+                fn api(client: kube::Client, namespace: Option<&str>) -> kube::Api<Self> {
+                    <<Self as kube::Resource>::Scope as $crate::store::visit::ScopeApi>::api(
+                        client, namespace,
+                    )
+                }
+            }
+        )*
+    };
+}
+pub(super) use watched;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Kind;
+
+    /// Names each kind's type as Kubernetes does, through `visit`.
+    struct KindName;
+    impl KindFn for KindName {
+        type Out = String;
+        fn call<K: Watched>(self) -> String {
+            K::kind(&()).into_owned()
+        }
+    }
+
+    #[test]
+    fn every_kind_visits_its_own_type() {
+        for kind in Kind::ALL {
+            assert_eq!(kind.visit(KindName), kind.label(), "{kind:?}");
+        }
+    }
+}

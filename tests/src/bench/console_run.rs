@@ -1,0 +1,187 @@
+//! The console's part of a run: `berth get` and the TUI's first frames
+//! against their LIST floors, its memory and CPU (idle and under churn),
+//! and the model's key press → frame.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use berth_console::get::What;
+use berth_console::model::ListView;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use serde_json::json;
+
+use super::figures::{CONSOLE_RSS_TARGET, rss_figure};
+use super::table::{Figure, Target, Unit};
+use super::{Options, console, process, progress};
+use crate::harness;
+
+pub async fn console_figures(
+    started: Instant,
+    opts: &Options,
+    client: &Client,
+    kubeconfig: &Path,
+    berth_bin: &Path,
+    work: &Path,
+) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    // `berth get` against the parallel LIST of what it shows.
+    for (what, kinds) in [
+        ("runtimes", What::Runtimes),
+        ("handlers", What::Handlers),
+        ("retained", What::Retained),
+        ("rollouts", What::Rollouts),
+    ] {
+        let floor = console::get_floor(client, kinds).await;
+        let (b, k) = (berth_bin.to_path_buf(), kubeconfig.to_path_buf());
+        let w = what.to_string();
+        let took = tokio::task::spawn_blocking(move || console::berth_get(&b, &k, &w))
+            .await
+            .expect("berth get");
+        figures.push(Figure::time(
+            &format!("console: `berth get {what} -A`"),
+            took,
+            Some(floor),
+            Target::RatioAtMost(1.5),
+        ));
+    }
+
+    // The TUI: first complete frame of each view, against its LIST floor.
+    let floors = [
+        (
+            ListView::Runtimes,
+            console::list_floor(client, ListView::Runtimes).await,
+        ),
+        (
+            ListView::Grants,
+            console::list_floor(client, ListView::Grants).await,
+        ),
+        (
+            ListView::Handlers,
+            console::list_floor(client, ListView::Handlers).await,
+        ),
+        (
+            ListView::Retained,
+            console::list_floor(client, ListView::Retained).await,
+        ),
+    ];
+    let (b, k, w) = (
+        berth_bin.to_path_buf(),
+        kubeconfig.to_path_buf(),
+        work.to_path_buf(),
+    );
+    let (frames, tui) = tokio::task::spawn_blocking(move || {
+        let frames = console::first_frames(&b, &k, &w);
+        (frames, console::visit_all(&b, &k, &w))
+    })
+    .await
+    .expect("console thread");
+    for ((view, floor), took) in floors.iter().zip(frames) {
+        figures.push(Figure::time(
+            &format!("console: first complete {} frame", view.title()),
+            took,
+            Some(*floor),
+            Target::RatioAtMost(1.2),
+        ));
+    }
+    figures.push(rss_figure(
+        "console: RSS with every view visited",
+        process::rss(tui.pid).unwrap_or_default(),
+        CONSOLE_RSS_TARGET,
+    ));
+    let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
+    tokio::time::sleep(Duration::from_secs(opts.console_idle_seconds)).await;
+    let cpu1 = process::cpu_time(tui.pid).unwrap_or_default();
+    figures.push(Figure::of(
+        "console: CPU while idle (share of a core)",
+        Unit::Cpu,
+        (cpu1 - cpu0).as_secs_f64() / opts.console_idle_seconds as f64,
+        Target::AtMost(0.01),
+    ));
+
+    if opts.churn_pods > 0 {
+        harness::TestNamespace::create(client.clone(), "churn".into(), &[]).await;
+        let deps: Api<Deployment> = Api::namespaced(client.clone(), "churn");
+        let dep: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "churn"},
+            "spec": {
+                "replicas": opts.churn_pods,
+                "selector": {"matchLabels": {"app": "churn"}},
+                "template": {
+                    "metadata": {"labels": {"app": "churn"}},
+                    "spec": {"containers": [{"name": "c", "image": "registry.invalid/churn:1"}]},
+                },
+            },
+        }))
+        .expect("churn Deployment");
+        let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
+        let t = Instant::now();
+        deps.create(&PostParams::default(), &dep)
+            .await
+            .expect("create churn");
+        loop {
+            let d = deps.get("churn").await.ok();
+            let ready = d
+                .and_then(|d| d.status)
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or(0);
+            if usize::try_from(ready).unwrap_or(0) >= opts.churn_pods
+                || t.elapsed() > Duration::from_secs(900)
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let took = t.elapsed();
+        let cpu1 = process::cpu_time(tui.pid).unwrap_or_default();
+        figures.push(Figure::of(
+            &format!(
+                "console: CPU while {} other pods are created ({:.0} s)",
+                opts.churn_pods,
+                took.as_secs_f64()
+            ),
+            Unit::Cpu,
+            (cpu1 - cpu0).as_secs_f64() / took.as_secs_f64().max(0.001),
+            Target::AtMost(0.10),
+        ));
+        figures.push(rss_figure(
+            "console: RSS after the churn",
+            process::rss(tui.pid).unwrap_or_default(),
+            CONSOLE_RSS_TARGET,
+        ));
+    }
+    drop(tui);
+
+    let conn = berth_console::watch::connect(&berth_console::watch::ConnectOptions {
+        kubeconfig: Some(kubeconfig.to_path_buf()),
+        context: None,
+    })
+    .await
+    .expect("connect the model");
+    progress(started, "console model: loading the store");
+    let app = console::model_app(&conn).await;
+    // Its own line, so that a profiler can be attached to this phase alone.
+    progress(
+        started,
+        &format!(
+            "console model: timing {} key presses and watch events",
+            opts.presses
+        ),
+    );
+    let times = console::model_times(app, opts.presses);
+    progress(started, "console model: timed");
+    figures.push(Figure::millis(
+        "console model: key press → redrawn frame (median)",
+        times.key_to_frame,
+        Some(times.redraw_floor),
+        Target::AtMost(50.0),
+    ));
+    figures.push(Figure::millis(
+        "console model: watch event → rebuilt, redrawn frame (median)",
+        times.event_to_frame,
+        Some(times.redraw_floor),
+        Target::AtMost(50.0),
+    ));
+    figures
+}
