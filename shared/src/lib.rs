@@ -9,6 +9,7 @@ pub mod claims;
 pub mod contract;
 pub mod decide;
 pub mod grants;
+pub mod matrix;
 pub mod plan;
 pub mod quantity;
 pub mod render;
