@@ -63,6 +63,10 @@ pub enum Command {
         /// Output format.
         #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
         output: Format,
+        /// With `handlers`: the handler matrix, RuntimeClasses × groups of
+        /// nodes that give the same answer.
+        #[arg(long)]
+        matrix: bool,
     },
     /// Retire a Runtime: review (spec diff, pod-template effect, server-side
     /// dry-run), confirm, change, record an Event.
@@ -221,9 +225,17 @@ async fn async_main(cli: Cli) -> Result<()> {
             })
             .await
         }
-        Some(Command::Get { what, output }) => {
+        Some(Command::Get {
+            what,
+            output,
+            matrix,
+        }) => {
+            if *matrix && *what != What::Handlers {
+                return Err(eyre!("--matrix goes with `berth get handlers`"));
+            }
+            let what = if *matrix { None } else { Some(*what) };
             let (out, refused) =
-                get_output(&cli.connect_options(), cli.scope(), &lease, *what, *output).await?;
+                get_output(&cli.connect_options(), cli.scope(), &lease, what, *output).await?;
             use std::io::Write;
             // Kinds that may not be listed leave their rows out; say so on
             // stderr, so that the output stays parseable.
@@ -339,17 +351,19 @@ async fn retire_main(cli: &Cli, opts: retire::cli::Options) -> Result<()> {
 
 /// Connects, lists what `what` needs once (every kind at once, paginated),
 /// and formats it. A kind the apiserver refuses leaves its rows out and is
-/// returned as a warning line; the rest is printed.
+/// returned as a warning line; the rest is printed. `what` `None`: the
+/// handler matrix (`get handlers --matrix`).
 pub async fn get_output(
     opts: &ConnectOptions,
     scope: Option<Scope>,
     lease: &ObjKey,
-    what: What,
+    what: Option<What>,
     fmt: Format,
 ) -> Result<(String, Vec<String>)> {
     let conn = connect(opts).await.wrap_err("connecting to the cluster")?;
     let scope = scope.unwrap_or_else(|| Scope::Namespace(conn.default_namespace.clone()));
-    let loaded = load_available(&conn, &scope, lease, &what.kinds())
+    let kinds = what.map_or_else(|| get::MATRIX_KINDS.to_vec(), What::kinds);
+    let loaded = load_available(&conn, &scope, lease, &kinds)
         .await
         .wrap_err("reading from the cluster")?;
     let refused = loaded
@@ -357,10 +371,11 @@ pub async fn get_output(
         .iter()
         .map(|(kind, e)| get::refused_line(*kind, e))
         .collect();
-    Ok((
-        get::format(what, &loaded.store, Timestamp::now(), fmt),
-        refused,
-    ))
+    let out = match what {
+        Some(what) => get::format(what, &loaded.store, Timestamp::now(), fmt),
+        None => get::format_matrix(&loaded.store, fmt),
+    };
+    Ok((out, refused))
 }
 
 #[cfg(test)]

@@ -123,6 +123,36 @@ fn doc<T: Serialize>(what: What, items: Vec<T>) -> serde_json::Value {
     v
 }
 
+pub use crate::rows::matrix::MATRIX_KINDS;
+
+/// `berth get handlers --matrix`: the handler matrix as a table (classes
+/// down, node groups across, the legend and each group's nodes) or as one
+/// `{"kind": "HandlerMatrix", "classes": […], "groups": […]}` document
+/// naming every node of every group.
+pub fn format_matrix(store: &Store, fmt: Format) -> String {
+    let m = crate::rows::matrix::matrix(store);
+    match fmt {
+        Format::Table => crate::rows::matrix::matrix_text(&m),
+        Format::Json | Format::Yaml => {
+            let mut v = serde_json::json!({"kind": "HandlerMatrix"});
+            if let (Some(obj), Ok(serde_json::Value::Object(body))) =
+                (v.as_object_mut(), serde_json::to_value(&m))
+            {
+                obj.extend(body);
+            }
+            sanitize::json(&mut v, sanitize::MAX_VALUE_CHARS);
+            if fmt == Format::Json {
+                let mut s = serde_json::to_string_pretty(&v)
+                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+                s.push('\n');
+                s
+            } else {
+                serde_yaml::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
+            }
+        }
+    }
+}
+
 /// The table of `what`: the same rows and cells as the TUI's lists.
 pub fn table(what: What, store: &Store, now: Timestamp) -> TableData {
     match what {
@@ -224,5 +254,30 @@ mod tests {
             .and_then(|a| a.iter().find(|h| h["class"] == "gvisor"))
             .expect("gvisor");
         assert_eq!(gvisor["safeToRemove"], true);
+    }
+
+    #[test]
+    fn matrix_json_yaml_and_table() {
+        let app = fixtures::app();
+        let store = &app.data.store;
+        let j = format_matrix(store, Format::Json);
+        let v: serde_json::Value = serde_json::from_str(&j).expect("json");
+        assert_eq!(v["kind"], "HandlerMatrix");
+        assert_eq!(v["classes"].as_array().map(Vec::len), Some(2));
+        // kwok-node-0 and -1 report the same set but run different pods
+        // of bounded-runc: three groups for three nodes here.
+        let groups = v["groups"].as_array().expect("groups");
+        let node2 = groups
+            .iter()
+            .find(|g| g["nodes"] == serde_json::json!(["kwok-node-2"]))
+            .expect("kwok-node-2 alone");
+        assert_eq!(node2["cells"][0]["class"], "bounded-runc");
+        assert_eq!(node2["cells"][0]["handler"]["state"], "absent");
+        let y = format_matrix(store, Format::Yaml);
+        let vy: serde_json::Value = serde_yaml::from_str(&y).expect("yaml");
+        assert_eq!(v, vy);
+        let t = format_matrix(store, Format::Table);
+        assert!(t.starts_with("CLASS"), "{t}");
+        assert!(t.contains("bounded-runc"), "{t}");
     }
 }

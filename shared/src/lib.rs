@@ -10,6 +10,7 @@ pub mod claims;
 pub mod contract;
 pub mod decide;
 pub mod grants;
+pub mod matrix;
 pub mod patterns;
 pub mod plan;
 pub mod quantity;

@@ -38,8 +38,8 @@ const WAIT: Duration = Duration::from_secs(120);
 
 /// The console's model fed by its own watchers, pumped by the test task
 /// (the one owner of the state, as in the app).
-struct Live {
-    app: App,
+pub(crate) struct Live {
+    pub(crate) app: App,
     rx: Receiver<Msg>,
     _watchers: Watchers,
     /// (Re)lists started (`WatchEvent::Init`) per kind.
@@ -73,7 +73,12 @@ impl Live {
     }
 
     /// Runs exactly these (scoped) watches, as the app asks for a screen.
-    fn start_watches(client: Client, scope: Scope, lease: ObjKey, keys: &[WatchKey]) -> Live {
+    pub(crate) fn start_watches(
+        client: Client,
+        scope: Scope,
+        lease: ObjKey,
+        keys: &[WatchKey],
+    ) -> Live {
         let (tx, rx) = channel(1024);
         let mut app = App::new("test", scope.clone(), Timestamp::now());
         app.session.agent_lease = lease.clone();
@@ -103,7 +108,7 @@ impl Live {
 
     /// Applies messages until `check` yields a value; panics after `timeout`
     /// with `what` and the last state.
-    async fn until<T>(
+    pub(crate) async fn until<T>(
         &mut self,
         what: &str,
         timeout: Duration,

@@ -19,6 +19,7 @@ mod bench_smoke;
 mod chart;
 mod console;
 mod console_get;
+mod console_matrix;
 mod contract_adversary;
 mod crds;
 mod faults;

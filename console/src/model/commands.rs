@@ -13,6 +13,11 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
     ),
     ("retained", &["ret"], "Retained workloads view"),
     (
+        "matrix",
+        &["hm"],
+        "handler matrix: RuntimeClasses × node groups",
+    ),
+    (
         "rollout",
         &["ro"],
         "one Runtime's rollout: :rollout [NS/]NAME",

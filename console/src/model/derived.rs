@@ -26,7 +26,16 @@ pub struct Derived {
     pub namespaces: Vec<NamespaceRow>,
     /// The tables, indexed by [`ListView`].
     pub tables: [TableData; 5],
+    /// Per view: when (seconds) it was last rebuilt off screen for its tab
+    /// count ([`App::refresh_counts`]).
+    pub counted_at: [Option<i64>; 5],
 }
+
+/// How often a tab off screen is rebuilt for its count at most: Handlers
+/// and Retained run the analysis over every classed workload, so a view
+/// not shown follows a busy cluster a few seconds behind rather than
+/// doubling the cost of every frame.
+pub const COUNT_REFRESH_SECONDS: i64 = 5;
 
 impl App {
     /// The table of a view (call [`App::refresh`] first).
@@ -73,6 +82,28 @@ impl App {
                 self.apply_keeping(v, id);
             }
         }
+        self.refresh_counts();
+    }
+
+    /// Gives every tab its count once its inputs are loaded, even off
+    /// screen (issue 31): Handlers and Retained read the same kinds, so a
+    /// visit to one (or the plan) counts the other too. No watch is started
+    /// for a count: before any screen needs the workloads and Pods (the
+    /// bulk of a cluster's memory, issue 32) the tab says `(…)`.
+    fn refresh_counts(&mut self) {
+        let live = self.live_views();
+        let now = self.now.as_second();
+        for v in ListView::TABS {
+            let recent =
+                self.derived.counted_at[v.index()].is_some_and(|t| now - t < COUNT_REFRESH_SECONDS);
+            if live.contains(&v) || recent || !self.stale(v) || !self.data.loaded(v) {
+                continue;
+            }
+            self.derived.counted_at[v.index()] = Some(now);
+            let id = self.selected_id(v);
+            self.rebuild(v);
+            self.apply_keeping(v, id);
+        }
     }
 
     /// Rebuilds every view, live or not (tests, and callers that show
@@ -91,6 +122,7 @@ impl App {
     pub(super) fn forget_rows(&mut self, v: ListView) {
         let d = &mut self.derived;
         d.built[v.index()] = None;
+        d.counted_at[v.index()] = None;
         d.tables[v.index()] = TableData::default();
         match v {
             ListView::Runtimes => d.runtimes = Vec::new(),

@@ -72,6 +72,10 @@ pub enum Action {
     Suspend,
     Delete,
     Prune,
+    /// The handler matrix.
+    Matrix,
+    /// Related objects of the selected grant or pod (or a relations line).
+    Related,
     NextView,
     PrevView,
     /// The view of the digit pressed (`1` = the first tab).
@@ -89,10 +93,13 @@ pub enum On {
     Everywhere,
     /// List views (tabs and the namespace picker).
     Lists,
-    /// List views and the rollout screen.
+    /// List views, the rollout screen and a relations screen.
     ListsAndRollout,
     /// The Runtimes and Retained views (retirement actions).
     Retirable,
+    /// Where a grant or a pod is selected or shown: the Grants and
+    /// Retained views, a relations screen, a grant's or pod's details.
+    Related,
 }
 
 impl On {
@@ -101,10 +108,22 @@ impl On {
         match self {
             On::Everywhere => true,
             On::Lists => matches!(screen, Screen::List(_)),
-            On::ListsAndRollout => matches!(screen, Screen::List(_) | Screen::Rollout(_)),
+            On::ListsAndRollout => matches!(
+                screen,
+                Screen::List(_) | Screen::Rollout(_) | Screen::Relations(_)
+            ),
             On::Retirable => matches!(
                 screen,
                 Screen::List(ListView::Runtimes | ListView::Retained)
+            ),
+            On::Related => matches!(
+                screen,
+                Screen::List(ListView::Grants | ListView::Retained)
+                    | Screen::Relations(_)
+                    | Screen::Details(
+                        crate::store::Kind::Pod | crate::store::Kind::RuntimeGrant,
+                        _
+                    )
             ),
         }
     }
@@ -240,6 +259,18 @@ pub const KEYS: &[Binding] = &[
         help: "prune rollback ReplicaSets using the class (review)",
     },
     Binding {
+        keys: &[C('r')],
+        action: Action::Related,
+        on: On::Related,
+        help: "related: a grant's class, Runtimes, workloads, pods, nodes; a pod's grant",
+    },
+    Binding {
+        keys: &[C('m')],
+        action: Action::Matrix,
+        on: On::Everywhere,
+        help: "handler matrix: RuntimeClasses × node groups",
+    },
+    Binding {
         keys: &[Code(KeyCode::Tab)],
         action: Action::NextView,
         on: On::Everywhere,
@@ -296,8 +327,9 @@ impl On {
         match self {
             On::Everywhere => "everywhere",
             On::Lists => "lists",
-            On::ListsAndRollout => "lists, rollout",
+            On::ListsAndRollout => "lists, rollout, relations",
             On::Retirable => "Runtimes, Retained",
+            On::Related => "Grants, Retained, relations, a grant's or pod's details",
         }
     }
 }
@@ -353,8 +385,12 @@ mod tests {
             Screen::List(ListView::Runtimes),
             Screen::List(ListView::Grants),
             Screen::List(ListView::Namespaces),
+            Screen::List(ListView::Retained),
             Screen::Rollout(Default::default()),
             Screen::Details(crate::store::Kind::Runtime, Default::default()),
+            Screen::Details(crate::store::Kind::Pod, Default::default()),
+            Screen::Matrix,
+            Screen::Relations(crate::rows::relations::Anchor::Pod(Default::default())),
         ];
         for s in &screens {
             let mut seen = Vec::new();
@@ -389,8 +425,10 @@ mod tests {
                     Key::Ctrl(c) => ev(KeyCode::Char(c), KeyModifiers::CONTROL),
                     Key::Code(c) => ev(c, KeyModifiers::NONE),
                 };
+                let retained = Screen::List(ListView::Retained);
                 let screen = match b.on {
                     On::Retirable | On::Lists | On::ListsAndRollout | On::Everywhere => &list,
+                    On::Related => &retained,
                 };
                 let found = lookup(&code, screen).map(|(f, _)| f.action);
                 assert_eq!(found, Some(b.action), "{k:?}");

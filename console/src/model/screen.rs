@@ -2,6 +2,8 @@
 //! navigation stack ([`Screen`]), with the kinds and watches each needs in
 //! the namespace [`Scope`].
 
+use crate::rows::matrix::MATRIX_KINDS;
+use crate::rows::relations::Anchor;
 use crate::store::{ANALYSIS_KINDS, Kind, ObjKey, WORKLOAD_KINDS};
 
 use super::watches::WatchKey;
@@ -106,6 +108,10 @@ pub enum Screen {
     Details(Kind, ObjKey),
     /// The plan of the agent's pending grants file (`:plan`).
     Plan,
+    /// The handler matrix: classes × node groups (`:matrix`, `m`).
+    Matrix,
+    /// What a grant or a pod is related to (`r`).
+    Relations(Anchor),
 }
 
 impl Screen {
@@ -134,6 +140,19 @@ impl Screen {
                 let mut v = vec![Kind::PendingGrantsFile, Kind::Runtime, Kind::Namespace];
                 v.extend_from_slice(ANALYSIS_KINDS);
                 v
+            }
+            Screen::Matrix => MATRIX_KINDS.to_vec(),
+            Screen::Relations(Anchor::Grant { .. }) => vec![
+                Kind::RuntimeGrant,
+                Kind::RuntimeClass,
+                Kind::Runtime,
+                Kind::Deployment,
+                Kind::Job,
+                Kind::CronJob,
+                Kind::Pod,
+            ],
+            Screen::Relations(Anchor::Pod(_)) => {
+                vec![Kind::Pod, Kind::RuntimeGrant, Kind::Runtime]
             }
         }
     }
@@ -196,7 +215,47 @@ impl Screen {
                 }
                 v
             }
+            Screen::Relations(anchor) => relation_watches(anchor, scope),
             other => other.kinds().into_iter().map(WatchKey::all).collect(),
         }
     }
+}
+
+/// A relations screen's watches: one scoped watch per hop, never a whole
+/// kind beyond the Runtimes and Grants every screen has anyway. A grant's
+/// class by name; its identity's workloads and pods by berth's labels (in
+/// the console's namespace, or every namespace under `-A`); a pod by name.
+/// Nodes are not watched: a node line opens its Details, which watches it
+/// by name.
+fn relation_watches(anchor: &Anchor, scope: &Scope) -> Vec<WatchKey> {
+    let mut v = vec![
+        WatchKey::all(Kind::RuntimeGrant),
+        WatchKey::all(Kind::Runtime),
+    ];
+    match anchor {
+        Anchor::Grant {
+            class, selector, ..
+        } => {
+            v.push(WatchKey::select(
+                Kind::RuntimeClass,
+                "",
+                "",
+                &format!("metadata.name={class}"),
+            ));
+            let ns = match scope {
+                Scope::All => "",
+                Scope::Namespace(n) => n,
+            };
+            for kind in [Kind::Deployment, Kind::Job, Kind::CronJob, Kind::Pod] {
+                v.push(WatchKey::select(kind, ns, selector, ""));
+            }
+        }
+        Anchor::Pod((ns, name)) => v.push(WatchKey::select(
+            Kind::Pod,
+            ns,
+            "",
+            &format!("metadata.name={name}"),
+        )),
+    }
+    v
 }

@@ -5,8 +5,10 @@
 
 pub mod grants;
 pub mod handlers;
+pub mod matrix;
 pub mod namespaces;
 pub mod plan;
+pub mod relations;
 pub mod retained;
 pub mod rollout;
 pub mod runtimes;

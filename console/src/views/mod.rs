@@ -9,11 +9,15 @@ pub mod command;
 pub mod details;
 pub mod help;
 pub mod list;
+pub mod matrix;
 pub mod plan;
+pub mod relations;
 pub mod review;
 pub mod rollout;
 pub mod statusbar;
 
+#[cfg(test)]
+mod matrix_tests;
 #[cfg(test)]
 mod scale_bench;
 #[cfg(test)]
@@ -63,6 +67,8 @@ pub fn draw(frame: &mut Frame, app: &App) -> Viewport {
         Screen::Rollout(_) => rollout::RolloutView.draw(app, frame, main, &mut fit),
         Screen::Details(..) => details::DetailsView.draw(app, frame, main, &mut fit),
         Screen::Plan => plan::PlanView.draw(app, frame, main, &mut fit),
+        Screen::Matrix => matrix::MatrixView.draw(app, frame, main, &mut fit),
+        Screen::Relations(_) => relations::RelationsView.draw(app, frame, main, &mut fit),
     }
     statusbar::StatusBar.draw(app, frame, status, &mut fit);
     command::CommandLine.draw(app, frame, bottom, &mut fit);
@@ -133,6 +139,14 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         )),
         Screen::Plan => spans.push(Span::styled(
             " › plan of the pending grants file ",
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )),
+        Screen::Matrix => spans.push(Span::styled(
+            " › handler matrix ",
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )),
+        Screen::Relations(a) => spans.push(Span::styled(
+            format!(" › related: {} ", clean(&a.label())),
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
         )),
         Screen::List(_) => {}

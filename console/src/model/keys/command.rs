@@ -143,6 +143,7 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
         Some("handlers") => app.open(Screen::List(ListView::Handlers)),
         Some("retained") => app.open(Screen::List(ListView::Retained)),
         Some("plan") => app.open(Screen::Plan),
+        Some("matrix") => app.open(Screen::Matrix),
         Some("help") => {
             app.ui.show_help = true;
             app.ui.help_scroll = 0;

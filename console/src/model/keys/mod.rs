@@ -8,6 +8,7 @@ mod filter;
 mod help;
 mod normal;
 mod paste;
+mod related;
 mod review;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};

@@ -59,6 +59,8 @@ pub(super) fn normal_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
         KeyAction::Suspend => return super::review::retire(app, 'S'),
         KeyAction::Delete => return super::review::retire(app, 'D'),
         KeyAction::Prune => return super::review::retire(app, 'P'),
+        KeyAction::Matrix => return app.open(Screen::Matrix),
+        KeyAction::Related => return super::related::related(app),
     }
     Vec::new()
 }
@@ -140,7 +142,8 @@ fn drill_down(app: &mut App) -> Vec<Effect> {
             None => Vec::new(),
         },
         Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
-        Screen::Details(..) | Screen::Plan => Vec::new(),
+        Screen::Relations(_) => super::related::hop_selected(app, false),
+        Screen::Details(..) | Screen::Plan | Screen::Matrix => Vec::new(),
     }
 }
 
@@ -162,6 +165,7 @@ fn details(app: &mut App) -> Vec<Effect> {
             None => Vec::new(),
         },
         Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
-        Screen::Details(..) | Screen::Plan => Vec::new(),
+        Screen::Relations(_) => super::related::hop_selected(app, true),
+        Screen::Details(..) | Screen::Plan | Screen::Matrix => Vec::new(),
     }
 }

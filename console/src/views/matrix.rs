@@ -1,0 +1,183 @@
+//! The handler matrix (issue 31): RuntimeClasses down, node groups across
+//! (nodes that give the same answer for every class form one column, so
+//! 200 nodes of a few kinds fit), each cell saying whether the class's
+//! scheduling allows the nodes, whether they report its handler and with
+//! which features, and how many of its pods run there. Columns that do not
+//! fit are named below with the way to see them all; the nodes of each
+//! shown column are listed under the legend. Recomputed from the store on
+//! every draw (classes × nodes, cheap), like the plan.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph, Wrap};
+
+use berth_shared::matrix::{Matrix, MatrixCell};
+
+use super::{Component, clean, tone_style};
+use crate::model::{App, RowTone, Viewport};
+use crate::rows::matrix::{LEGEND, group_heading, matrix};
+
+/// The matrix screen.
+pub struct MatrixView;
+
+/// Widest a class, handler or group column gets (longer names are cut).
+const MAX_COL: usize = 22;
+
+fn cut(s: &str, w: usize) -> String {
+    let s = clean(s);
+    if s.chars().count() <= w {
+        format!("{s:<w$}")
+    } else {
+        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn tone(c: &MatrixCell) -> RowTone {
+    if c.broken() {
+        RowTone::Problem
+    } else if c.unknown() {
+        RowTone::Warn
+    } else if c.pods > 0 {
+        RowTone::Good
+    } else {
+        RowTone::Normal
+    }
+}
+
+/// Every line of the matrix at `width` columns.
+pub fn lines(m: &Matrix, width: usize) -> Vec<Line<'static>> {
+    if m.classes.is_empty() {
+        return vec![Line::raw("No RuntimeClass in the cluster.")];
+    }
+    let w_class = m
+        .classes
+        .iter()
+        .map(|c| c.class.chars().count())
+        .chain([5])
+        .max()
+        .unwrap_or(5)
+        .min(MAX_COL);
+    let w_handler = m
+        .classes
+        .iter()
+        .map(|c| c.handler.chars().count())
+        .chain([7])
+        .max()
+        .unwrap_or(7)
+        .min(MAX_COL);
+    let headings: Vec<String> = m
+        .groups
+        .iter()
+        .map(|g| group_heading(&g.label, g.nodes.len(), g.state))
+        .collect();
+    let col_w: Vec<usize> = m
+        .groups
+        .iter()
+        .zip(&headings)
+        .map(|(g, h)| {
+            g.cells
+                .iter()
+                .map(|c| c.short().chars().count())
+                .chain([h.chars().count()])
+                .max()
+                .unwrap_or(1)
+                .min(MAX_COL)
+        })
+        .collect();
+    // As many groups as fit after the class and handler columns.
+    let mut used = w_class + 1 + w_handler;
+    let mut shown = 0;
+    for w in &col_w {
+        if used + 2 + w > width {
+            break;
+        }
+        used += 2 + w;
+        shown += 1;
+    }
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut out = Vec::new();
+    let mut head = vec![
+        Span::styled(cut("CLASS", w_class), bold),
+        Span::raw(" "),
+        Span::styled(cut("HANDLER", w_handler), bold),
+    ];
+    for (h, w) in headings.iter().zip(&col_w).take(shown) {
+        head.push(Span::raw("  "));
+        head.push(Span::styled(cut(h, *w), bold));
+    }
+    out.push(Line::from(head));
+    for (i, c) in m.classes.iter().enumerate() {
+        let mut spans = vec![
+            Span::raw(cut(&c.class, w_class)),
+            Span::raw(" "),
+            Span::raw(cut(&c.handler, w_handler)),
+        ];
+        for (g, w) in m.groups.iter().zip(&col_w).take(shown) {
+            spans.push(Span::raw("  "));
+            match g.cells.get(i) {
+                Some(cell) => {
+                    spans.push(Span::styled(cut(&cell.short(), *w), tone_style(tone(cell))))
+                }
+                None => spans.push(Span::raw(" ".repeat(*w))),
+            }
+        }
+        out.push(Line::from(spans));
+    }
+    let hidden = m.groups.len() - shown;
+    if hidden > 0 {
+        out.push(Line::styled(
+            format!(
+                "{hidden} more node group(s) do not fit: widen the terminal, or `berth get handlers --matrix`"
+            ),
+            Style::new().add_modifier(Modifier::DIM),
+        ));
+    }
+    out.push(Line::raw(""));
+    out.push(Line::styled(
+        LEGEND,
+        Style::new().add_modifier(Modifier::DIM),
+    ));
+    out.push(Line::raw(""));
+    for (g, h) in m.groups.iter().zip(&headings) {
+        let names: Vec<String> = g.nodes.iter().take(8).map(|n| clean(n)).collect();
+        let more = g.nodes.len() - names.len();
+        let tail = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        out.push(Line::from(vec![
+            Span::styled(format!("{}: ", clean(h)), bold),
+            Span::raw(format!("{}{tail}", names.join(", "))),
+        ]));
+    }
+    out
+}
+
+impl Component for MatrixView {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
+        let m = matrix(&app.data.store);
+        let block = Block::bordered().title(format!(
+            " Handler matrix: {} class(es) × {} node(s) in {} group(s) ",
+            m.classes.len(),
+            m.groups.iter().map(|g| g.nodes.len()).sum::<usize>(),
+            m.groups.len()
+        ));
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let all = lines(&m, inner.width as usize);
+        fit.page = inner.height as usize;
+        fit.scroll_max = all.len().saturating_sub(inner.height as usize);
+        let start = app.ui.scroll.min(fit.scroll_max);
+        let visible: Vec<Line> = all
+            .into_iter()
+            .skip(start)
+            .take(inner.height as usize)
+            .collect();
+        frame.render_widget(Paragraph::new(visible).wrap(Wrap { trim: false }), inner);
+    }
+}
