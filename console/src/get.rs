@@ -147,7 +147,7 @@ pub fn format_matrix(store: &Store, fmt: Format) -> String {
                 s.push('\n');
                 s
             } else {
-                serde_yaml::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
+                yaml_serde::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"))
             }
         }
     }
@@ -274,7 +274,7 @@ mod tests {
         assert_eq!(node2["cells"][0]["class"], "bounded-runc");
         assert_eq!(node2["cells"][0]["handler"]["state"], "absent");
         let y = format_matrix(store, Format::Yaml);
-        let vy: serde_json::Value = serde_yaml::from_str(&y).expect("yaml");
+        let vy: serde_json::Value = yaml_serde::from_str(&y).expect("yaml");
         assert_eq!(v, vy);
         let t = format_matrix(store, Format::Table);
         assert!(t.starts_with("CLASS"), "{t}");

@@ -57,10 +57,10 @@ impl Anchor {
 /// with the values as the renderer writes them).
 pub fn identity_selector(g: &RuntimeGrant) -> String {
     [
-        (PROJECT_LABEL, &g.spec.project),
-        (ENVIRONMENT_LABEL, &g.spec.environment),
-        (APPLICATION_LABEL, &g.spec.application),
-        (SERVICE_LABEL, &g.spec.service),
+        (PROJECT_LABEL, &g.spec.identity.project),
+        (ENVIRONMENT_LABEL, &g.spec.identity.environment),
+        (APPLICATION_LABEL, &g.spec.identity.application),
+        (SERVICE_LABEL, &g.spec.identity.service),
     ]
     .iter()
     .map(|(k, v)| format!("{k}={}", label_value(v)))
@@ -141,10 +141,10 @@ fn grant_relations(store: &Store, name: &str, class: &str) -> Vec<Related> {
             key,
             format!(
                 "{}/{}/{}/{} → {class}{}",
-                grant.spec.project,
-                grant.spec.environment,
-                grant.spec.application,
-                grant.spec.service,
+                grant.spec.identity.project,
+                grant.spec.identity.environment,
+                grant.spec.identity.application,
+                grant.spec.identity.service,
                 if retired { " (retired)" } else { "" }
             ),
         )
@@ -195,10 +195,10 @@ fn grant_relations(store: &Store, name: &str, class: &str) -> Vec<Related> {
         .filter(|(k, rt)| {
             let id = rt.status.as_ref().and_then(|s| s.identity.as_ref());
             let same = id.is_none_or(|id| {
-                id.project.as_deref() == Some(grant.spec.project.as_str())
-                    && id.environment.as_deref() == Some(grant.spec.environment.as_str())
-                    && id.application.as_deref() == Some(grant.spec.application.as_str())
-                    && id.service.as_deref() == Some(grant.spec.service.as_str())
+                id.project.as_deref() == Some(grant.spec.identity.project.as_str())
+                    && id.environment.as_deref() == Some(grant.spec.identity.environment.as_str())
+                    && id.application.as_deref() == Some(grant.spec.identity.application.as_str())
+                    && id.service.as_deref() == Some(grant.spec.identity.service.as_str())
             });
             (rt.spec.runtime_profile.as_deref() == Some(name) && same) || listed.contains(k)
         })
