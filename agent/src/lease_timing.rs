@@ -74,7 +74,11 @@ pub fn margin(duration: Duration) -> Duration {
 /// or last renewed the lease: its renew deadline, and never later than the
 /// margin before the lease could expire (so a renew deadline set too close
 /// to the duration cannot let the holder write while a standby takes over).
-pub fn writes_allowed_until(sent: Instant, duration: Duration, renew_deadline: Duration) -> Instant {
+pub fn writes_allowed_until(
+    sent: Instant,
+    duration: Duration,
+    renew_deadline: Duration,
+) -> Instant {
     sent + renew_deadline.min(duration.saturating_sub(margin(duration)))
 }
 
@@ -130,7 +134,11 @@ pub enum TimingError {
 }
 
 /// Checks client-go's rules: retry period < renew deadline < lease duration.
-pub fn validate(duration: Duration, renew_deadline: Duration, retry: Duration) -> Result<(), TimingError> {
+pub fn validate(
+    duration: Duration,
+    renew_deadline: Duration,
+    retry: Duration,
+) -> Result<(), TimingError> {
     if renew_deadline >= duration {
         return Err(TimingError::DeadlineNotBeforeExpiry {
             renew_deadline,

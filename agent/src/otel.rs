@@ -44,9 +44,7 @@ mod enabled {
 
     /// The tracing layer exporting spans, and its provider (to flush).
     /// `endpoint`: the traces URL; `None`, from OTEL_* (the agent's case).
-    pub fn layer<S>(
-        endpoint: Option<&str>,
-    ) -> Result<(impl Layer<S>, SdkTracerProvider), Error>
+    pub fn layer<S>(endpoint: Option<&str>) -> Result<(impl Layer<S>, SdkTracerProvider), Error>
     where
         S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     {
@@ -209,7 +207,17 @@ mod tests {
             .expect("an export request");
         assert_eq!(path, "/v1/traces");
         let has = |s: &str| body.windows(s.len()).any(|w| w == s.as_bytes());
-        for want in ["reconcile", "namespace", "shop", "runtime", "web-otlp", "generation", "outcome", "blocked", "berth-agent"] {
+        for want in [
+            "reconcile",
+            "namespace",
+            "shop",
+            "runtime",
+            "web-otlp",
+            "generation",
+            "outcome",
+            "blocked",
+            "berth-agent",
+        ] {
             assert!(has(want), "{want} in the exported protobuf");
         }
         let _ = provider.shutdown();

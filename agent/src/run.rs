@@ -25,8 +25,8 @@ use crate::grants_config::GrantsFileArgs;
 use crate::grants_publisher;
 use crate::http::{self, Readiness};
 use crate::kube_client::{self, WriteGate};
-use crate::lease_timing;
 use crate::leader::{Elector, LeaseConfig};
+use crate::lease_timing;
 use crate::metrics::Metrics;
 use crate::otel;
 
@@ -186,9 +186,10 @@ impl RunArgs {
     /// The three leader-election durations, checked against each other.
     fn lease_timing(&self) -> Result<LeaseTiming, lease_timing::TimingError> {
         let duration = Duration::from_secs(self.lease_duration_seconds.max(2));
-        let renew_deadline = self
-            .lease_renew_deadline_seconds
-            .map_or_else(|| lease_timing::default_renew_deadline(duration), Duration::from_secs);
+        let renew_deadline = self.lease_renew_deadline_seconds.map_or_else(
+            || lease_timing::default_renew_deadline(duration),
+            Duration::from_secs,
+        );
         let retry = Duration::from_secs(self.lease_retry_period_seconds.max(1));
         lease_timing::validate(duration, renew_deadline, retry)?;
         Ok(LeaseTiming {
@@ -467,7 +468,10 @@ mod tests {
         let parse = |extra: &[&str]| {
             let mut argv = vec!["t"];
             argv.extend_from_slice(extra);
-            Cli::try_parse_from(argv).expect("parse").args.lease_timing()
+            Cli::try_parse_from(argv)
+                .expect("parse")
+                .args
+                .lease_timing()
         };
         let s = Duration::from_secs;
         // Only meaningful when the variables are not set around the test run.
@@ -496,10 +500,28 @@ mod tests {
             }
         );
         // A short lease alone gets two thirds of it as its deadline.
-        let short = parse(&["--lease-duration-seconds=4", "--lease-retry-period-seconds=1"])
-            .expect("short");
-        assert!(short.renew_deadline > s(2) && short.renew_deadline < s(3), "{short:?}");
-        assert!(parse(&["--lease-duration-seconds=30", "--lease-renew-deadline-seconds=30"]).is_err());
-        assert!(parse(&["--lease-renew-deadline-seconds=5", "--lease-retry-period-seconds=5"]).is_err());
+        let short = parse(&[
+            "--lease-duration-seconds=4",
+            "--lease-retry-period-seconds=1",
+        ])
+        .expect("short");
+        assert!(
+            short.renew_deadline > s(2) && short.renew_deadline < s(3),
+            "{short:?}"
+        );
+        assert!(
+            parse(&[
+                "--lease-duration-seconds=30",
+                "--lease-renew-deadline-seconds=30"
+            ])
+            .is_err()
+        );
+        assert!(
+            parse(&[
+                "--lease-renew-deadline-seconds=5",
+                "--lease-retry-period-seconds=5"
+            ])
+            .is_err()
+        );
     }
 }

@@ -126,9 +126,7 @@ async fn agent_reconcile_log_lines_carry_the_runtime_span_in_json() {
                 let lines: Vec<Value> = text
                     .lines()
                     .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                    .filter(|l| {
-                        reconcile_span(l).is_some_and(|s| s["runtime"] == "web")
-                    })
+                    .filter(|l| reconcile_span(l).is_some_and(|s| s["runtime"] == "web"))
                     .collect();
                 let has = |msg: &str| lines.iter().any(|l| l["message"] == msg);
                 (has("writing status") && has("reconciled")).then_some(lines)
@@ -167,7 +165,10 @@ async fn agent_reconcile_log_lines_carry_the_runtime_span_in_json() {
         "a reconcile of web ended ok:\n{log}"
     );
     // Every line the reconcile module writes is inside a reconcile span.
-    for l in log.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
+    for l in log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
         if l["target"] == "berth_agent::controller::reconcile" {
             assert!(reconcile_span(&l).is_some(), "outside the span: {l}");
         }

@@ -61,7 +61,10 @@ fn the_pod_disruption_budget_keeps_one_replica_and_can_be_switched_off() {
     assert!(pdb["spec"]["maxUnavailable"].is_null(), "{pdb:?}");
     assert_eq!(pdb["spec"]["selector"]["matchLabels"], pod_selector(&objs));
 
-    let off = objects(&template_ok(&["--set", "podDisruptionBudget.enabled=false"]));
+    let off = objects(&template_ok(&[
+        "--set",
+        "podDisruptionBudget.enabled=false",
+    ]));
     assert_eq!(count(&off, "PodDisruptionBudget"), 0);
     // One replica with minAvailable 1 would block every drain.
     let single = objects(&template_ok(&["--set", "replicas=1"]));
@@ -88,7 +91,10 @@ fn the_network_policy_admits_only_the_webhook_and_the_metrics_port() {
     );
     let ports = container_ports(&objs);
     let policy = find(&objs, "NetworkPolicy");
-    assert_eq!(policy["spec"]["podSelector"]["matchLabels"], pod_selector(&objs));
+    assert_eq!(
+        policy["spec"]["podSelector"]["matchLabels"],
+        pod_selector(&objs)
+    );
     assert_eq!(
         policy["spec"]["policyTypes"],
         serde_yaml::to_value(["Ingress"]).expect("yaml")
@@ -206,7 +212,10 @@ fn the_service_monitor_needs_its_crd_and_scrapes_the_agents_service() {
         .iter()
         .map(|p| &p["name"])
         .collect();
-    assert!(service_ports.contains(&&endpoint["port"]), "{service_ports:?}");
+    assert!(
+        service_ports.contains(&&endpoint["port"]),
+        "{service_ports:?}"
+    );
 
     // Prometheus's selector label, and the interval.
     let mut extra = vec![
@@ -220,7 +229,10 @@ fn the_service_monitor_needs_its_crd_and_scrapes_the_agents_service() {
     extra.extend(with_crd);
     let objs = objects(&template_ok(&extra));
     let monitor = find(&objs, "ServiceMonitor");
-    assert_eq!(monitor["metadata"]["labels"]["release"], "kube-prometheus-stack");
+    assert_eq!(
+        monitor["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
     assert_eq!(
         monitor["metadata"]["labels"]["app.kubernetes.io/name"],
         "berth-agent"
@@ -285,8 +297,14 @@ fn leader_election_values_reach_the_agent_and_bad_timing_is_refused() {
         &client_go,
     )))));
     for (set, why) in [
-        ("leaderElection.renewDeadline=60s", "shorter than leaderElection.leaseDuration"),
-        ("leaderElection.retryPeriod=40s", "shorter than leaderElection.renewDeadline"),
+        (
+            "leaderElection.renewDeadline=60s",
+            "shorter than leaderElection.leaseDuration",
+        ),
+        (
+            "leaderElection.retryPeriod=40s",
+            "shorter than leaderElection.renewDeadline",
+        ),
         ("leaderElection.leaseDuration=1m", "schema"),
         ("leaderElection.retryPeriod=0s", "schema"),
     ] {
