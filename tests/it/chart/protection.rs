@@ -163,6 +163,18 @@ fn the_network_policy_admits_only_the_webhook_and_the_metrics_port() {
         selector["matchLabels"]["kubernetes.io/metadata.name"].is_null(),
         "the default selector is replaced, not merged: {selector:?}"
     );
+    // An empty selector would admit every namespace: it means the default.
+    let objs = objects(&template_ok(&[
+        "--set",
+        "networkPolicy.enabled=true",
+        "--set-json",
+        "networkPolicy.metricsNamespaceSelector={}",
+    ]));
+    assert_eq!(
+        find(&objs, "NetworkPolicy")["spec"]["ingress"][1]["from"][0]["namespaceSelector"]["matchLabels"]
+            ["kubernetes.io/metadata.name"],
+        "monitoring"
+    );
     // A selector of another shape is refused by the schema.
     assert!(
         template(&[
