@@ -2,12 +2,15 @@
 //! and `/metrics` (Prometheus text format).
 //!
 //! Two readiness questions, deliberately kept apart:
-//! - `/health/ready` (the kubelet's readiness probe): this replica can take
-//!   its share of traffic — grants loaded, the admission webhook serving when
-//!   configured, and, on the leader, caches synced. A standby is ready too:
-//!   if only the leader were, a rolling update (maxUnavailable 0) of the
-//!   agent's own Deployment could never finish, and webhook calls would
-//!   have a single endpoint.
+//! - `/health/ready` (the kubelet's readiness probe, and so the endpoints
+//!   of the Service in front of the webhook): this replica can answer
+//!   admission requests — grants loaded and the admission webhook serving
+//!   when configured. It does not depend on leadership: every replica
+//!   serves the webhook from its own grants file, so a standby is ready,
+//!   and so is a new leader while its caches sync (taking it out of the
+//!   Service then would leave the webhook with one endpoint, or none, at
+//!   each failover; a rolling update with maxUnavailable 0 could not
+//!   finish if only the leader were ready).
 //! - `/health/leader`: this replica leads and its caches are synced, i.e.
 //!   it is the one reconciling and writing.
 

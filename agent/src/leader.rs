@@ -49,8 +49,12 @@ pub struct LeaseConfig {
     pub identity: String,
     /// How long a lease is valid without renewal.
     pub duration: Duration,
-    /// How often the holder renews.
+    /// How often the holder renews (and a standby looks): client-go's
+    /// retry period.
     pub renew: Duration,
+    /// How long after its last successful renewal the holder stops writing
+    /// and gives up (capped by `lease_timing::margin`).
+    pub renew_deadline: Duration,
 }
 
 /// Why leadership ended.
@@ -188,7 +192,7 @@ impl Elector {
     /// Opens the gate until the lease taken or renewed by the write sent
     /// at `sent` could expire (minus the margin).
     fn held_since(&self, sent: Instant) -> Instant {
-        let until = writes_allowed_until(sent, self.config.duration);
+        let until = writes_allowed_until(sent, self.config.duration, self.config.renew_deadline);
         self.gate.allow_until(until);
         until
     }

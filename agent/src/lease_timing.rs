@@ -71,14 +71,124 @@ pub fn margin(duration: Duration) -> Duration {
 }
 
 /// Until when the holder may write, given when it sent the write that took
-/// or last renewed the lease.
-pub fn writes_allowed_until(sent: Instant, duration: Duration) -> Instant {
-    sent + duration.saturating_sub(margin(duration))
+/// or last renewed the lease: its renew deadline, and never later than the
+/// margin before the lease could expire (so a renew deadline set too close
+/// to the duration cannot let the holder write while a standby takes over).
+pub fn writes_allowed_until(
+    sent: Instant,
+    duration: Duration,
+    renew_deadline: Duration,
+) -> Instant {
+    sent + renew_deadline.min(duration.saturating_sub(margin(duration)))
+}
+
+/// The agent's default lease duration. client-go's defaults (15 s / 10 s /
+/// 2 s, kube-controller-manager's) lose the lease after 10 s without a
+/// successful renewal: an apiserver restart or an etcd stall on a busy
+/// cluster then costs the leader its lease, and a berth leader that loses
+/// its lease exits and relists every cache on restart, adding load exactly
+/// when the apiserver is slow. cert-manager moved to 60 s / 40 s / 15 s for
+/// that reason. berth takes cert-manager's duration and deadline: a crashed
+/// leader's successor waits up to a minute, which only delays reconciles
+/// (every replica serves the admission webhook, leader or not).
+pub const DEFAULT_LEASE_DURATION_SECONDS: u64 = 60;
+
+/// The agent's default retry period (renewal interval, and how often a
+/// standby looks at the Lease). Shorter than cert-manager's 15 s: within the
+/// 40 s deadline the holder tries about eight renewals rather than two, so
+/// an outage of half a minute passes, and a standby takes a released lease
+/// (rolling update, drain) within 5 s. The cost is one Lease read and write
+/// per 5 s.
+pub const DEFAULT_RETRY_PERIOD_SECONDS: u64 = 5;
+
+/// The renew deadline when none is given: two thirds of the lease duration,
+/// the ratio of both client-go's (10 s of 15 s) and cert-manager's (40 s of
+/// 60 s) defaults.
+pub fn default_renew_deadline(duration: Duration) -> Duration {
+    duration * 2 / 3
+}
+
+/// Leader-election timing that cannot work.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TimingError {
+    /// The holder would renew after it has already given up.
+    #[error(
+        "the lease renew deadline ({renew_deadline:?}) must be longer than the retry period ({retry:?})"
+    )]
+    RetryNotBeforeDeadline {
+        /// The renew deadline.
+        renew_deadline: Duration,
+        /// The retry period.
+        retry: Duration,
+    },
+    /// The holder would write after a standby may take over.
+    #[error(
+        "the lease renew deadline ({renew_deadline:?}) must be shorter than the lease duration ({duration:?})"
+    )]
+    DeadlineNotBeforeExpiry {
+        /// The renew deadline.
+        renew_deadline: Duration,
+        /// The lease duration.
+        duration: Duration,
+    },
+}
+
+/// Checks client-go's rules: retry period < renew deadline < lease duration.
+pub fn validate(
+    duration: Duration,
+    renew_deadline: Duration,
+    retry: Duration,
+) -> Result<(), TimingError> {
+    if renew_deadline >= duration {
+        return Err(TimingError::DeadlineNotBeforeExpiry {
+            renew_deadline,
+            duration,
+        });
+    }
+    if retry >= renew_deadline {
+        return Err(TimingError::RetryNotBeforeDeadline {
+            renew_deadline,
+            retry,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_defaults_are_valid_and_the_deadline_is_two_thirds() {
+        let s = Duration::from_secs;
+        let duration = s(DEFAULT_LEASE_DURATION_SECONDS);
+        assert_eq!(default_renew_deadline(duration), s(40));
+        assert_eq!(default_renew_deadline(s(15)), s(10));
+        assert_eq!(
+            validate(
+                duration,
+                default_renew_deadline(duration),
+                s(DEFAULT_RETRY_PERIOD_SECONDS)
+            ),
+            Ok(())
+        );
+        // client-go's and cert-manager's own numbers pass too.
+        assert_eq!(validate(s(15), s(10), s(2)), Ok(()));
+        assert_eq!(validate(s(60), s(40), s(15)), Ok(()));
+    }
+
+    #[test]
+    fn timing_that_cannot_work_is_refused() {
+        let s = Duration::from_secs;
+        assert!(matches!(
+            validate(s(15), s(15), s(2)),
+            Err(TimingError::DeadlineNotBeforeExpiry { .. })
+        ));
+        assert!(matches!(
+            validate(s(60), s(40), s(40)),
+            Err(TimingError::RetryNotBeforeDeadline { .. })
+        ));
+    }
 
     fn record(holder: &str, renew: &str) -> Record {
         Record {
@@ -160,19 +270,18 @@ mod tests {
     #[test]
     fn the_holder_stops_writing_a_margin_before_its_lease_runs_out() {
         let sent = Instant::now();
-        // The agent's default 15 s lease: writes stop 3 s early.
-        assert_eq!(
-            writes_allowed_until(sent, Duration::from_secs(15)),
-            sent + Duration::from_secs(12)
-        );
-        // Short test leases keep at least a second of margin …
-        assert_eq!(
-            writes_allowed_until(sent, Duration::from_secs(4)),
-            sent + Duration::from_secs(3)
-        );
+        let s = Duration::from_secs;
+        // A deadline well inside the lease is the limit …
+        assert_eq!(writes_allowed_until(sent, s(60), s(40)), sent + s(40));
+        assert_eq!(writes_allowed_until(sent, s(15), s(10)), sent + s(10));
+        // … one too close to expiry is cut to the margin: a 15 s lease
+        // stops writes 3 s early whatever the deadline says …
+        assert_eq!(writes_allowed_until(sent, s(15), s(15)), sent + s(12));
+        // … short test leases keep at least a second of margin …
+        assert_eq!(writes_allowed_until(sent, s(4), s(4)), sent + s(3));
         // … but never the whole lease.
         assert_eq!(
-            writes_allowed_until(sent, Duration::from_secs(1)),
+            writes_allowed_until(sent, s(1), s(1)),
             sent + Duration::from_millis(500)
         );
     }
@@ -186,7 +295,7 @@ mod tests {
         for delay_ms in [0u64, 10, 500, 3000] {
             let seen_at = t0 + Duration::from_millis(delay_ms);
             let seen = observe(None, record("a", "t0"), seen_at);
-            let closes = writes_allowed_until(t0, d);
+            let closes = writes_allowed_until(t0, d, d);
             assert!(!may_take_over(&seen, closes));
             assert!(closes < seen_at + d);
         }

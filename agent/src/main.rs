@@ -15,6 +15,7 @@ mod kube_client;
 mod leader;
 mod lease_timing;
 mod metrics;
+mod otel;
 mod pending_grants;
 #[cfg(feature = "profile")]
 mod profile;

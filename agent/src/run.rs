@@ -26,7 +26,9 @@ use crate::grants_publisher;
 use crate::http::{self, Readiness};
 use crate::kube_client::{self, WriteGate};
 use crate::leader::{Elector, LeaseConfig};
+use crate::lease_timing;
 use crate::metrics::Metrics;
+use crate::otel;
 
 /// Log output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -54,12 +56,21 @@ pub struct RunArgs {
     /// This agent's identity in the Lease (default: POD_NAME, else host name + pid).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
-    /// Seconds a lease is valid without renewal.
-    #[arg(long, default_value_t = 15)]
+    /// Seconds a lease is valid without renewal: how long a standby waits
+    /// before taking over from a leader that stopped renewing (client-go's
+    /// leaseDuration; see README "Leader election").
+    #[arg(long, env = "BERTH_LEASE_DURATION_SECONDS", default_value_t = lease_timing::DEFAULT_LEASE_DURATION_SECONDS)]
     pub lease_duration_seconds: u64,
-    /// Seconds between renewals (and between acquisition attempts).
-    #[arg(long, default_value_t = 5)]
-    pub lease_renew_seconds: u64,
+    /// Seconds the leader keeps trying to renew before it stops writing and
+    /// exits (client-go's renewDeadline; default: two thirds of the lease
+    /// duration). Must be shorter than the lease duration.
+    #[arg(long, env = "BERTH_LEASE_RENEW_DEADLINE_SECONDS")]
+    pub lease_renew_deadline_seconds: Option<u64>,
+    /// Seconds between renewals, and between a standby's looks at the
+    /// Lease (client-go's retryPeriod). Must be shorter than the renew
+    /// deadline.
+    #[arg(long, alias = "lease-renew-seconds", env = "BERTH_LEASE_RETRY_PERIOD_SECONDS", default_value_t = lease_timing::DEFAULT_RETRY_PERIOD_SECONDS)]
+    pub lease_retry_period_seconds: u64,
     /// Seconds between full reconciles of a settled Runtime.
     #[arg(long, default_value_t = 300)]
     pub resync_seconds: u64,
@@ -99,21 +110,26 @@ pub struct RunArgs {
     pub admission: admission::AdmissionArgs,
 }
 
-fn init_logging(format: LogFormat) {
+/// Logs to stderr; with `OTEL_EXPORTER_OTLP_ENDPOINT`, spans also go to an
+/// OTLP collector (`crate::otel`) until the returned guard is dropped.
+fn init_logging(format: LogFormat) -> otel::Guard {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,kube=warn,tower=warn,hyper=warn")
     });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Json => builder
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // JSON: each line carries the fields of every span it is in ("spans"),
+    // e.g. a reconcile's Runtime namespace, name, generation and outcome.
+    let fmt = match format {
+        LogFormat::Json => fmt
             .json()
             .flatten_event(true)
             .with_current_span(false)
-            .try_init(),
-        LogFormat::Text => builder.try_init(),
+            .boxed(),
+        LogFormat::Text => fmt.boxed(),
     };
+    otel::init(tracing_subscriber::registry().with(filter).with(fmt))
 }
 
 fn default_identity() -> String {
@@ -158,9 +174,38 @@ async fn terminate_signal() {
     let _ = ctrl_c.await;
 }
 
+/// The leader-election timing the flags give.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LeaseTiming {
+    duration: Duration,
+    renew_deadline: Duration,
+    retry: Duration,
+}
+
+impl RunArgs {
+    /// The three leader-election durations, checked against each other.
+    fn lease_timing(&self) -> Result<LeaseTiming, lease_timing::TimingError> {
+        let duration = Duration::from_secs(self.lease_duration_seconds.max(2));
+        let renew_deadline = self.lease_renew_deadline_seconds.map_or_else(
+            || lease_timing::default_renew_deadline(duration),
+            Duration::from_secs,
+        );
+        let retry = Duration::from_secs(self.lease_retry_period_seconds.max(1));
+        lease_timing::validate(duration, renew_deadline, retry)?;
+        Ok(LeaseTiming {
+            duration,
+            renew_deadline,
+            retry,
+        })
+    }
+}
+
 /// Entry point of the `run` subcommand.
 pub fn run(args: RunArgs) -> color_eyre::Result<()> {
-    init_logging(args.log_format);
+    // Held until the agent returns: dropping it flushes exported spans.
+    let _traces = init_logging(args.log_format);
+    // Checked before anything starts: a timing that cannot work is a usage error.
+    args.lease_timing().wrap_err("leader election")?;
     // Grants first: an invalid file stops the agent before any client exists.
     let loaded = args
         .grants
@@ -194,6 +239,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         metrics.grants_digest_mismatch.clone(),
     );
     let gate = WriteGate::default();
+    let lease = args.lease_timing().wrap_err("leader election")?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let client = kube_client::client(metrics.clone(), gate.clone(), &identity)
         .await
@@ -253,8 +299,9 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             namespace: args.lease_namespace.clone(),
             name: args.lease_name.clone(),
             identity: identity.clone(),
-            duration: Duration::from_secs(args.lease_duration_seconds.max(2)),
-            renew: Duration::from_secs(args.lease_renew_seconds.max(1)),
+            duration: lease.duration,
+            renew: lease.retry,
+            renew_deadline: lease.renew_deadline,
         },
         gate.clone(),
     )
@@ -269,8 +316,10 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         }
     };
     metrics.leader.set(1);
-    // Leading now: ready again only once the controller's caches are synced.
-    readiness.set(false);
+    // Readiness stays as it is: it says the webhook serves, which holds
+    // whether or not this replica leads, so the Service in front of the
+    // webhook keeps this endpoint while the caches sync. `/health/leader`
+    // reports leading with synced caches.
 
     let recorder = Recorder::new(
         client.clone(),
@@ -319,7 +368,6 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
 
     let stores = started.stores.clone();
     let synced = started.context.synced.clone();
-    let ready_flag = readiness.clone();
     let leading_flag = leading.clone();
     let sync_timeout = Duration::from_secs(args.cache_sync_timeout_seconds.max(1));
     let (sync_failed_tx, sync_failed_rx) = tokio::sync::oneshot::channel::<Vec<&'static str>>();
@@ -347,9 +395,8 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             );
             before = now;
         }
-        ready_flag.set(true);
         leading_flag.set(true);
-        tracing::info!("caches synced; ready");
+        tracing::info!("caches synced; leading");
     });
 
     let result = tokio::select! {
@@ -414,5 +461,67 @@ mod tests {
         assert!(!off.args.watch_bare_pods);
         let on = Cli::try_parse_from(["t", "--watch-bare-pods"]).expect("parse");
         assert!(on.args.watch_bare_pods);
+    }
+
+    #[test]
+    fn lease_timing_defaults_flags_and_refusals() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["t"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv)
+                .expect("parse")
+                .args
+                .lease_timing()
+        };
+        let s = Duration::from_secs;
+        // Only meaningful when the variables are not set around the test run.
+        if std::env::vars().all(|(k, _)| !k.starts_with("BERTH_LEASE_")) {
+            assert_eq!(
+                parse(&[]).expect("defaults"),
+                LeaseTiming {
+                    duration: s(60),
+                    renew_deadline: s(40),
+                    retry: s(5)
+                }
+            );
+        }
+        // client-go's numbers; the old flag name still names the retry period.
+        assert_eq!(
+            parse(&[
+                "--lease-duration-seconds=15",
+                "--lease-renew-deadline-seconds=10",
+                "--lease-renew-seconds=2"
+            ])
+            .expect("client-go's"),
+            LeaseTiming {
+                duration: s(15),
+                renew_deadline: s(10),
+                retry: s(2)
+            }
+        );
+        // A short lease alone gets two thirds of it as its deadline.
+        let short = parse(&[
+            "--lease-duration-seconds=4",
+            "--lease-retry-period-seconds=1",
+        ])
+        .expect("short");
+        assert!(
+            short.renew_deadline > s(2) && short.renew_deadline < s(3),
+            "{short:?}"
+        );
+        assert!(
+            parse(&[
+                "--lease-duration-seconds=30",
+                "--lease-renew-deadline-seconds=30"
+            ])
+            .is_err()
+        );
+        assert!(
+            parse(&[
+                "--lease-renew-deadline-seconds=5",
+                "--lease-retry-period-seconds=5"
+            ])
+            .is_err()
+        );
     }
 }

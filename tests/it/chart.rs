@@ -17,6 +17,8 @@ use berth_tests::localcluster::binaries::{Binaries, pinned_version};
 use serde::Deserialize;
 use yaml_serde::Value;
 
+mod protection;
+
 fn assets() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets")
 }
@@ -701,20 +703,50 @@ fn the_values_schema_refuses_bad_values() {
     }
 }
 
+/// Every optional part of the chart switched on, as `--set` arguments:
+/// the agent's protections (a PriorityClass named `priority_class`), and
+/// the monitoring parts when this chart has them (`prometheusRule`,
+/// `dashboard`: the schema refuses a value the chart does not know).
+fn every_optional_part(priority_class: &str) -> Vec<String> {
+    let mut sets = vec![
+        "podDisruptionBudget.enabled=true".to_string(),
+        "networkPolicy.enabled=true".to_string(),
+        "serviceMonitor.enabled=true".to_string(),
+        format!("priorityClassName={priority_class}"),
+    ];
+    let values: Value =
+        serde_yaml::from_str(&read(&chart().join("values.yaml"))).expect("values.yaml");
+    for part in ["prometheusRule", "dashboard"] {
+        if values.get(part).is_some() {
+            sets.push(format!("{part}.enabled=true"));
+        }
+    }
+    sets.into_iter()
+        .flat_map(|s| ["--set".to_string(), s])
+        .collect()
+}
+
 /// `helm install` for real: the release's namespaced objects in a namespace
-/// that enforces the `restricted` Pod Security Standard, the agent
-/// Deployment rolling out on the kwok nodes (helm's own --wait, then checked
-/// here), an upgrade, and an uninstall that removes the cluster-scoped
-/// objects. The CRDs (shared by every test) and the two admission policies
-/// (which would refuse the other tests' writes) are left out of the release;
-/// with them in, every object passes a strict server-side dry-run.
+/// that enforces the `restricted` Pod Security Standard, with every
+/// optional part on (PodDisruptionBudget, NetworkPolicy, ServiceMonitor and
+/// PrometheusRule on the test's minimal monitoring CRDs, a PriorityClass,
+/// the dashboard), the agent Deployment rolling out on the kwok nodes
+/// (helm's own --wait, then checked here), an upgrade, and an uninstall
+/// that removes the cluster-scoped objects. The CRDs (shared by every test)
+/// and the two admission policies (which would refuse the other tests'
+/// writes) are left out of the release; with them in, every object passes
+/// a strict server-side dry-run.
 #[tokio::test]
 async fn helm_install_rolls_out_under_restricted_pod_security() {
     use k8s_openapi::api::apps::v1::Deployment;
-    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::api::core::v1::{Pod, Secret};
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use k8s_openapi::api::rbac::v1::ClusterRole;
-    use kube::Api;
-    use kube::api::{DynamicObject, PostParams};
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
+    use kube::discovery::ApiResource;
+    use kube::{Api, ResourceExt};
 
     let ns = TestNamespace::with_labels(
         "chart-inst",
@@ -725,29 +757,59 @@ async fn helm_install_rolls_out_under_restricted_pod_security() {
     )
     .await;
     berth_tests::harness::install_crds(&ns.client).await;
+    protection::install_monitoring_crds(&ns.client).await;
+    // A PriorityClass of the test's own (cluster-scoped; deleted below).
+    let priority_class = format!("berth-it-{}", std::process::id());
+    let classes: Api<PriorityClass> = Api::all(ns.client.clone());
+    let class: PriorityClass = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": priority_class},
+        "value": 1000,
+        "description": "berth chart test"
+    }))
+    .expect("priority class");
+    match classes.create(&PostParams::default(), &class).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("create PriorityClass: {e}"),
+    }
+    let optional = every_optional_part(&priority_class);
 
-    // Everything the default chart renders for this namespace passes a
-    // strict server-side dry-run (CRDs and policy included).
+    // Everything the chart renders for this namespace, every optional part
+    // on, passes a strict server-side dry-run (CRDs and policy included).
     let rendered = {
         let chart = chart_arg();
         let ns_name = ns.name.clone();
+        let optional = optional.clone();
         tokio::task::spawn_blocking(move || {
-            stdout_of(
-                "helm template",
-                &helm(&[
-                    "template",
-                    "berth",
-                    &chart,
-                    "--namespace",
-                    &ns_name,
-                    "--kube-version",
-                    kube_version(),
-                ]),
-            )
+            let mut args = vec![
+                "template",
+                "berth",
+                &chart,
+                "--namespace",
+                &ns_name,
+                "--kube-version",
+                kube_version(),
+                "--api-versions",
+                "monitoring.coreos.com/v1/ServiceMonitor",
+                "--api-versions",
+                "monitoring.coreos.com/v1/PrometheusRule",
+            ];
+            args.extend(optional.iter().map(String::as_str));
+            stdout_of("helm template", &helm(&args))
         })
         .await
         .expect("helm template")
     };
+    let rendered_kinds: Vec<String> = objects(&rendered)
+        .into_keys()
+        .map(|(kind, _, _)| kind)
+        .collect();
+    for kind in ["PodDisruptionBudget", "NetworkPolicy", "ServiceMonitor"] {
+        assert!(
+            rendered_kinds.iter().any(|k| k == kind),
+            "{kind} in {rendered_kinds:?}"
+        );
+    }
     let mut failures = Vec::new();
     for doc in yaml_serde::Deserializer::from_str(&rendered) {
         let v = Value::deserialize(doc).expect("yaml");
@@ -790,7 +852,7 @@ async fn helm_install_rolls_out_under_restricted_pod_security() {
         }
     };
     let common = |verb: &str| -> Vec<String> {
-        [
+        let mut args: Vec<String> = [
             verb,
             &release,
             &chart_arg(),
@@ -808,7 +870,9 @@ async fn helm_install_rolls_out_under_restricted_pod_security() {
         ]
         .iter()
         .map(|s| s.to_string())
-        .collect()
+        .collect();
+        args.extend(optional.iter().cloned());
+        args
     };
 
     helm_in_cluster(common("install")).await;
@@ -832,6 +896,47 @@ async fn helm_install_rolls_out_under_restricted_pod_security() {
         || ready(2),
     )
     .await;
+
+    // The protections are in the cluster: the ServiceMonitor because helm
+    // found its CRD in the cluster's discovery, and the agent's pods run
+    // at the PriorityClass's priority (the API server resolved the name).
+    let pdb = Api::<PodDisruptionBudget>::namespaced(ns.client.clone(), &ns.name)
+        .get(&agent)
+        .await
+        .expect("the PodDisruptionBudget");
+    assert_eq!(
+        pdb.spec.and_then(|s| s.min_available),
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1))
+    );
+    Api::<NetworkPolicy>::namespaced(ns.client.clone(), &ns.name)
+        .get(&agent)
+        .await
+        .expect("the NetworkPolicy");
+    let monitors = ApiResource {
+        group: "monitoring.coreos.com".into(),
+        version: "v1".into(),
+        api_version: "monitoring.coreos.com/v1".into(),
+        kind: "ServiceMonitor".into(),
+        plural: "servicemonitors".into(),
+    };
+    Api::<DynamicObject>::namespaced_with(ns.client.clone(), &ns.name, &monitors)
+        .get(&agent)
+        .await
+        .expect("the ServiceMonitor (its CRD is installed)");
+    let pods = Api::<Pod>::namespaced(ns.client.clone(), &ns.name)
+        .list(&ListParams::default().labels(&format!("app.kubernetes.io/name={agent}")))
+        .await
+        .expect("pods");
+    assert!(!pods.items.is_empty());
+    for pod in &pods.items {
+        let spec = pod.spec.as_ref().expect("spec");
+        assert_eq!(
+            (spec.priority_class_name.as_deref(), spec.priority),
+            (Some(priority_class.as_str()), Some(1000)),
+            "pod {}",
+            pod.name_any()
+        );
+    }
 
     let mut upgrade = common("upgrade");
     upgrade.extend(["--set".into(), "replicas=3".into()]);
@@ -866,4 +971,7 @@ async fn helm_install_rolls_out_under_restricted_pod_security() {
         roles.get_opt(&agent).await.expect("get").is_none(),
         "uninstall removes the release's ClusterRole"
     );
+    let _ = classes
+        .delete(&priority_class, &DeleteParams::default())
+        .await;
 }

@@ -10,6 +10,7 @@ mod agent_held;
 mod agent_identity;
 mod agent_leader;
 mod agent_lifecycle;
+mod agent_ops;
 mod agent_pods;
 mod agent_reconcile;
 mod agent_semantics;

@@ -29,12 +29,16 @@ pub enum Error {
 }
 
 /// One reconcile: read → decide → render → apply → status, in a tracing
-/// span naming the Runtime.
+/// span naming the Runtime (namespace, name, generation) and, once done,
+/// its outcome: every log line inside carries them, and with
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` set the span is exported (`crate::otel`).
 pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Action, Error> {
     let span = tracing::info_span!(
         "reconcile",
         namespace = %runtime.namespace().unwrap_or_default(),
         runtime = %runtime.name_any(),
+        generation = runtime.meta().generation.unwrap_or_default(),
+        outcome = tracing::field::Empty,
     );
     async move {
         ctx.synced.wait().await;
@@ -47,6 +51,8 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
         };
         ctx.metrics
             .reconciled(label, started.elapsed().as_secs_f64());
+        tracing::Span::current().record("outcome", label);
+        tracing::debug!("reconciled");
         result.map(|(action, _)| action)
     }
     .instrument(span)

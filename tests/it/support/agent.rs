@@ -94,6 +94,8 @@ pub struct AgentOpts<'a> {
     pub cache_sync_timeout_seconds: u64,
     /// More arguments of `berth-agent run` (e.g. `--watch-bare-pods`).
     pub extra_args: Vec<String>,
+    /// More environment (set last: `RUST_LOG` here replaces the default).
+    pub env: Vec<(String, String)>,
 }
 
 impl<'a> AgentOpts<'a> {
@@ -107,6 +109,7 @@ impl<'a> AgentOpts<'a> {
             resync_seconds: 2,
             cache_sync_timeout_seconds: 40,
             extra_args: Vec::new(),
+            env: Vec::new(),
         }
     }
 }
@@ -176,6 +179,10 @@ impl Agent {
             .args(["--identity", &opts.identity])
             .args(["--lease-duration-seconds", "4"])
             .args(["--lease-renew-seconds", "1"])
+            // The holder's gate closes 3 s after a renewal was sent, as it
+            // did before the renew deadline was a flag (its default, two
+            // thirds of the duration, would be 2.7 s).
+            .args(["--lease-renew-deadline-seconds", "3"])
             .args(["--resync-seconds", &opts.resync_seconds.to_string()])
             .args(["--grants-interval-seconds", "1"])
             .args([
@@ -192,6 +199,7 @@ impl Agent {
             cmd.arg("--grants-file").arg(g);
         }
         cmd.args(&opts.extra_args);
+        cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         let child = cmd.spawn().expect("spawn berth-agent");
         Agent { child, port, log }
     }

@@ -61,3 +61,15 @@ annotations:
 {{ required "webhook.files.secretName is required when webhook.certificateMode is files" .Values.webhook.files.secretName }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Whole seconds of a duration value ("60s"), for the agent's --*-seconds
+flags. Call with (list VALUE "its.name"); the schema admits only "<n>s".
+*/}}
+{{- define "berth.seconds" -}}
+{{- $v := index . 0 | toString -}}
+{{- if not (regexMatch "^[1-9][0-9]*s$" $v) -}}
+{{- fail (printf "%s: %q is not a whole number of seconds such as \"60s\"" (index . 1) $v) -}}
+{{- end -}}
+{{- trimSuffix "s" $v -}}
+{{- end -}}
