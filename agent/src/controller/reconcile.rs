@@ -39,7 +39,9 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
     async move {
         ctx.synced.wait().await;
         let started = Instant::now();
+        let in_flight = ctx.metrics.in_flight();
         let result = reconcile_inner(&runtime, &ctx).await;
+        drop(in_flight);
         let label = match &result {
             Ok((_, true)) => "blocked",
             Ok((_, false)) => "ok",
@@ -47,6 +49,12 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
         };
         ctx.metrics
             .reconciled(label, started.elapsed().as_secs_f64());
+        if let Err(e) = &result {
+            ctx.metrics.reconcile_failed(match e {
+                Error::Apply(_) => "apply",
+                Error::Status(_) => "status",
+            });
+        }
         result.map(|(action, _)| action)
     }
     .instrument(span)

@@ -1,0 +1,173 @@
+//! The registry against its documentation: every registered metric is
+//! documented with the type and help the exposition says, and
+//! `docs/metrics.md` shows exactly the generated table
+//! (`BERTH_UPDATE_GOLDEN=1 cargo test -p berth-agent` regenerates it).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::*;
+
+/// `# TYPE` lines of the exposition: family name → type.
+fn exposed_types(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(n, t)| (n.to_string(), t.to_string()))
+        .collect()
+}
+
+/// The family name `# TYPE` uses: counters without `_total`.
+fn family(doc: &MetricDoc) -> &str {
+    match doc.kind {
+        Kind::Counter => doc.name.strip_suffix("_total").unwrap_or(&doc.name),
+        _ => &doc.name,
+    }
+}
+
+#[test]
+fn every_registered_metric_is_documented_with_its_exposed_type_and_help() {
+    let m = populated();
+    let text = m.encode();
+    let types = exposed_types(&text);
+    let documented: BTreeMap<String, String> = m
+        .docs()
+        .iter()
+        .map(|d| (family(d).to_string(), d.kind.as_str().to_string()))
+        .collect();
+    assert_eq!(types, documented, "exposition:\n{text}");
+    for d in m.docs() {
+        let help = format!("# HELP {} {}", family(d), d.help);
+        assert!(
+            text.lines().any(|l| l.starts_with(&help)),
+            "{}: help not exposed as documented",
+            d.name
+        );
+        assert!(d.name.starts_with("berth_agent_"), "{}", d.name);
+    }
+}
+
+/// Metrics with one child in every family (an empty family is not
+/// exposed at all).
+fn populated() -> Arc<Metrics> {
+    let m = Metrics::new();
+    state::runtimes(&m, &[]);
+    state::grants(&m, &[], "p");
+    m.write("Deployment", "apply");
+    m.apply_failed("Deployment", "ApplyFailed");
+    m.reconciled("ok", 0.1);
+    m.reconcile_failed("apply");
+    m.grants_file_loaded(1, Some("ab"));
+    m.pending_grants(Some(("Invalid", "cd")));
+    m.requests
+        .get_or_create(&RequestLabels {
+            method: "GET".into(),
+            resource: "leases".into(),
+        })
+        .inc();
+    m.retained_workloads
+        .get_or_create(&ClassLabels {
+            runtime_class: "gvisor".into(),
+        })
+        .set(1);
+    m.runtime_problems
+        .get_or_create(&ProblemLabels {
+            namespace: "n".into(),
+            runtime: "r".into(),
+            condition: "Blocked".into(),
+            reason: "NotGranted".into(),
+        })
+        .set(1);
+    m.grant_runtimes
+        .get_or_create(&GrantLabels {
+            grant: "g".into(),
+            runtime_class: "c".into(),
+        })
+        .set(1);
+    m.grant_nodes
+        .get_or_create(&CoverageLabels {
+            grant: "g".into(),
+            handler: "h".into(),
+            coverage: "unknown".into(),
+        })
+        .set(1);
+    m
+}
+
+/// Each family's label names are the documented ones.
+#[test]
+fn exposed_label_names_are_the_documented_ones() {
+    let m = populated();
+    let text = m.encode();
+    for d in m.docs() {
+        let mut want: Vec<&str> = d.labels.to_vec();
+        if d.kind == Kind::Histogram {
+            want.push("le");
+        }
+        want.sort_unstable();
+        let samples: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| {
+                let name = l.split(['{', ' ']).next().unwrap_or_default();
+                name == d.name
+                    || (d.kind == Kind::Histogram && name == format!("{}_bucket", d.name))
+            })
+            .collect();
+        assert!(!samples.is_empty(), "{}: no sample", d.name);
+        for s in samples {
+            let mut got: Vec<&str> = s
+                .split_once('{')
+                .map(|(_, rest)| rest.split('}').next().unwrap_or_default())
+                .unwrap_or_default()
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .filter_map(|p| p.split_once('=').map(|(k, _)| k))
+                .collect();
+            got.sort_unstable();
+            assert_eq!(got, want, "{}: {s}", d.name);
+        }
+    }
+}
+
+#[test]
+fn the_pending_file_keeps_its_first_seen_time_while_the_content_stays() {
+    let m = Metrics::new();
+    m.pending_grants(Some(("Invalid", "aa")));
+    *m.pending_seen.lock().expect("lock") = Some(("aa".into(), 5));
+    m.pending_grants(Some(("Invalid", "aa")));
+    assert!(m.encode().contains(
+        "berth_agent_pending_grants_file_observed_timestamp_seconds{verdict=\"Invalid\"} 5"
+    ));
+    m.pending_grants(Some(("Valid", "bb")));
+    assert!(!m.encode().contains("} 5\n"));
+    m.pending_grants(None);
+    assert!(
+        !m.encode()
+            .contains("berth_agent_pending_grants_file_observed_timestamp_seconds{")
+    );
+}
+
+const START: &str = "<!-- metrics-table:start (generated by `berth-agent metrics-doc` from agent/src/metrics.rs) -->\n";
+const END: &str = "<!-- metrics-table:end -->";
+
+#[test]
+fn the_docs_page_shows_the_generated_table() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/metrics.md");
+    let page = std::fs::read_to_string(&path).expect("docs/metrics.md");
+    let (Some(a), Some(b)) = (page.find(START), page.find(END)) else {
+        panic!("docs/metrics.md lacks the metrics table markers");
+    };
+    let current = &page[a + START.len()..b];
+    let expected = markdown(Metrics::new().docs());
+    if current != expected && std::env::var("BERTH_UPDATE_GOLDEN").as_deref() == Ok("1") {
+        let updated = format!("{}{START}{expected}{}", &page[..a], &page[b..]);
+        std::fs::write(&path, updated).expect("write docs/metrics.md");
+        return;
+    }
+    assert_eq!(
+        current, expected,
+        "docs/metrics.md's table differs from the registry \
+         (BERTH_UPDATE_GOLDEN=1 cargo test -p berth-agent metrics regenerates it)"
+    );
+}
