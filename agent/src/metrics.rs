@@ -151,7 +151,7 @@ impl Metrics {
                 "Runtimes whose managed objects are left unchanged (Blocked=True)",
                 Gauge::default()),
             runtime_problems: c.add("runtime_problem_since_timestamp_seconds", G,
-                &["namespace", "runtime", "condition", "reason"],
+                &["runtime_namespace", "runtime", "condition", "reason"],
                 "Per Runtime with a condition in its problem status (Blocked=True, Degraded=True, HandlerReady=False): the Unix time it entered it (lastTransitionTime); no series for a healthy Runtime",
                 Family::default()),
             grants: c.add("grants", G, &["state"],
@@ -200,14 +200,18 @@ impl Metrics {
         // a series before the first event, and an alert on errors must not
         // wait for the first one to exist.
         for result in ["ok", "blocked", "error"] {
-            m.reconciles.get_or_create(&ResultLabels {
-                result: result.to_string(),
-            });
+            m.reconciles
+                .get_or_create(&ResultLabels {
+                    result: result.to_string(),
+                })
+                .inc_by(0);
         }
         for error in ["apply", "status"] {
-            m.reconcile_errors.get_or_create(&ErrorLabels {
-                error: error.to_string(),
-            });
+            m.reconcile_errors
+                .get_or_create(&ErrorLabels {
+                    error: error.to_string(),
+                })
+                .inc_by(0);
         }
         m.build_info
             .get_or_create(&BuildLabels {

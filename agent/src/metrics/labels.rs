@@ -63,8 +63,10 @@ pub struct PhaseLabels {
 /// One Runtime's condition in its problem status.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ProblemLabels {
-    /// The Runtime's namespace.
-    pub namespace: String,
+    /// The Runtime's namespace (not `namespace`: Prometheus Operator sets
+    /// that target label to the agent's own namespace and would rename
+    /// this one to `exported_namespace`).
+    pub runtime_namespace: String,
     /// The Runtime's name.
     pub runtime: String,
     /// `Blocked`, `Degraded` or `HandlerReady`.

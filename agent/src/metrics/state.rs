@@ -108,7 +108,7 @@ pub fn runtimes(m: &Metrics, runtimes: &[Arc<Runtime>]) {
 fn problem(m: &Metrics, r: &Runtime, c: &Condition) {
     m.runtime_problems
         .get_or_create(&ProblemLabels {
-            namespace: r.metadata.namespace.clone().unwrap_or_default(),
+            runtime_namespace: r.metadata.namespace.clone().unwrap_or_default(),
             runtime: r.metadata.name.clone().unwrap_or_default(),
             condition: c.type_.clone(),
             reason: c.reason.clone(),

@@ -72,7 +72,7 @@ fn populated() -> Arc<Metrics> {
         .set(1);
     m.runtime_problems
         .get_or_create(&ProblemLabels {
-            namespace: "n".into(),
+            runtime_namespace: "n".into(),
             runtime: "r".into(),
             condition: "Blocked".into(),
             reason: "NotGranted".into(),
