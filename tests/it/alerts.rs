@@ -300,7 +300,10 @@ fn alerts_and_dashboard_chart_renders_them_only_when_enabled() {
             .cloned()
             .collect()
     };
-    assert!(monitoring_objects(&render(&[])).is_empty(), "off by default");
+    assert!(
+        monitoring_objects(&render(&[])).is_empty(),
+        "off by default"
+    );
 
     let docs = render(&[
         "--set",
@@ -314,19 +317,33 @@ fn alerts_and_dashboard_chart_renders_them_only_when_enabled() {
     ]);
     let objs = monitoring_objects(&docs);
     assert_eq!(objs.len(), 2, "{objs:?}");
-    let rule = objs.iter().find(|o| o["kind"] == "PrometheusRule").expect("rule");
+    let rule = objs
+        .iter()
+        .find(|o| o["kind"] == "PrometheusRule")
+        .expect("rule");
     assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
-    assert_eq!(rule["metadata"]["labels"]["release"], "kube-prometheus-stack");
+    assert_eq!(
+        rule["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
     let file: Value = serde_yaml::from_str(
         &std::fs::read_to_string(monitoring().join("berth-alerts.yaml")).expect("rules"),
     )
     .expect("rules YAML");
-    assert_eq!(rule["spec"], file, "the PrometheusRule's spec is the rule file");
-    let cm = objs.iter().find(|o| o["kind"] == "ConfigMap").expect("configmap");
+    assert_eq!(
+        rule["spec"], file,
+        "the PrometheusRule's spec is the rule file"
+    );
+    let cm = objs
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap")
+        .expect("configmap");
     assert_eq!(cm["metadata"]["labels"]["grafana_dashboard"], "1");
     assert_eq!(cm["metadata"]["labels"]["team"], "ops");
     let shipped: Value = serde_json::from_str(
-        cm["data"]["berth-dashboard.json"].as_str().expect("dashboard data"),
+        cm["data"]["berth-dashboard.json"]
+            .as_str()
+            .expect("dashboard data"),
     )
     .expect("dashboard JSON");
     let dashboard: Value = serde_json::from_str(

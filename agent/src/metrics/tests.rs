@@ -171,3 +171,26 @@ fn the_docs_page_shows_the_generated_table() {
          (BERTH_UPDATE_GOLDEN=1 cargo test -p berth-agent metrics regenerates it)"
     );
 }
+
+/// The names dashboards and tests used before docs/metrics.md existed are
+/// kept (docs/metrics.md promises it).
+#[test]
+fn earlier_names_are_kept() {
+    let m = Metrics::new();
+    for name in [
+        "berth_agent_reconciles_total",
+        "berth_agent_reconcile_duration_seconds",
+        "berth_agent_writes_total",
+        "berth_agent_api_requests_total",
+        "berth_agent_apply_errors_total",
+        "berth_agent_runtimes",
+        "berth_agent_blocked_runtimes",
+        "berth_agent_retained_workloads",
+        "berth_agent_grants_loaded",
+        "berth_agent_grants_file_stale",
+        "berth_agent_leader",
+        "berth_agent_grants_digest_mismatch",
+    ] {
+        assert!(m.docs().iter().any(|d| d.name == name), "{name}");
+    }
+}
