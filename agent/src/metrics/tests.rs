@@ -194,3 +194,126 @@ fn earlier_names_are_kept() {
         assert!(m.docs().iter().any(|d| d.name == name), "{name}");
     }
 }
+
+fn runtime(
+    name: &str,
+    generation: i64,
+    status: serde_json::Value,
+) -> Arc<berth_shared::api::Runtime> {
+    Arc::new(
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1",
+            "kind": "Runtime",
+            "metadata": {"name": name, "namespace": "shop", "generation": generation},
+            "spec": {"application": "a", "service": name,
+                "image": {"repository": "r.example/a", "tag": "1"}},
+            "status": status,
+        }))
+        .expect("runtime"),
+    )
+}
+
+fn cond(type_: &str, status: &str, reason: &str, at: &str) -> serde_json::Value {
+    serde_json::json!({"type": type_, "status": status, "reason": reason, "message": "",
+        "lastTransitionTime": at})
+}
+
+/// Phases and grant states with their zeros, the queue (a generation not
+/// observed yet), and one problem series per condition in its problem
+/// status, at its transition time; a healthy Runtime has none.
+#[test]
+fn runtime_gauges_count_states_queue_and_problems() {
+    let m = Metrics::new();
+    let blocked = runtime(
+        "web",
+        3,
+        serde_json::json!({"observedGeneration": 2,
+        "profile": {"state": "NotGranted"},
+        "rollout": {"phase": "Blocked"},
+        "conditions": [
+            cond("Blocked", "True", "NotGranted", "2026-01-01T00:00:00Z"),
+            cond("HandlerReady", "False", "HandlerAbsent", "2026-01-01T00:01:00Z"),
+            cond("Degraded", "False", "AsExpected", "2026-01-01T00:00:00Z"),
+        ]}),
+    );
+    let healthy = runtime(
+        "api",
+        1,
+        serde_json::json!({"observedGeneration": 1,
+            "profile": {"state": "Granted"},
+            "rollout": {"phase": "Complete"},
+            "conditions": [cond("HandlerReady", "True", "HandlerPresent", "2026-01-01T00:00:00Z")]}),
+    );
+    state::runtimes(&m, &[blocked, healthy]);
+    let text = m.encode();
+    for line in [
+        "berth_agent_runtimes_by_phase{phase=\"Blocked\"} 1",
+        "berth_agent_runtimes_by_phase{phase=\"Complete\"} 1",
+        "berth_agent_runtimes_by_phase{phase=\"Degraded\"} 0",
+        "berth_agent_runtimes{state=\"NotGranted\"} 1",
+        "berth_agent_runtimes{state=\"Revoked\"} 0",
+        "berth_agent_blocked_runtimes 1",
+        "berth_agent_queue_depth 1",
+        "berth_agent_runtime_problem_since_timestamp_seconds{runtime_namespace=\"shop\",runtime=\"web\",condition=\"Blocked\",reason=\"NotGranted\"} 1767225600",
+        "berth_agent_runtime_problem_since_timestamp_seconds{runtime_namespace=\"shop\",runtime=\"web\",condition=\"HandlerReady\",reason=\"HandlerAbsent\"} 1767225660",
+    ] {
+        assert!(text.contains(line), "{line} missing:\n{text}");
+    }
+    assert_eq!(
+        text.matches("berth_agent_runtime_problem_since_timestamp_seconds{")
+            .count(),
+        2,
+        "{text}"
+    );
+}
+
+/// Only this agent's RuntimeGrants count; holders and node coverage per
+/// grant.
+#[test]
+fn grant_gauges_count_states_holders_and_coverage() {
+    let grant = |name: &str, publisher: &str, status: serde_json::Value| {
+        Arc::new(
+            serde_json::from_value::<berth_shared::api::RuntimeGrant>(serde_json::json!({
+                "apiVersion": "berth.dev/v1alpha1",
+                "kind": "RuntimeGrant",
+                "metadata": {"name": name, "labels": {"berth.dev/published-by": publisher}},
+                "spec": {"project": "p", "environment": "e", "application": "a", "service": "s",
+                    "runtimeClass": "gvisor", "handler": "runsc"},
+                "status": status,
+            }))
+            .expect("grant"),
+        )
+    };
+    let m = Metrics::new();
+    let ready = grant(
+        "bw",
+        "me",
+        serde_json::json!({"classPresent": true, "handlerMatches": true,
+            "classHasOverhead": false, "classHasScheduling": false, "classDeleting": false,
+            "nodes": {"withHandler": 2, "total": 5, "unknown": 1, "summary": ""},
+            "runtimes": [{"namespace": "shop", "name": "web"}],
+            "conditions": [cond("ClassReady", "True", "ClassReady", "2026-01-01T00:00:00Z")]}),
+    );
+    let retired = grant(
+        "old",
+        "me",
+        serde_json::json!({"classPresent": true, "handlerMatches": true,
+            "classHasOverhead": false, "classHasScheduling": false, "classDeleting": false,
+            "conditions": [cond("Retired", "True", "BindingRemoved", "2026-01-01T00:00:00Z")]}),
+    );
+    let foreign = grant("theirs", "another-agent", serde_json::json!({}));
+    state::grants(&m, &[ready, retired, foreign], "me");
+    let text = m.encode();
+    for line in [
+        "berth_agent_grants{state=\"Ready\"} 1",
+        "berth_agent_grants{state=\"Retired\"} 1",
+        "berth_agent_grants{state=\"NotReady\"} 0",
+        "berth_agent_grant_runtimes{grant=\"bw\",runtime_class=\"gvisor\"} 1",
+        "berth_agent_grant_nodes{grant=\"bw\",handler=\"runsc\",coverage=\"with_handler\"} 2",
+        "berth_agent_grant_nodes{grant=\"bw\",handler=\"runsc\",coverage=\"without_handler\"} 2",
+        "berth_agent_grant_nodes{grant=\"bw\",handler=\"runsc\",coverage=\"unknown\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} missing:\n{text}");
+    }
+    assert!(!text.contains("theirs"), "{text}");
+}
