@@ -1,5 +1,6 @@
 //! Shell completions and the man page, generated from the clap definition so
-//! they never drift from the real flags.
+//! they never drift from the real flags; the metrics table, generated from
+//! the metrics registry.
 
 use std::io::Write;
 
@@ -21,4 +22,12 @@ pub fn man_page(cmd: clap::Command) -> color_eyre::Result<()> {
     std::io::stdout()
         .write_all(&out)
         .wrap_err("writing the man page")
+}
+
+/// Writes the metrics table of `docs/metrics.md` to stdout.
+pub fn metrics_table() -> color_eyre::Result<()> {
+    let metrics = crate::metrics::Metrics::new();
+    std::io::stdout()
+        .write_all(crate::metrics::markdown(metrics.docs()).as_bytes())
+        .wrap_err("writing the metrics table")
 }

@@ -251,7 +251,8 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
     ctx.metrics
         .grants_file_stale
         .set(i64::from(matches!(file, FileState::Stale(_))));
-    update_runtime_gauges(ctx);
+    crate::metrics::state::runtimes(&ctx.metrics, &ctx.stores.runtimes.state());
+    crate::metrics::state::grants(&ctx.metrics, &grants.state(), &ctx.settings.publisher);
 
     let s = &ctx.stores;
     // Once per pass, by class: each grant then reads its class's list
@@ -515,33 +516,6 @@ async fn publish_retired(
             0
         }
     }
-}
-
-fn update_runtime_gauges(ctx: &Context) {
-    let mut counts: BTreeMap<String, i64> = BTreeMap::new();
-    let mut blocked = 0;
-    for r in ctx.stores.runtimes.state() {
-        let status = r.status.as_ref();
-        let state = status
-            .and_then(|s| s.profile.as_ref())
-            .map_or("NotRequested", |p| p.state.as_str());
-        *counts.entry(state.to_string()).or_default() += 1;
-        if status.is_some_and(|s| {
-            s.conditions.iter().any(|c| {
-                c.type_ == berth_shared::api::condition_types::BLOCKED && c.status == "True"
-            })
-        }) {
-            blocked += 1;
-        }
-    }
-    ctx.metrics.runtimes.clear();
-    for (state, n) in counts {
-        ctx.metrics
-            .runtimes
-            .get_or_create(&crate::metrics::StateLabels { state })
-            .set(n);
-    }
-    ctx.metrics.blocked_runtimes.set(blocked);
 }
 
 /// Runs the publisher until the process ends: one pass every `interval`.

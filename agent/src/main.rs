@@ -66,6 +66,9 @@ enum Command {
     },
     /// Print the man page (roff) for berth-agent.
     Man,
+    /// Print the table of every metric the agent exports (name, type,
+    /// labels, meaning), as docs/metrics.md shows it.
+    MetricsDoc,
 }
 
 fn main() -> color_eyre::Result<()> {
@@ -78,5 +81,6 @@ fn main() -> color_eyre::Result<()> {
         Command::Run(args) => run::run(*args),
         Command::Completions { shell } => docs::completions(Cli::command(), shell),
         Command::Man => docs::man_page(Cli::command()),
+        Command::MetricsDoc => docs::metrics_table(),
     }
 }

@@ -59,12 +59,28 @@ fn now() -> Time {
     Time(Timestamp::from_second(secs).unwrap_or(Timestamp::UNIX_EPOCH))
 }
 
+/// The verdict as the metric labels it (the CRD's word).
+fn pending_verdict(v: berth_shared::api::PendingVerdict) -> &'static str {
+    use berth_shared::api::PendingVerdict;
+    match v {
+        PendingVerdict::Valid => "Valid",
+        PendingVerdict::Invalid => "Invalid",
+        PendingVerdict::Unreadable => "Unreadable",
+    }
+}
+
 /// One pass: publish, update or delete the PendingGrantsFile. Returns the
 /// writes sent.
 pub async fn sync_once(ctx: &Context, published: &mut Published) -> usize {
     let api: Api<PendingGrantsFile> = Api::all(ctx.client.clone());
     let name = ctx.settings.publisher.as_str();
     let want = observe(ctx);
+    ctx.metrics.pending_grants(want.as_ref().map(|s| {
+        (
+            pending_verdict(s.verdict),
+            s.sha256.as_deref().unwrap_or_default(),
+        )
+    }));
     if *published == Published::Unknown {
         *published = match api.get_opt(name).await {
             Ok(Some(o)) => {

@@ -229,9 +229,10 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     #[cfg(feature = "profile")]
     crate::profile::start();
     let metrics = Metrics::new();
-    metrics
-        .grants_loaded
-        .set(i64::try_from(grants.bindings.len()).unwrap_or(i64::MAX));
+    metrics.grants_file_loaded(
+        grants.bindings.len(),
+        grants.loaded.as_ref().map(|l| l.sha256.as_str()),
+    );
     // One grant set per cluster: the elector publishes this digest while
     // leading and learns the leader's; the webhook asks it per request.
     let grant_set = admission::grant_set::GrantSet::following(
@@ -272,10 +273,11 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     // Service keeps an endpoint through a leader failover. Each replica
     // merges its CA into the managed configuration's bundle.
     if let Some(listen) = args.webhook_listen {
-        let config = args
+        let mut config = args
             .admission
             .to_config(listen)
             .map_err(|e| eyre!("admission webhook: {e}"))?;
+        config.cert_expiry = Some(metrics.webhook_certificate_expiry.clone());
         let bindings: Arc<[berth_shared::decide::GrantBinding]> = grants.bindings.clone().into();
         let client = client.clone();
         let stop = stopped();

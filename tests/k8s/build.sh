@@ -9,7 +9,10 @@
 #
 # Also builds helm (for the chart tests), from its Go module in the same way.
 # Also builds kube-score (the independent checker run on every golden render),
-# from its Go module in the same way.
+# from its Go module in the same way, and promtool (the alerting rules' and
+# the dashboard's checker), from Prometheus's Go module without its service
+# discovery plugins (build tag remove_all_sd: promtool's rule checks and rule
+# unit tests need none of them, and they are most of the build).
 #
 # With --real-node it also builds what a real node runs (node-build.sh):
 # kubelet, containerd, the CNI plugins, runc, gVisor and the test
@@ -37,6 +40,7 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   echo "kwok-stages=$BERTH_K8S_BIN_DIR/kwok-stages.yaml"
   [[ -x "$BERTH_K8S_BIN_DIR/helm" ]] && echo "helm=$BERTH_K8S_BIN_DIR/helm"
   [[ -x "$BERTH_K8S_BIN_DIR/kube-score" ]] && echo "kube-score=$BERTH_K8S_BIN_DIR/kube-score"
+  [[ -x "$BERTH_K8S_BIN_DIR/promtool" ]] && echo "promtool=$BERTH_K8S_BIN_DIR/promtool"
   # The real node's components are not taken from here (--real-node then
   # reports its kubelet missing): they are always built.
   (( real_node )) && echo "BERTH_K8S_BIN_DIR covers the control plane only; unset it for a real node" >&2
@@ -100,8 +104,11 @@ if [[ ! -f "$stages" ]]; then
 fi
 echo "kwok-stages=$stages"
 
-# kube-score, the independent checker (tests/it/kube_score.rs); kept last.
+# kube-score, the independent checker (tests/it/kube_score.rs).
 build kube-score "$KUBE_SCORE_VERSION" kube-score kube-score github.com/zegl/kube-score/cmd/kube-score "-X main.version=$KUBE_SCORE_VERSION"
+# promtool (tests/it/alerts.rs, dashboard.rs); kept last. Cold: about 20
+# minutes on two busy cores (1197 s measured with an empty GOCACHE).
+build promtool "$PROMETHEUS_VERSION" promtool promtool github.com/prometheus/prometheus/cmd/promtool "-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" remove_all_sd
 if (( real_node )); then
   # shellcheck source=node-build.sh
   source "$here/node-build.sh"

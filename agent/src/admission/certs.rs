@@ -368,6 +368,15 @@ pub fn load_pem_files(cert: &Path, key: &Path) -> Result<(Arc<CertifiedKey>, Vec
 #[derive(Debug)]
 pub struct SwappableResolver {
     current: RwLock<Arc<CertifiedKey>>,
+    /// Set to the served leaf's notAfter (Unix seconds) on every swap.
+    expiry: std::sync::OnceLock<prometheus_client::metrics::gauge::Gauge>,
+}
+
+/// The leaf certificate's notAfter in Unix seconds.
+fn leaf_not_after(key: &CertifiedKey) -> Option<i64> {
+    let leaf = key.cert.first()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(leaf).ok()?;
+    Some(cert.validity().not_after.timestamp())
 }
 
 impl SwappableResolver {
@@ -375,11 +384,24 @@ impl SwappableResolver {
     pub fn new(key: Arc<CertifiedKey>) -> Self {
         Self {
             current: RwLock::new(key),
+            expiry: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Keeps `gauge` at the served certificate's expiry (Unix seconds),
+    /// now and after every swap.
+    pub fn report_expiry(&self, gauge: prometheus_client::metrics::gauge::Gauge) {
+        if let Some(t) = leaf_not_after(&self.get()) {
+            gauge.set(t);
+        }
+        let _ = self.expiry.set(gauge);
     }
 
     /// Serve `key` from the next handshake on.
     pub fn set(&self, key: Arc<CertifiedKey>) {
+        if let (Some(gauge), Some(t)) = (self.expiry.get(), leaf_not_after(&key)) {
+            gauge.set(t);
+        }
         match self.current.write() {
             Ok(mut guard) => *guard = key,
             Err(poisoned) => *poisoned.into_inner() = key,

@@ -105,6 +105,8 @@ pub struct AdmissionConfig {
     pub webhook: Option<WebhookConfigSpec>,
     /// How often the managed configuration is re-applied.
     pub reapply_interval: Duration,
+    /// Kept at the served certificate's expiry (`berth-agent run` only).
+    pub cert_expiry: Option<prometheus_client::metrics::gauge::Gauge>,
 }
 
 /// Serves the webhook until `shutdown` completes: creates or loads the
@@ -146,6 +148,9 @@ pub async fn serve(
             Arc::new(SwappableResolver::new(key))
         }
     };
+    if let Some(gauge) = &config.cert_expiry {
+        resolver.report_expiry(gauge.clone());
+    }
     let tls = server::tls_config(resolver.clone())?;
     let listener =
         TcpListener::bind(config.listen)
@@ -393,6 +398,7 @@ impl AdmissionArgs {
             tls,
             webhook,
             reapply_interval: DEFAULT_REAPPLY_INTERVAL,
+            cert_expiry: None,
         })
     }
 }

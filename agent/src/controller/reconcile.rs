@@ -43,7 +43,9 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
     async move {
         ctx.synced.wait().await;
         let started = Instant::now();
+        let in_flight = ctx.metrics.in_flight();
         let result = reconcile_inner(&runtime, &ctx).await;
+        drop(in_flight);
         let label = match &result {
             Ok((_, true)) => "blocked",
             Ok((_, false)) => "ok",
@@ -51,6 +53,12 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
         };
         ctx.metrics
             .reconciled(label, started.elapsed().as_secs_f64());
+        if let Err(e) = &result {
+            ctx.metrics.reconcile_failed(match e {
+                Error::Apply(_) => "apply",
+                Error::Status(_) => "status",
+            });
+        }
         tracing::Span::current().record("outcome", label);
         tracing::debug!("reconciled");
         result.map(|(action, _)| action)
