@@ -67,7 +67,7 @@ fn run_promtool(args: &[&str], dir: &Path) -> String {
 pub(crate) fn alert_rules() -> Vec<Value> {
     let text =
         std::fs::read_to_string(monitoring().join("berth-alerts.yaml")).expect("berth-alerts.yaml");
-    let doc: Value = serde_yaml::from_str(&text).expect("alerts YAML");
+    let doc: Value = yaml_serde::from_str(&text).expect("alerts YAML");
     doc["groups"]
         .as_array()
         .expect("groups")
@@ -119,7 +119,7 @@ fn alerts_pass_promtool_check_and_one_unit_test_file_each() {
     let mut tested = BTreeSet::new();
     for f in &files {
         let doc: Value =
-            serde_yaml::from_str(&std::fs::read_to_string(tests_dir.join(f)).expect("test file"))
+            yaml_serde::from_str(&std::fs::read_to_string(tests_dir.join(f)).expect("test file"))
                 .expect("test YAML");
         let names: BTreeSet<String> = doc["tests"]
             .as_array()
@@ -225,7 +225,7 @@ fn dashboard_promql_parses_with_promtool() {
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(
         dir.join("dashboard.yaml"),
-        serde_yaml::to_string(&file).expect("yaml"),
+        yaml_serde::to_string(&file).expect("yaml"),
     )
     .expect("write rules");
     let out = run_promtool(&["check", "rules", "dashboard.yaml"], &dir);
@@ -286,7 +286,7 @@ fn alerts_and_dashboard_chart_renders_them_only_when_enabled() {
             String::from_utf8_lossy(&out.stderr)
         );
         let text = String::from_utf8(out.stdout).expect("utf-8");
-        serde_yaml::Deserializer::from_str(&text)
+        yaml_serde::Deserializer::from_str(&text)
             .filter_map(|d| serde::Deserialize::deserialize(d).ok())
             .filter(|v: &Value| !v.is_null())
             .collect()
@@ -326,7 +326,7 @@ fn alerts_and_dashboard_chart_renders_them_only_when_enabled() {
         rule["metadata"]["labels"]["release"],
         "kube-prometheus-stack"
     );
-    let file: Value = serde_yaml::from_str(
+    let file: Value = yaml_serde::from_str(
         &std::fs::read_to_string(monitoring().join("berth-alerts.yaml")).expect("rules"),
     )
     .expect("rules YAML");

@@ -715,7 +715,7 @@ fn every_optional_part(priority_class: &str) -> Vec<String> {
         format!("priorityClassName={priority_class}"),
     ];
     let values: Value =
-        serde_yaml::from_str(&read(&chart().join("values.yaml"))).expect("values.yaml");
+        yaml_serde::from_str(&read(&chart().join("values.yaml"))).expect("values.yaml");
     for part in ["prometheusRule", "dashboard"] {
         if values.get(part).is_some() {
             sets.push(format!("{part}.enabled=true"));

@@ -18,7 +18,7 @@ use std::time::Duration;
 use berth_tests::harness::wait_for;
 use kube::Client;
 use serde::Deserialize;
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 use super::{
     ObjectKey, agent_container, args_of, assert_agent_accepts, find, kinds, objects, same_objects,
@@ -97,7 +97,7 @@ fn the_network_policy_admits_only_the_webhook_and_the_metrics_port() {
     );
     assert_eq!(
         policy["spec"]["policyTypes"],
-        serde_yaml::to_value(["Ingress"]).expect("yaml")
+        yaml_serde::to_value(["Ingress"]).expect("yaml")
     );
     let rules = policy["spec"]["ingress"].as_sequence().expect("ingress");
     assert_eq!(rules.len(), 2, "{rules:?}");
@@ -339,9 +339,9 @@ pub(super) async fn install_monitoring_crds(client: &Client) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/monitoring-crds.yaml");
     let text = std::fs::read_to_string(&path).expect("monitoring CRDs");
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for doc in serde_yaml::Deserializer::from_str(&text) {
+    for doc in yaml_serde::Deserializer::from_str(&text) {
         let crd: CustomResourceDefinition =
-            serde_yaml::from_value(Value::deserialize(doc).expect("yaml")).expect("a CRD");
+            yaml_serde::from_value(Value::deserialize(doc).expect("yaml")).expect("a CRD");
         let name = crd.metadata.name.clone().expect("name");
         api.patch(
             &name,
