@@ -8,6 +8,7 @@ pub mod api;
 pub mod claims;
 pub mod contract;
 pub mod decide;
+pub mod explain;
 pub mod grants;
 pub mod plan;
 pub mod quantity;
