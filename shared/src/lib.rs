@@ -9,6 +9,7 @@ pub mod claims;
 pub mod contract;
 pub mod decide;
 pub mod explain;
+pub mod findings;
 pub mod grants;
 pub mod plan;
 pub mod quantity;
