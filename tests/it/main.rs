@@ -21,6 +21,7 @@ mod console;
 mod console_get;
 mod contract_adversary;
 mod crds;
+mod explain;
 mod faults;
 mod foundation;
 mod image;

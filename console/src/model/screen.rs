@@ -106,6 +106,10 @@ pub enum Screen {
     Details(Kind, ObjKey),
     /// The plan of the agent's pending grants file (`:plan`).
     Plan,
+    /// Why one Runtime, workload or pod is granted or blocked (`x`).
+    Explain(Kind, ObjKey),
+    /// What needs attention (`:findings`).
+    Findings,
 }
 
 impl Screen {
@@ -135,6 +139,14 @@ impl Screen {
                 v.extend_from_slice(ANALYSIS_KINDS);
                 v
             }
+            Screen::Explain(kind, _) => {
+                let mut v = crate::rows::explain::screen_kinds();
+                if !v.contains(kind) {
+                    v.push(*kind);
+                }
+                v
+            }
+            Screen::Findings => crate::rows::findings::kinds(),
         }
     }
 }

@@ -73,6 +73,19 @@ fn kind_of(s: &str) -> Option<Kind> {
     })
 }
 
+/// The kinds the console's Explain screen watches besides the target's
+/// own: the Runtimes (a managed workload is explained through its
+/// Runtime), the identity labels, the grants, the classes and the nodes.
+pub fn screen_kinds() -> Vec<Kind> {
+    vec![
+        Kind::Namespace,
+        Kind::Runtime,
+        Kind::RuntimeGrant,
+        Kind::RuntimeClass,
+        Kind::Node,
+    ]
+}
+
 /// The kinds explaining reads.
 pub fn kinds() -> Vec<Kind> {
     let mut v = vec![Kind::Namespace, Kind::Runtime, Kind::RuntimeGrant];

@@ -7,6 +7,8 @@
 
 pub mod command;
 pub mod details;
+pub mod explain;
+pub mod findings;
 pub mod help;
 pub mod list;
 pub mod plan;
@@ -63,6 +65,8 @@ pub fn draw(frame: &mut Frame, app: &App) -> Viewport {
         Screen::Rollout(_) => rollout::RolloutView.draw(app, frame, main, &mut fit),
         Screen::Details(..) => details::DetailsView.draw(app, frame, main, &mut fit),
         Screen::Plan => plan::PlanView.draw(app, frame, main, &mut fit),
+        Screen::Explain(..) => explain::ExplainView.draw(app, frame, main, &mut fit),
+        Screen::Findings => findings::FindingsView.draw(app, frame, main, &mut fit),
     }
     statusbar::StatusBar.draw(app, frame, status, &mut fit);
     command::CommandLine.draw(app, frame, bottom, &mut fit);
@@ -133,6 +137,14 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         )),
         Screen::Plan => spans.push(Span::styled(
             " › plan of the pending grants file ",
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )),
+        Screen::Explain(k, (ns, n)) => spans.push(Span::styled(
+            format!(" › explain {} {}/{} ", k.label(), clean(ns), clean(n)),
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )),
+        Screen::Findings => spans.push(Span::styled(
+            " › findings ",
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
         )),
         Screen::List(_) => {}

@@ -55,6 +55,7 @@ pub(super) fn normal_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
         }
         KeyAction::Open => return drill_down(app),
         KeyAction::Details => return details(app),
+        KeyAction::Explain => return explain(app),
         KeyAction::RetireToDefault => return super::review::retire(app, 'R'),
         KeyAction::Suspend => return super::review::retire(app, 'S'),
         KeyAction::Delete => return super::review::retire(app, 'D'),
@@ -140,7 +141,7 @@ fn drill_down(app: &mut App) -> Vec<Effect> {
             None => Vec::new(),
         },
         Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
-        Screen::Details(..) | Screen::Plan => Vec::new(),
+        Screen::Details(..) | Screen::Plan | Screen::Explain(..) | Screen::Findings => Vec::new(),
     }
 }
 
@@ -162,6 +163,31 @@ fn details(app: &mut App) -> Vec<Effect> {
             None => Vec::new(),
         },
         Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
-        Screen::Details(..) | Screen::Plan => Vec::new(),
+        Screen::Details(..) | Screen::Plan | Screen::Explain(..) | Screen::Findings => Vec::new(),
+    }
+}
+
+/// `x`: the explanation of the selected Runtime, workload or pod (a
+/// grant's row explains the Runtimes it lists on the Grants view's
+/// details; here it says what `x` reads).
+pub(super) fn explain(app: &mut App) -> Vec<Effect> {
+    let target = match app.screen().clone() {
+        Screen::List(v) => match app.selected_ref(v) {
+            Some(RowRef::Runtime(key)) => Some((Kind::Runtime, key)),
+            Some(RowRef::Workload(kind, key)) => Some((kind, key)),
+            _ => None,
+        },
+        Screen::Rollout(key) => Some((Kind::Runtime, key)),
+        _ => None,
+    };
+    match target {
+        Some((kind, key)) => app.open(Screen::Explain(kind, key)),
+        None => {
+            app.ui.flash = Some(
+                "x explains a Runtime, workload or pod: select one (Runtimes, Retained, Findings)"
+                    .into(),
+            );
+            Vec::new()
+        }
     }
 }
