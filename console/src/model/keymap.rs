@@ -220,7 +220,7 @@ pub const KEYS: &[Binding] = &[
         keys: &[C('x')],
         action: Action::Explain,
         on: On::ListsAndRollout,
-        help: "explain: why a Runtime, workload or pod is granted or blocked",
+        help: "explain: why a Runtime, workload or pod is (not) granted",
     },
     Binding {
         keys: &[C('R')],

@@ -17,6 +17,8 @@ pub mod rollout;
 pub mod statusbar;
 
 #[cfg(test)]
+mod explain_tests;
+#[cfg(test)]
 mod scale_bench;
 #[cfg(test)]
 pub(crate) mod tests;
