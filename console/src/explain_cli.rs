@@ -131,10 +131,11 @@ pub async fn run(
     let mut store = loaded.store;
     // The target itself from the full read, so that it is known even when
     // the list refused its kind.
-    if let Ok(obj) = serde_json::to_value(&full) {
-        if let Some(o) = object_of(target.kind, obj) {
-            store.apply(o);
-        }
+    if let Some(o) = serde_json::to_value(&full)
+        .ok()
+        .and_then(|obj| object_of(target.kind, obj))
+    {
+        store.apply(o);
     }
     let mut e = explain(&store, target, spec.as_ref(), Some(&admission)).ok_or_else(|| {
         eyre!(

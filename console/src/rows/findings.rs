@@ -154,7 +154,7 @@ impl Row for FindingRow {
         vec![
             Cell::text(&self.severity),
             Cell::text(&self.kind),
-            Cell::text(&self.objects.join(", ")),
+            Cell::text(self.objects.join(", ")),
             Cell::text(&self.message),
             Cell::text(&self.fix),
         ]
