@@ -184,7 +184,7 @@ pub(super) fn explain(app: &mut App) -> Vec<Effect> {
         Some((kind, key)) => app.open(Screen::Explain(kind, key)),
         None => {
             app.ui.flash = Some(
-                "x explains a Runtime, workload or pod: select one (Runtimes, Retained, Findings)"
+                "x explains a Runtime, workload or pod: select one on Runtimes or Retained, or :explain KIND/NS/NAME"
                     .into(),
             );
             Vec::new()
