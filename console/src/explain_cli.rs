@@ -100,7 +100,10 @@ pub async fn run(
 ) -> color_eyre::Result<Explanation> {
     let conn = connect(opts).await.wrap_err("connecting to the cluster")?;
     let client: Client = conn.client.clone();
-    let scope = crate::model::Scope::All;
+    // Only the target's namespace holds what explaining it reads (its
+    // Runtime, its workloads); grants, classes, nodes and namespaces are
+    // cluster-scoped and listed whole anyway.
+    let scope = crate::model::Scope::Namespace(target.key.0.clone());
     let loaded = load_available(&conn, &scope, lease, &kinds())
         .await
         .wrap_err("reading from the cluster")?;

@@ -137,7 +137,8 @@ async fn explain_and_check_agree_with_the_agent() {
     // is no longer a live grant.
     let lease = format!("{n}/agent-{n}");
     let kc = kubeconfig(false).await;
-    wait_for("explain sees the revocation", WAIT, || {
+    // Each try is a fresh `berth` process listing the cluster: generous.
+    wait_for("explain sees the revocation", WAIT * 3, || {
         let n = n.clone();
         async move { explain_json(&n, &format!("{n}/gone")).await["decision"] == "Revoked" }
     })
