@@ -113,6 +113,28 @@ pub enum Command {
         #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
         output: Format,
     },
+    /// Explain the agent's decision for a Runtime (NS/NAME) or a workload
+    /// or pod naming a RuntimeClass (KIND/NS/NAME): identity, binding,
+    /// class, handlers, placement, admission (server-side dry-run) and the
+    /// resulting conditions.
+    Explain {
+        /// NS/NAME (a Runtime) or KIND/NS/NAME (deployment, pod, …).
+        target: String,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+        output: Format,
+    },
+    /// List findings, worst first (docs/findings.md). Exit 0 nothing at or
+    /// above --fail-on, 2 the worst is a warning, 3 an error, 1 the check
+    /// could not run.
+    Check {
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+        output: Format,
+        /// The lowest severity that makes the exit code non-zero.
+        #[arg(long, value_enum, default_value_t = crate::check::FailOn::Error)]
+        fail_on: crate::check::FailOn,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -279,6 +301,27 @@ async fn async_main(cli: Cli) -> Result<()> {
             stdout.flush()?;
             if plan.exit_code != 0 {
                 std::process::exit(plan.exit_code);
+            }
+            Ok(())
+        }
+        Some(Command::Explain { target, output }) => {
+            let t = crate::rows::explain::parse_target(target, cli.namespace.as_deref())
+                .ok_or_else(|| eyre!("explain takes NS/NAME or KIND/NS/NAME"))?;
+            let e = crate::explain_cli::run(&cli.connect_options(), &lease, &t).await?;
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(crate::explain_cli::render(&e, *output).as_bytes())?;
+            Ok(())
+        }
+        Some(Command::Check { output, fail_on }) => {
+            let f = crate::check::check(&cli.connect_options(), cli.scope(), &lease).await?;
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(crate::check::render(&f, *output).as_bytes())?;
+            stdout.flush()?;
+            let code = crate::check::exit_code(&f, *fail_on);
+            if code != 0 {
+                std::process::exit(code);
             }
             Ok(())
         }

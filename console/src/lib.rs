@@ -18,7 +18,9 @@
 //! [`retire`] plans, reviews and carries out retirement changes, [`cli`]
 //! parses the command line.
 
+pub mod check;
 pub mod cli;
+pub mod explain_cli;
 pub mod frames;
 pub mod get;
 pub mod model;

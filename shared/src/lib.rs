@@ -9,6 +9,8 @@ pub mod binding;
 pub mod claims;
 pub mod contract;
 pub mod decide;
+pub mod explain;
+pub mod findings;
 pub mod grants;
 pub mod matrix;
 pub mod patterns;

@@ -24,6 +24,7 @@ mod console_get;
 mod console_matrix;
 mod contract_adversary;
 mod crds;
+mod explain;
 mod faults;
 mod foundation;
 mod image;

@@ -29,6 +29,8 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
     ),
     ("ctx", &["context"], "switch kubeconfig context: :ctx NAME"),
     ("plan", &["pending"], "plan of the pending grants file"),
+    ("findings", &["check"], "what needs attention, worst first"),
+    ("explain", &["why"], "why: :explain [KIND/]NS/NAME"),
     ("help", &[], "show the keys"),
     ("q", &["quit", "q!"], "quit"),
 ];

@@ -68,6 +68,7 @@ pub enum Action {
     Filter,
     Open,
     Details,
+    Explain,
     RetireToDefault,
     Suspend,
     Delete,
@@ -233,6 +234,12 @@ pub const KEYS: &[Binding] = &[
         action: Action::Details,
         on: On::ListsAndRollout,
         help: "details: YAML and events",
+    },
+    Binding {
+        keys: &[C('x')],
+        action: Action::Explain,
+        on: On::ListsAndRollout,
+        help: "explain: why a Runtime, workload or pod is (not) granted",
     },
     Binding {
         keys: &[C('R')],

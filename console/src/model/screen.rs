@@ -112,6 +112,10 @@ pub enum Screen {
     Matrix,
     /// What a grant or a pod is related to (`r`).
     Relations(Anchor),
+    /// Why one Runtime, workload or pod is granted or blocked (`x`).
+    Explain(Kind, ObjKey),
+    /// What needs attention (`:findings`).
+    Findings,
 }
 
 impl Screen {
@@ -154,6 +158,14 @@ impl Screen {
             Screen::Relations(Anchor::Pod(_)) => {
                 vec![Kind::Pod, Kind::RuntimeGrant, Kind::Runtime]
             }
+            Screen::Explain(kind, _) => {
+                let mut v = crate::rows::explain::screen_kinds();
+                if !v.contains(kind) {
+                    v.push(*kind);
+                }
+                v
+            }
+            Screen::Findings => crate::rows::findings::kinds(),
         }
     }
 }

@@ -7,6 +7,8 @@
 
 pub mod command;
 pub mod details;
+pub mod explain;
+pub mod findings;
 pub mod help;
 pub mod list;
 pub mod matrix;
@@ -16,6 +18,8 @@ pub mod review;
 pub mod rollout;
 pub mod statusbar;
 
+#[cfg(test)]
+mod explain_tests;
 #[cfg(test)]
 mod matrix_tests;
 #[cfg(test)]
@@ -69,6 +73,8 @@ pub fn draw(frame: &mut Frame, app: &App) -> Viewport {
         Screen::Plan => plan::PlanView.draw(app, frame, main, &mut fit),
         Screen::Matrix => matrix::MatrixView.draw(app, frame, main, &mut fit),
         Screen::Relations(_) => relations::RelationsView.draw(app, frame, main, &mut fit),
+        Screen::Explain(..) => explain::ExplainView.draw(app, frame, main, &mut fit),
+        Screen::Findings => findings::FindingsView.draw(app, frame, main, &mut fit),
     }
     statusbar::StatusBar.draw(app, frame, status, &mut fit);
     command::CommandLine.draw(app, frame, bottom, &mut fit);
@@ -147,6 +153,14 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         )),
         Screen::Relations(a) => spans.push(Span::styled(
             format!(" › related: {} ", clean(&a.label())),
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )),
+        Screen::Explain(k, (ns, n)) => spans.push(Span::styled(
+            format!(" › explain {} {}/{} ", k.label(), clean(ns), clean(n)),
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )),
+        Screen::Findings => spans.push(Span::styled(
+            " › findings ",
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
         )),
         Screen::List(_) => {}

@@ -144,6 +144,17 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
         Some("retained") => app.open(Screen::List(ListView::Retained)),
         Some("plan") => app.open(Screen::Plan),
         Some("matrix") => app.open(Screen::Matrix),
+        Some("findings") => app.open(Screen::Findings),
+        Some("explain") => {
+            let default_ns = match &app.session.scope {
+                Scope::Namespace(n) => Some(n.clone()),
+                Scope::All => None,
+            };
+            match arg.and_then(|a| crate::rows::explain::parse_target(a, default_ns.as_deref())) {
+                Some(t) => app.open(Screen::Explain(t.kind, t.key)),
+                None => super::normal::explain(app),
+            }
+        }
         Some("help") => {
             app.ui.show_help = true;
             app.ui.help_scroll = 0;

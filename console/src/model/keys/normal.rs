@@ -55,6 +55,7 @@ pub(super) fn normal_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
         }
         KeyAction::Open => return drill_down(app),
         KeyAction::Details => return details(app),
+        KeyAction::Explain => return explain(app),
         KeyAction::RetireToDefault => return super::review::retire(app, 'R'),
         KeyAction::Suspend => return super::review::retire(app, 'S'),
         KeyAction::Delete => return super::review::retire(app, 'D'),
@@ -143,7 +144,11 @@ fn drill_down(app: &mut App) -> Vec<Effect> {
         },
         Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
         Screen::Relations(_) => super::related::hop_selected(app, false),
-        Screen::Details(..) | Screen::Plan | Screen::Matrix => Vec::new(),
+        Screen::Details(..)
+        | Screen::Plan
+        | Screen::Matrix
+        | Screen::Explain(..)
+        | Screen::Findings => Vec::new(),
     }
 }
 
@@ -166,6 +171,35 @@ fn details(app: &mut App) -> Vec<Effect> {
         },
         Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
         Screen::Relations(_) => super::related::hop_selected(app, true),
-        Screen::Details(..) | Screen::Plan | Screen::Matrix => Vec::new(),
+        Screen::Details(..)
+        | Screen::Plan
+        | Screen::Matrix
+        | Screen::Explain(..)
+        | Screen::Findings => Vec::new(),
+    }
+}
+
+/// `x`: the explanation of the selected Runtime, workload or pod (a
+/// grant's row explains the Runtimes it lists on the Grants view's
+/// details; here it says what `x` reads).
+pub(super) fn explain(app: &mut App) -> Vec<Effect> {
+    let target = match app.screen().clone() {
+        Screen::List(v) => match app.selected_ref(v) {
+            Some(RowRef::Runtime(key)) => Some((Kind::Runtime, key)),
+            Some(RowRef::Workload(kind, key)) => Some((kind, key)),
+            _ => None,
+        },
+        Screen::Rollout(key) => Some((Kind::Runtime, key)),
+        _ => None,
+    };
+    match target {
+        Some((kind, key)) => app.open(Screen::Explain(kind, key)),
+        None => {
+            app.ui.flash = Some(
+                "x explains a Runtime, workload or pod: select one on Runtimes or Retained, or :explain KIND/NS/NAME"
+                    .into(),
+            );
+            Vec::new()
+        }
     }
 }

@@ -1,0 +1,82 @@
+//! Findings (`:findings`): what needs attention, worst first, each with
+//! the objects concerned and the fix (the same list `berth check`
+//! prints), recomputed from the store on every draw.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Paragraph};
+
+use berth_shared::findings::Severity;
+use berth_shared::sanitize;
+
+use super::Component;
+use crate::model::{App, Viewport};
+use crate::rows::findings::findings_of;
+use crate::store::Kind;
+
+/// The Findings view.
+pub struct FindingsView;
+
+/// Every line of the findings.
+pub fn lines(app: &App) -> Vec<Line<'static>> {
+    let refused: Vec<(Kind, String)> = app
+        .data
+        .denied()
+        .into_iter()
+        .map(|(k, e)| (k, e.to_string()))
+        .collect();
+    let findings = findings_of(&app.data.store, &app.session.agent_lease, app.now, &refused);
+    if findings.is_empty() {
+        return vec![Line::styled(
+            "No findings: nothing needs attention.",
+            Style::new().fg(Color::Green),
+        )];
+    }
+    let clean = |s: &str| sanitize::line(s, sanitize::MAX_VALUE_CHARS);
+    let mut out = Vec::new();
+    for f in &findings {
+        let style = match f.severity {
+            Severity::Error => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+            Severity::Warning => Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            Severity::Info => Style::new().add_modifier(Modifier::BOLD),
+        };
+        out.push(Line::styled(
+            format!(
+                "{:<7} {}: {}",
+                f.severity.word(),
+                f.kind.id(),
+                clean(&f.message)
+            ),
+            style,
+        ));
+        if !f.objects.is_empty() {
+            out.push(Line::raw(format!(
+                "        objects: {}",
+                clean(&f.objects.join(", "))
+            )));
+        }
+        out.push(Line::raw(format!("        fix: {}", clean(&f.fix))));
+    }
+    out
+}
+
+impl Component for FindingsView {
+    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
+        let block =
+            Block::bordered().title(" Findings: worst first (berth check prints the same) ");
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let all = lines(app);
+        fit.page = inner.height as usize;
+        fit.scroll_max = all.len().saturating_sub(inner.height as usize);
+        let start = app.ui.scroll.min(fit.scroll_max);
+        let visible: Vec<Line> = all
+            .into_iter()
+            .skip(start)
+            .take(inner.height as usize)
+            .collect();
+        frame.render_widget(Paragraph::new(visible), inner);
+    }
+}

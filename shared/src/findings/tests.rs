@@ -1,0 +1,406 @@
+//! One test per finding kind, the ranking, and the docs table.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+
+use super::*;
+use crate::analysis::{NodeInfo, Owner, Workload, WorkloadKind};
+use crate::api::{
+    ImageSpec, PendingGrantsFileSpec, PendingProblem, PendingVerdict, ProfileState, ProfileStatus,
+    Runtime, RuntimeSpec, RuntimeStatus, SchedulingSpec,
+};
+use crate::decide::{ENVIRONMENT_LABEL, GrantBinding, ObservedClass, PROJECT_LABEL};
+use crate::render::labels::{APPLICATION_LABEL, SERVICE_LABEL};
+
+const NOW: i64 = 1_800_000_000;
+
+fn now() -> Timestamp {
+    Timestamp::from_second(NOW).expect("ts")
+}
+
+fn binding(name: &str, service: &str) -> GrantBinding {
+    GrantBinding {
+        name: name.into(),
+        identity: crate::binding::Identity {
+            project: "shop".into(),
+            environment: "prod".into(),
+            application: "store".into(),
+            service: service.into(),
+        },
+        runtime_class: "gvisor".into(),
+        handler: "runsc".into(),
+    }
+}
+
+fn node(name: &str, handlers: &[&str]) -> NodeInfo {
+    NodeInfo {
+        name: name.into(),
+        ready: true,
+        handlers: handlers
+            .iter()
+            .map(|h| (*h).to_string())
+            .collect::<BTreeSet<_>>(),
+        reports_handlers: true,
+        labels: BTreeMap::from([("zone".into(), name.into())]),
+        ..Default::default()
+    }
+}
+
+fn class() -> ObservedClass {
+    ObservedClass {
+        name: "gvisor".into(),
+        handler: "runsc".into(),
+        ..Default::default()
+    }
+}
+
+fn runtime(service: &str, profile: Option<&str>, state: Option<ProfileState>) -> Runtime {
+    let mut rt = Runtime::new(
+        service,
+        RuntimeSpec {
+            application: "store".into(),
+            service: service.into(),
+            runtime_profile: profile.map(str::to_string),
+            image: ImageSpec {
+                repository: "img".into(),
+                tag: Some("1".into()),
+                digest: None,
+            },
+            ..Default::default()
+        },
+    );
+    rt.metadata.namespace = Some("shop".into());
+    rt.status = state.map(|state| RuntimeStatus {
+        profile: Some(ProfileStatus {
+            alias: profile.map(str::to_string),
+            class: Some("gvisor".into()),
+            handler: Some("runsc".into()),
+            state,
+        }),
+        ..Default::default()
+    });
+    rt
+}
+
+fn workload(name: &str, managed: bool, profile: Option<&str>) -> Workload {
+    let mut labels = BTreeMap::new();
+    if managed {
+        for (k, v) in [
+            (PROJECT_LABEL, "shop"),
+            (ENVIRONMENT_LABEL, "prod"),
+            (APPLICATION_LABEL, "store"),
+            (SERVICE_LABEL, "api"),
+        ] {
+            labels.insert(k.to_string(), v.to_string());
+        }
+    }
+    Workload {
+        kind: WorkloadKind::Deployment,
+        namespace: "shop".into(),
+        name: name.into(),
+        runtime_class: Some("gvisor".into()),
+        replicas: 1,
+        ready: 1,
+        managed_by_berth: managed,
+        owner: None,
+        is_rollback_revision: false,
+        suspended: false,
+        runtime_profile: profile.map(str::to_string),
+        labels,
+    }
+}
+
+struct World {
+    runtimes: Vec<Runtime>,
+    ns: BTreeMap<String, BTreeMap<String, String>>,
+    bindings: Vec<GrantBinding>,
+    classes: Vec<ObservedClass>,
+    nodes: Vec<NodeInfo>,
+    workloads: Vec<Workload>,
+    pending: Option<PendingGrantsFileSpec>,
+    leader: Leader,
+    cert: CertExpiry,
+    unreadable: Vec<(String, String)>,
+}
+
+/// A healthy cluster: one grant held by a granted Runtime whose workload
+/// it covers, every node with the handler, a live leader, a fresh cert.
+fn healthy() -> World {
+    World {
+        runtimes: vec![runtime(
+            "api",
+            Some("sandboxed"),
+            Some(ProfileState::Granted),
+        )],
+        ns: BTreeMap::from([(
+            "shop".to_string(),
+            BTreeMap::from([
+                (PROJECT_LABEL.to_string(), "shop".to_string()),
+                (ENVIRONMENT_LABEL.to_string(), "prod".to_string()),
+            ]),
+        )]),
+        bindings: vec![binding("sandboxed", "api")],
+        classes: vec![class()],
+        nodes: vec![node("a", &["runsc"]), node("b", &["runsc"])],
+        workloads: vec![workload("api", true, Some("sandboxed"))],
+        pending: None,
+        leader: Leader::Live("agent-0".into()),
+        cert: CertExpiry::NotAfter(Timestamp::from_second(NOW + 90 * 86400).expect("ts")),
+        unreadable: Vec::new(),
+    }
+}
+
+fn run(w: &World) -> Vec<Finding> {
+    findings(&Inputs {
+        now: now(),
+        runtimes: &w.runtimes,
+        namespace_labels: &w.ns,
+        bindings: &w.bindings,
+        classes: &w.classes,
+        nodes: &w.nodes,
+        workloads: &w.workloads,
+        pending: w.pending.as_ref(),
+        leader: &w.leader,
+        cert: &w.cert,
+        unreadable: &w.unreadable,
+        thresholds: Thresholds::default(),
+    })
+}
+
+fn kinds(f: &[Finding]) -> Vec<FindingKind> {
+    f.iter().map(|f| f.kind).collect()
+}
+
+#[test]
+fn a_healthy_cluster_has_no_findings() {
+    assert_eq!(run(&healthy()), Vec::new());
+}
+
+#[test]
+fn retained_after_revocation() {
+    let mut w = healthy();
+    w.bindings.clear();
+    w.runtimes = vec![runtime(
+        "api",
+        Some("sandboxed"),
+        Some(ProfileState::Revoked),
+    )];
+    // A ReplicaSet of the Deployment is the same finding, not another.
+    let mut rs = workload("api-1", true, Some("sandboxed"));
+    rs.kind = WorkloadKind::ReplicaSet;
+    rs.owner = Some(Owner {
+        kind: "Deployment".into(),
+        name: "api".into(),
+    });
+    w.workloads.push(rs);
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::RetainedAfterRevocation]);
+    assert_eq!(f[0].severity, Severity::Error);
+    assert_eq!(f[0].objects, vec!["Deployment/shop/api"]);
+    assert!(
+        f[0].message.contains("grant sandboxed is gone"),
+        "{}",
+        f[0].message
+    );
+}
+
+#[test]
+fn granted_class_outside_berth() {
+    let mut w = healthy();
+    w.workloads.push(workload("legacy", false, None));
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::GrantedClassOutsideBerth]);
+    assert_eq!(
+        f[0].objects,
+        vec!["Deployment/shop/legacy", "RuntimeClass/gvisor"]
+    );
+}
+
+#[test]
+fn grant_unheld() {
+    let mut w = healthy();
+    w.bindings.push(binding("spare", "web"));
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::GrantUnheld]);
+    assert_eq!(f[0].objects, vec!["RuntimeGrant/spare"]);
+    assert_eq!(f[0].severity, Severity::Info);
+}
+
+#[test]
+fn class_unrunnable() {
+    let mut w = healthy();
+    w.classes.push(ObservedClass {
+        name: "kata".into(),
+        handler: "kata".into(),
+        ..Default::default()
+    });
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::ClassUnrunnable]);
+    // Nobody grants it: only worth knowing.
+    assert_eq!(f[0].severity, Severity::Info);
+    // Granted and unrunnable: a warning. A node without a handler list
+    // makes it unknown, not unrunnable.
+    let mut w = healthy();
+    w.nodes = vec![node("a", &["runc"])];
+    let f = run(&w);
+    assert!(kinds(&f).contains(&FindingKind::ClassUnrunnable));
+    assert_eq!(
+        f.iter()
+            .find(|f| f.kind == FindingKind::ClassUnrunnable)
+            .map(|f| f.severity),
+        Some(Severity::Warning)
+    );
+    w.nodes[0].reports_handlers = false;
+    assert!(!kinds(&run(&w)).contains(&FindingKind::ClassUnrunnable));
+}
+
+#[test]
+fn handler_missing_in_placement() {
+    let mut w = healthy();
+    w.nodes.push(node("c", &["runc"]));
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::HandlerMissingInPlacement]);
+    assert_eq!(f[0].objects, vec!["Runtime/shop/api", "Node/c"]);
+    // Outside the Runtime's placement it does not matter.
+    w.runtimes[0].spec.scheduling = Some(SchedulingSpec {
+        node_selector: BTreeMap::from([("zone".into(), "a".into())]),
+        ..Default::default()
+    });
+    assert_eq!(run(&w), Vec::new());
+}
+
+fn condition(type_: &str, age: i64) -> Condition {
+    Condition {
+        type_: type_.into(),
+        status: "True".into(),
+        reason: "Revoked".into(),
+        message: "m".into(),
+        last_transition_time: Time(Timestamp::from_second(NOW - age).expect("ts")),
+        observed_generation: None,
+    }
+}
+
+#[test]
+fn runtime_stuck() {
+    let mut w = healthy();
+    let status = w.runtimes[0].status.as_mut().expect("status");
+    status.conditions = vec![condition("Blocked", 60)];
+    assert_eq!(run(&w), Vec::new(), "not for long yet");
+    let status = w.runtimes[0].status.as_mut().expect("status");
+    status.conditions = vec![condition("Degraded", 3600)];
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::RuntimeStuck]);
+    assert!(f[0].message.contains("Degraded"), "{}", f[0].message);
+}
+
+#[test]
+fn grants_file_invalid_and_pending() {
+    let mut w = healthy();
+    w.pending = Some(PendingGrantsFileSpec {
+        verdict: PendingVerdict::Invalid,
+        problems: vec![PendingProblem {
+            rule: "schema-version".into(),
+            line: Some(1),
+            column: None,
+            message: "unknown schema_version 2".into(),
+        }],
+        ..Default::default()
+    });
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::GrantsFileInvalid]);
+    assert!(f[0].message.contains("schema_version"), "{}", f[0].message);
+
+    w.pending = Some(PendingGrantsFileSpec {
+        verdict: PendingVerdict::Valid,
+        observed_at: Some(Time(Timestamp::from_second(NOW - 600).expect("ts"))),
+        ..Default::default()
+    });
+    assert_eq!(run(&w), Vec::new(), "pending, not for long");
+    w.pending.as_mut().expect("p").observed_at =
+        Some(Time(Timestamp::from_second(NOW - 7200).expect("ts")));
+    assert_eq!(kinds(&run(&w)), vec![FindingKind::GrantsFilePending]);
+}
+
+#[test]
+fn no_agent_leader() {
+    let mut w = healthy();
+    w.leader = Leader::Missing("Lease berth-system/berth-agent expired".into());
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::NoAgentLeader]);
+    assert_eq!(f[0].severity, Severity::Error);
+    w.leader = Leader::Unknown;
+    assert_eq!(run(&w), Vec::new());
+}
+
+#[test]
+fn webhook_cert_expiry() {
+    let mut w = healthy();
+    w.cert = CertExpiry::NotAfter(Timestamp::from_second(NOW + 3 * 86400).expect("ts"));
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::WebhookCertExpiry]);
+    assert_eq!(f[0].severity, Severity::Warning);
+    w.cert = CertExpiry::NotAfter(Timestamp::from_second(NOW - 1).expect("ts"));
+    assert_eq!(run(&w)[0].severity, Severity::Error);
+    w.cert = CertExpiry::NotRead("not readable by the console".into());
+    let f = run(&w);
+    assert_eq!(f[0].severity, Severity::Info);
+    assert!(f[0].message.starts_with("not checked"));
+}
+
+#[test]
+fn unreadable() {
+    let mut w = healthy();
+    w.unreadable = vec![("Pod".into(), "pods is forbidden".into())];
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::Unreadable]);
+    assert_eq!(f[0].objects, vec!["Pod"]);
+}
+
+#[test]
+fn worst_first() {
+    let mut w = healthy();
+    w.bindings.push(binding("spare", "web"));
+    w.unreadable = vec![("Pod".into(), "forbidden".into())];
+    w.leader = Leader::Missing("no Lease".into());
+    let f = run(&w);
+    assert_eq!(
+        kinds(&f),
+        vec![
+            FindingKind::NoAgentLeader,
+            FindingKind::Unreadable,
+            FindingKind::GrantUnheld
+        ]
+    );
+    assert_eq!(worst(&f), Some(Severity::Error));
+    assert_eq!(worst(&[]), None);
+}
+
+const START: &str = "<!-- findings-table:start (generated from shared/src/findings/mod.rs) -->\n";
+const END: &str = "<!-- findings-table:end -->";
+
+#[test]
+fn the_docs_page_lists_every_kind() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/findings.md");
+    let page = std::fs::read_to_string(&path).expect("docs/findings.md");
+    let (Some(a), Some(b)) = (page.find(START), page.find(END)) else {
+        panic!("docs/findings.md lacks the findings table markers");
+    };
+    let current = &page[a + START.len()..b];
+    let expected = markdown();
+    if current != expected && std::env::var("BERTH_UPDATE_GOLDEN").as_deref() == Ok("1") {
+        let updated = format!("{}{START}{expected}{}", &page[..a], &page[b..]);
+        std::fs::write(&path, updated).expect("write docs/findings.md");
+        return;
+    }
+    assert_eq!(
+        current, expected,
+        "docs/findings.md's table differs from shared/src/findings/mod.rs \
+         (BERTH_UPDATE_GOLDEN=1 cargo test -p berth-shared regenerates it)"
+    );
+    for k in FindingKind::ALL {
+        assert!(page.contains(&format!("`{}`", k.id())), "{k:?}");
+    }
+}
