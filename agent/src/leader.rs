@@ -75,6 +75,14 @@ pub enum LeaseLost {
     },
 }
 
+/// What one renewal found.
+enum Renewal {
+    /// The Lease is still this replica's, for another lease duration.
+    Renewed,
+    /// Someone else holds it (`<deleted>`: nobody, the Lease is gone).
+    HeldBy(String),
+}
+
 fn now() -> MicroTime {
     MicroTime(Timestamp::now())
 }
@@ -320,10 +328,10 @@ impl Elector {
             }
             let sent = Instant::now();
             match tokio::time::timeout_at(until, self.renew_once()).await {
-                Ok(Ok(Ok(()))) => {
+                Ok(Ok(Renewal::Renewed)) => {
                     self.held_since(sent);
                 }
-                Ok(Ok(Err(holder))) => {
+                Ok(Ok(Renewal::HeldBy(holder))) => {
                     self.gate.close();
                     return LeaseLost::TakenOver(self.config.name.clone(), holder);
                 }
@@ -350,16 +358,16 @@ impl Elector {
         }
     }
 
-    /// `Ok(Ok(()))` renewed; `Ok(Err(holder))` someone else holds it.
-    async fn renew_once(&self) -> Result<Result<(), String>, kube::Error> {
+    /// One renewal: renewed, or someone else holds the Lease.
+    async fn renew_once(&self) -> Result<Renewal, kube::Error> {
         let Some(mut lease) = self.api.get_opt(&self.config.name).await? else {
-            return Ok(Err("<deleted>".to_string()));
+            return Ok(Renewal::HeldBy("<deleted>".to_string()));
         };
         let spec = lease.spec.clone().unwrap_or_default();
         let holder = spec.holder_identity.clone().unwrap_or_default();
         if holder != self.config.identity {
             self.observe(leader_of(&lease));
-            return Ok(Err(holder));
+            return Ok(Renewal::HeldBy(holder));
         }
         lease.spec = Some(self.spec_for_me(Some(&spec)));
         // Re-asserted with every renewal: a value planted by someone else
@@ -372,7 +380,7 @@ impl Elector {
         {
             Ok(_) => {
                 self.observe_self();
-                Ok(Ok(()))
+                Ok(Renewal::Renewed)
             }
             // Someone wrote in between: read again next round.
             Err(kube::Error::Api(s)) if s.code == 409 => Err(kube::Error::Api(s)),

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use berth_shared::api::RuntimeGrant;
 use color_eyre::eyre::{WrapErr, eyre};
-use futures::FutureExt;
 use kube::Api;
 use kube::runtime::events::{Recorder, Reporter};
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::admission;
 use crate::controller::{self, context};
@@ -86,7 +86,9 @@ pub struct RunArgs {
     /// waited for, however long the cluster takes to send it.
     #[arg(long, default_value_t = 60)]
     pub cache_sync_timeout_seconds: u64,
-    /// Seconds between RuntimeGrant publishing passes.
+    /// Seconds between looks at the grants file on disk (RestartRequired,
+    /// the PendingGrantsFile). RuntimeGrants are published when what they
+    /// read changes, and at least every six intervals as a backstop.
     #[arg(long, default_value_t = 10)]
     pub grants_interval_seconds: u64,
     /// Log format.
@@ -246,27 +248,32 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         .await
         .wrap_err("creating the Kubernetes client")?;
 
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let stopped = move || {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|v| *v).await;
-        }
+    // Shutdown: the signal cancels `stop`; every long-lived task is
+    // spawned on `tasks`, which the graceful path waits for (bounded).
+    let stop = CancellationToken::new();
+    let tasks = TaskTracker::new();
+    let stopped = {
+        let stop = stop.clone();
+        move || stop.clone().cancelled_owned()
     };
     let readiness = Readiness::default();
     let leading = Readiness::default();
-    let http_task = tokio::spawn(http::serve(
+    tasks.spawn(http::serve(
         args.http_addr,
         readiness.clone(),
         leading.clone(),
         metrics.clone(),
         stopped(),
     ));
-    tokio::spawn(async move {
-        terminate_signal().await;
-        tracing::info!("shutdown signal received");
-        let _ = stop_tx.send(true);
-    });
+    {
+        let stop = stop.clone();
+        // Not tracked: it ends only with the signal.
+        tokio::spawn(async move {
+            terminate_signal().await;
+            tracing::info!("shutdown signal received");
+            stop.cancel();
+        });
+    }
 
     // admission: started here, on every replica (leader or standby): it
     // only reads, so a standby can share the webhook traffic, and the
@@ -283,7 +290,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         let stop = stopped();
         let serving = readiness.clone();
         let grant_set = grant_set.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             if let Err(e) = admission::serve(config, bindings, grant_set, client, stop).await {
                 serving.set(false);
                 tracing::error!(error = %e, "admission webhook stopped");
@@ -323,6 +330,9 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     // webhook keeps this endpoint while the caches sync. `/health/leader`
     // reports leading with synced caches.
 
+    // What wakes the grants publisher (fed by the caches, and the
+    // RuntimeGrant watch below).
+    let wake = grants_publisher::trigger::Wake::default();
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -342,31 +352,41 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             watch_bare_pods: args.watch_bare_pods,
         },
         recorder,
+        &wake,
         stopped(),
     );
-    let controller_task = tokio::spawn(started.run);
+    let controller_task = tasks.spawn(started.run);
 
     // RuntimeGrants: their own cache, then the publisher loop.
     let (grant_store, grant_writer) = kube::runtime::reflector::store();
     {
         use futures::StreamExt;
         use kube::runtime::WatchStreamExt;
+        // Every change of a grant (its own status writes too: the pass
+        // they wake computes the same status and writes nothing).
+        let woken = wake.clone();
         let stream = controller::cache_watch(
             Api::<RuntimeGrant>::all(client.clone()),
             controller::watch_config(),
         )
         .reflect(grant_writer)
+        .inspect(move |_| woken.wake())
         .applied_objects();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while stream.next().await.is_some() {}
         });
     }
-    let publisher = tokio::spawn(grants_publisher::run(
-        started.context.clone(),
-        grant_store,
-        Duration::from_secs(args.grants_interval_seconds.max(1)),
-    ));
+    {
+        let publisher = grants_publisher::run(
+            started.context.clone(),
+            grant_store,
+            Duration::from_secs(args.grants_interval_seconds.max(1)),
+            wake,
+        );
+        let stop = stop.clone();
+        tasks.spawn(async move { stop.run_until_cancelled(publisher).await });
+    }
 
     let stores = started.stores.clone();
     let synced = started.context.synced.clone();
@@ -437,8 +457,13 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             Ok(())
         }
     };
-    publisher.abort();
-    let _ = http_task.now_or_never();
+    // Everything tracked stops with `stop`. Only a graceful stop waits for
+    // the servers to drain; a lost lease or a failed sync exits at once.
+    stop.cancel();
+    tasks.close();
+    if result.is_ok() {
+        let _ = tokio::time::timeout(Duration::from_secs(5), tasks.wait()).await;
+    }
     result
 }
 

@@ -215,3 +215,142 @@ async fn agent_publishes_runtime_grants_with_status() {
     })
     .await;
 }
+
+/// Whether an `apiserver_request_total` label set is a write to
+/// RuntimeGrants (any verb that changes, any subresource: status too).
+fn runtime_grant_write(labels: &str) -> bool {
+    let has = |k: &str, v: &str| labels.contains(&format!("{k}=\"{v}\""));
+    has("group", "berth.dev")
+        && has("resource", "runtimegrants")
+        && ["POST", "PUT", "PATCH", "APPLY", "DELETE"]
+            .iter()
+            .any(|v| has("verb", v))
+}
+
+/// Issue 29: the publisher is a pipeline driven by the changes that
+/// matter. In a cluster of its own (the apiserver's counters carry no
+/// client label), with the file look and the backstop timer an hour
+/// apart: once the grant and its status are published and the cluster is
+/// quiet, the apiserver counts zero RuntimeGrant writes over the window
+/// (a pass woken by its own status write must write nothing); an intruder
+/// changing the grant's spec (another field manager) is undone because
+/// the change woke the publisher, not the timer; so is a RuntimeClass
+/// deleted under it (the status says so).
+#[tokio::test]
+async fn agent_grants_publisher_is_quiet_at_rest_and_woken_by_changes() {
+    use berth_tests::harness::{self, TestNamespace};
+    use k8s_openapi::api::node::v1::RuntimeClass;
+
+    let cluster = tokio::task::spawn_blocking(|| harness::private_cluster("grants-quiet"))
+        .await
+        .expect("cluster thread");
+    let client = cluster.admin_client().await;
+    harness::install_crds(&client).await;
+    harness::create_runtime_class(&client, "bounded", "bounded-runc").await;
+    let ns_name = "grants-quiet";
+    let ns = TestNamespace::create(
+        client.clone(),
+        ns_name.to_string(),
+        &[
+            ("berth.dev/project", crate::agent_support::PROJECT),
+            ("berth.dev/environment", crate::agent_support::ENVIRONMENT),
+        ],
+    )
+    .await;
+    let grants = write_grants(&[binding("bw", "bounded", "bounded-runc")]);
+    let mut opts = AgentOpts::new(ns_name, Some(&grants));
+    opts.kubeconfig = Some(cluster.kubeconfig.clone());
+    // The timer out of the way: only a change wakes the publisher.
+    opts.grants_interval_seconds = 3600;
+    let agent = Agent::start(opts).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": "bw"})).await;
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+
+    let api: Api<RuntimeGrant> = Api::all(client.clone());
+    // Published, and its status lists the Runtime: the creation of the
+    // grant and the Runtime woke the passes that wrote them.
+    wait_for("RuntimeGrant bw lists web", WAIT, || {
+        let api = api.clone();
+        async move {
+            api.get_opt("bw").await.ok().flatten().is_some_and(|g| {
+                g.status
+                    .is_some_and(|s| s.class_present && s.runtimes.iter().any(|r| r.name == "web"))
+            })
+        }
+    })
+    .await;
+    // Let the Runtime's own rollout settle (its counts wake nothing, its
+    // states may), then measure.
+    let deployments = Api::<Deployment>::namespaced(client.clone(), ns_name);
+    wait_for("Deployment web rolled out", WAIT, || {
+        let deployments = deployments.clone();
+        async move {
+            deployments.get("web").await.ok().is_some_and(|d| {
+                let want = d.spec.as_ref().and_then(|s| s.replicas);
+                d.status.as_ref().is_some_and(|s| {
+                    s.observed_generation == d.metadata.generation
+                        && s.ready_replicas == want
+                        && s.updated_replicas == want
+                })
+            })
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let before = harness::apiserver_requests(&client, runtime_grant_write).await;
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let after = harness::apiserver_requests(&client, runtime_grant_write).await;
+    assert_eq!(
+        after - before,
+        0.0,
+        "RuntimeGrant writes at rest; agent log:\n{}",
+        agent.log_text()
+    );
+
+    // An intruder rewrites the grant's handler: the watch wakes the
+    // publisher, which applies the binding's spec again.
+    api.patch(
+        "bw",
+        &PatchParams::apply("intruder").force(),
+        &Patch::Apply(json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "RuntimeGrant",
+            "metadata": {"name": "bw"},
+            "spec": {"handler": "runc"}
+        })),
+    )
+    .await
+    .expect("intruder patch");
+    wait_for("RuntimeGrant bw spec restored", WAIT, || {
+        let api = api.clone();
+        async move {
+            api.get_opt("bw")
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|g| g.spec.handler == "bounded-runc")
+        }
+    })
+    .await;
+
+    // The class goes: the RuntimeClass watch wakes it, the status says so.
+    Api::<RuntimeClass>::all(client.clone())
+        .delete("bounded", &Default::default())
+        .await
+        .expect("delete class");
+    wait_for("RuntimeGrant bw says its class is missing", WAIT, || {
+        let api = api.clone();
+        async move {
+            api.get_opt("bw").await.ok().flatten().is_some_and(|g| {
+                g.status.is_some_and(|s| {
+                    !s.class_present
+                        && s.conditions.iter().any(|c| {
+                            c.type_ == "ClassReady"
+                                && c.status == "False"
+                                && c.reason == "ClassMissing"
+                        })
+                })
+            })
+        }
+    })
+    .await;
+}

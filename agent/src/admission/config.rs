@@ -20,6 +20,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::{Api, Client};
 
+use super::arg_error::ArgError;
+
 /// Default name of the ValidatingWebhookConfiguration.
 pub const DEFAULT_CONFIG_NAME: &str = "berth-agent";
 /// The webhook's name (must be fully qualified).
@@ -52,20 +54,22 @@ pub enum Target {
 
 impl Target {
     /// Parses `NAMESPACE/NAME[:PORT]` (port 443 when omitted).
-    pub fn parse_service(s: &str) -> Result<Self, String> {
+    pub fn parse_service(s: &str) -> Result<Self, ArgError> {
         let (namespace, rest) = s
             .split_once('/')
-            .ok_or_else(|| format!("{s:?}: expected NAMESPACE/NAME[:PORT]"))?;
+            .ok_or_else(|| ArgError::NotAService(s.to_string()))?;
         let (name, port) = match rest.split_once(':') {
             Some((name, port)) => (
                 name,
-                port.parse::<i32>()
-                    .map_err(|e| format!("{s:?}: bad port: {e}"))?,
+                port.parse::<i32>().map_err(|source| ArgError::BadPort {
+                    value: s.to_string(),
+                    source,
+                })?,
             ),
             None => (rest, 443),
         };
         if namespace.is_empty() || name.is_empty() {
-            return Err(format!("{s:?}: expected NAMESPACE/NAME[:PORT]"));
+            return Err(ArgError::NotAService(s.to_string()));
         }
         Ok(Target::Service {
             namespace: namespace.into(),

@@ -15,9 +15,11 @@
 //! Entry points: [`serve`] (what `run` calls, behind `--webhook-listen`)
 //! and the standalone `berth-agent webhook` command ([`run_command`]).
 
+pub mod arg_error;
 pub mod certs;
 pub mod config;
 pub mod grant_set;
+pub mod lookup;
 pub mod review;
 pub mod server;
 
@@ -32,6 +34,7 @@ use berth_shared::decide::GrantBinding;
 use kube::Client;
 use tokio::net::TcpListener;
 
+use arg_error::ArgError;
 use certs::{SelfSignedCa, SelfSignedOptions, SwappableResolver};
 use config::{Target, WebhookConfigSpec};
 
@@ -284,30 +287,30 @@ async fn maintain(
 }
 
 /// Parses `90d`, `12h`, `30m`, `45s` (or plain seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, ArgError> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let n: u64 = num
         .parse()
-        .map_err(|_| format!("{s:?}: expected a number with s, m, h or d"))?;
+        .map_err(|_| ArgError::NotANumber(s.to_string()))?;
     let mult = match unit {
         "" | "s" => 1,
         "m" => 60,
         "h" => 3600,
         "d" => 86400,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (s, m, h, d)")),
+        _ => return Err(ArgError::UnknownUnit(s.to_string(), unit.to_string())),
     };
     n.checked_mul(mult)
         .map(Duration::from_secs)
-        .ok_or_else(|| format!("{s:?}: too large"))
+        .ok_or_else(|| ArgError::TooLarge(s.to_string()))
 }
 
-fn parse_label(s: &str) -> Result<(String, String), String> {
+fn parse_label(s: &str) -> Result<(String, String), ArgError> {
     s.split_once('=')
         .filter(|(k, _)| !k.is_empty())
         .map(|(k, v)| (k.to_string(), v.to_string()))
-        .ok_or_else(|| format!("{s:?}: expected KEY=VALUE"))
+        .ok_or_else(|| ArgError::NotALabel(s.to_string()))
 }
 
 /// Webhook options shared by `run` (with `--webhook-listen`) and the
@@ -423,11 +426,11 @@ pub struct WebhookCommandArgs {
     pub follow_lease: Option<(String, String)>,
 }
 
-fn parse_lease(s: &str) -> Result<(String, String), String> {
+fn parse_lease(s: &str) -> Result<(String, String), ArgError> {
     s.split_once('/')
         .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
         .map(|(ns, name)| (ns.to_string(), name.to_string()))
-        .ok_or_else(|| format!("{s:?}: expected NAMESPACE/NAME"))
+        .ok_or_else(|| ArgError::NotALease(s.to_string()))
 }
 
 /// How often the standalone webhook reads the leader's Lease.

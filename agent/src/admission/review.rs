@@ -31,23 +31,19 @@
 //!    binding would need.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 
-use berth_shared::api::{ProfileStatus, Runtime, reasons};
+use berth_shared::api::{ProfileStatus, reasons};
 use berth_shared::claims::{self, Claim};
 use berth_shared::decide::{
     self, DecideInput, Decision, GrantBinding, Identity, IdentityError, ObservedClass,
 };
 use berth_shared::grants::LoadedGrants;
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::node::v1::RuntimeClass;
-use kube::api::{ApiResource, ListParams, ObjectMeta};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-use kube::{Api, Client};
 use serde::Deserialize;
 
 use super::grant_set::{self, Agreement};
+pub use super::lookup::{KubeLookup, Lookup};
 
 /// The bindings of a loaded grants file in the form [`decide`] takes (empty
 /// when no file is configured: nothing is granted).
@@ -344,164 +340,10 @@ pub fn denial_message(
     }
 }
 
-/// The two reads a review needs.
-pub trait Lookup: Send + Sync {
-    /// The Namespace's labels; `Ok(None)` when it does not exist.
-    fn namespace_labels(
-        &self,
-        name: &str,
-    ) -> impl Future<Output = Result<Option<BTreeMap<String, String>>, String>> + Send;
-    /// The RuntimeClass; `Ok(None)` when it does not exist.
-    fn runtime_class(
-        &self,
-        name: &str,
-    ) -> impl Future<Output = Result<Option<ObservedClass>, String>> + Send;
-    /// Every stored Runtime claiming `identity` (in the namespaces this
-    /// webhook reviews).
-    fn claims(
-        &self,
-        identity: &Identity,
-    ) -> impl Future<Output = Result<Vec<Claim>, String>> + Send;
-}
-
-/// [`Lookup`] against the API server (direct GETs: a cache could miss a
-/// Namespace created a moment ago and refuse a valid Runtime).
-#[derive(Clone)]
-pub struct KubeLookup {
-    client: Client,
-    scope: BTreeMap<String, String>,
-}
-
-impl KubeLookup {
-    /// Reads with `client` (needs get/list on namespaces, get on
-    /// runtimeclasses, list on runtimes).
-    pub fn new(client: Client) -> Self {
-        Self {
-            client,
-            scope: BTreeMap::new(),
-        }
-    }
-
-    /// Counts claimants only in namespaces carrying these labels: the
-    /// webhook's own namespace selector (`--webhook-namespace-label`). A
-    /// webhook scoped to some namespaces judges identities among them.
-    pub fn with_scope(mut self, labels: BTreeMap<String, String>) -> Self {
-        self.scope = labels;
-        self
-    }
-}
-
-impl Lookup for KubeLookup {
-    async fn namespace_labels(
-        &self,
-        name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, String> {
-        let api: Api<Namespace> = Api::all(self.client.clone());
-        api.get_opt(name)
-            .await
-            .map(|ns| ns.map(|ns| ns.metadata.labels.unwrap_or_default()))
-            .map_err(|e| format!("reading namespace {name}: {e}"))
-    }
-
-    async fn runtime_class(&self, name: &str) -> Result<Option<ObservedClass>, String> {
-        let api: Api<RuntimeClass> = Api::all(self.client.clone());
-        api.get_opt(name)
-            .await
-            .map(|rc| rc.as_ref().map(ObservedClass::from_runtime_class))
-            .map_err(|e| format!("reading RuntimeClass {name}: {e}"))
-    }
-
-    async fn claims(&self, identity: &Identity) -> Result<Vec<Claim>, String> {
-        // Label values were validated (scope names), so they are safe in a
-        // selector as they are.
-        let mut selector = vec![
-            format!("{}={}", decide::PROJECT_LABEL, identity.project),
-            format!("{}={}", decide::ENVIRONMENT_LABEL, identity.environment),
-        ];
-        selector.extend(self.scope.iter().map(|(k, v)| format!("{k}={v}")));
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        let in_scope: std::collections::BTreeSet<String> = namespaces
-            .list_metadata(&ListParams::default().labels(&selector.join(",")))
-            .await
-            .map_err(|e| format!("listing namespaces of {identity}: {e}"))?
-            .items
-            .into_iter()
-            .filter_map(|ns| ns.metadata.name)
-            .collect();
-        if in_scope.is_empty() {
-            return Ok(Vec::new());
-        }
-        // The CRD declares spec.application and spec.service selectable.
-        let fields = format!(
-            "spec.application={},spec.service={}",
-            identity.application, identity.service
-        );
-        let runtimes: Api<Runtime> = Api::all(self.client.clone());
-        let listed: Vec<ObjectMeta> = match runtimes
-            .list_metadata(&ListParams::default().fields(&fields))
-            .await
-        {
-            Ok(list) => list.items.into_iter().map(|m| m.metadata).collect(),
-            // A Runtime CRD from before `selectableFields` (Helm never
-            // upgrades CRDs) refuses the field selector: read the
-            // namespaces in scope instead, rather than refusing every
-            // Runtime change until the CRD is upgraded.
-            Err(kube::Error::Api(e)) if e.code == 400 => {
-                tracing::warn!(error = %e.message, "the Runtime CRD has no selectable spec.application/spec.service; listing per namespace (upgrade the CRDs)");
-                self.claims_without_field_selector(&in_scope, identity)
-                    .await?
-            }
-            Err(e) => return Err(format!("listing Runtimes of {identity}: {e}")),
-        };
-        Ok(listed
-            .into_iter()
-            .filter_map(|meta| {
-                let namespace = meta.namespace?;
-                in_scope.contains(&namespace).then(|| Claim {
-                    namespace,
-                    name: meta.name.unwrap_or_default(),
-                    created: meta.creation_timestamp,
-                    deleting: meta.deletion_timestamp.is_some(),
-                })
-            })
-            .collect())
-    }
-}
-
-impl KubeLookup {
-    /// The metadata of the Runtimes with `identity`'s application and
-    /// service in `namespaces`, filtered here instead of by the API server.
-    async fn claims_without_field_selector(
-        &self,
-        namespaces: &std::collections::BTreeSet<String>,
-        identity: &Identity,
-    ) -> Result<Vec<ObjectMeta>, String> {
-        let resource = ApiResource::erase::<Runtime>(&());
-        let mut out = Vec::new();
-        for ns in namespaces {
-            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &resource);
-            let list = api
-                .list(&ListParams::default())
-                .await
-                .map_err(|e| format!("listing Runtimes in {ns}: {e}"))?;
-            out.extend(
-                list.items
-                    .into_iter()
-                    .filter(|o| {
-                        spec_of(o).is_ok_and(|v| {
-                            v.application == identity.application && v.service == identity.service
-                        })
-                    })
-                    .map(|o| o.metadata),
-            );
-        }
-        Ok(out)
-    }
-}
-
-fn spec_of(obj: &DynamicObject) -> Result<RuntimeView, String> {
+/// The Runtime's spec, as much of it as a review reads.
+pub(super) fn spec_of(obj: &DynamicObject) -> Result<RuntimeView, serde_json::Error> {
     let spec = obj.data.get("spec").cloned().unwrap_or_default();
-    serde_json::from_value(spec).map_err(|e| format!("reading spec: {e}"))
+    serde_json::from_value(spec)
 }
 
 fn previous_profile(obj: &DynamicObject) -> Option<ProfileStatus> {
@@ -559,7 +401,7 @@ pub async fn review_request<L: Lookup>(
             return deny(
                 req,
                 "InvalidRequest",
-                format!("Runtime {namespace}/{name}: {e}"),
+                format!("Runtime {namespace}/{name}: reading spec: {e}"),
             );
         }
     };

@@ -7,15 +7,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use berth_shared::api::{Runtime, RuntimeStatus};
+use berth_shared::api::Runtime;
 use berth_shared::decide::Identity;
 use berth_shared::render;
 use kube::runtime::controller::Action;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
-use super::context::{self, Context};
-use super::{apply, apply_error, events, read, status, triggers};
+use super::context::Context;
+use super::{apply, apply_error, read, status, triggers};
 
 /// Reconcile errors (each retried with per-object exponential backoff).
 #[derive(Debug, thiserror::Error)]
@@ -87,7 +87,7 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
     // protect mode: Blocked stops the tenant's changes, not the protection
     // (see `apply::apply_all`).
     let mut applied = None;
-    let mut render_error = None;
+    let mut render_error: Option<render::RenderError> = None;
     // Without the namespace labels the identity labels are empty.
     let identity = snapshot.identity.clone().unwrap_or_else(|_| Identity {
         project: String::new(),
@@ -100,7 +100,7 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
             let held = hold.is_blocked();
             applied = Some(apply::apply_all(ctx, runtime, &rendered, &snapshot.live, held).await);
         }
-        Err(e) => render_error = Some(e.to_string()),
+        Err(e) => render_error = Some(e),
     }
 
     // 5. status
@@ -109,9 +109,11 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         &snapshot,
         &hold,
         applied.as_ref(),
-        render_error.as_deref(),
+        render_error.as_ref(),
     );
-    let progress_wait = publish_status(ctx, runtime, &new_status).await?;
+    let progress_wait = status::publish(ctx, runtime, &new_status)
+        .await
+        .map_err(Error::Status)?;
 
     let conflicts = applied.as_ref().is_some_and(|a| !a.conflicts.is_empty());
     if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
@@ -133,75 +135,4 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         ))
     };
     Ok((action, hold.is_blocked()))
-}
-
-/// Writes the status if it changed. A change that only moves counts waits
-/// out the pacing interval: the wait is returned, and the requeue then
-/// writes it; anything else is written at once.
-async fn publish_status(
-    ctx: &Context,
-    runtime: &Runtime,
-    new_status: &RuntimeStatus,
-) -> Result<Option<Duration>, Error> {
-    if runtime.status.as_ref() == Some(new_status) {
-        return Ok(None);
-    }
-    let key = format!(
-        "{}/{}",
-        runtime.namespace().unwrap_or_default(),
-        runtime.name_any()
-    );
-    let now = Instant::now();
-    let progress_wait = runtime
-        .status
-        .as_ref()
-        .filter(|old| berth_shared::status::progress_only(old, new_status))
-        .and_then(|_| ctx.status_pacer.wait(&key, now, progress_interval(ctx)));
-    if progress_wait.is_none() {
-        write_status(ctx, runtime, new_status).await?;
-        ctx.status_pacer.wrote(&key, now);
-    }
-    Ok(progress_wait)
-}
-
-/// How often a Runtime's progress may be written now: less often while
-/// other Runtimes wait for their first reconcile (see
-/// [`context::FIRST_PASS_PROGRESS_INTERVAL`]). A scan of the Runtime cache,
-/// made only for a progress-only change.
-fn progress_interval(ctx: &Context) -> Duration {
-    let waiting = ctx
-        .stores
-        .runtimes
-        .state()
-        .iter()
-        .any(|r| berth_shared::status::awaiting_first_pass(r));
-    if waiting {
-        context::FIRST_PASS_PROGRESS_INTERVAL
-    } else {
-        context::PROGRESS_INTERVAL
-    }
-}
-
-/// Writes a changed status and raises the Events its transitions call for.
-async fn write_status(ctx: &Context, runtime: &Runtime, new: &RuntimeStatus) -> Result<(), Error> {
-    let ns = runtime.namespace().unwrap_or_default();
-    let old = runtime.status.as_ref();
-    let changed: Vec<&str> = new
-        .conditions
-        .iter()
-        .filter(|c| old.is_none_or(|o| !o.conditions.contains(c)))
-        .map(|c| c.type_.as_str())
-        .collect();
-    tracing::info!(
-        runtime = %runtime.name_any(),
-        namespace = %ns,
-        changed_conditions = ?changed,
-        "writing status"
-    );
-    let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
-    status::write(ctx, &api, &runtime.name_any(), new)
-        .await
-        .map_err(Error::Status)?;
-    events::publish(ctx, runtime, old, new).await;
-    Ok(())
 }

@@ -11,6 +11,7 @@
 mod available;
 mod blocked;
 mod degraded;
+mod grant;
 mod handler_ready;
 mod hold;
 mod pacing;
@@ -35,6 +36,10 @@ use crate::decide::{Decision, Identity};
 pub use available::available;
 pub use blocked::blocked;
 pub use degraded::degraded;
+pub use grant::{
+    BARE_PODS_NOT_CHECKED, FileState, GrantSnapshot, GrantUser, MAX_RETAINED, bare_pods_condition,
+    grant, retired, retired_message,
+};
 pub use handler_ready::handler_ready;
 pub use hold::{Hold, hold};
 pub use pacing::{awaiting_first_pass, progress_only};

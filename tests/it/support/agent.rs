@@ -92,6 +92,8 @@ pub struct AgentOpts<'a> {
     pub resync_seconds: u64,
     /// `--cache-sync-timeout-seconds` (40 unless a test needs another).
     pub cache_sync_timeout_seconds: u64,
+    /// `--grants-interval-seconds` (1 unless a test needs another).
+    pub grants_interval_seconds: u64,
     /// More arguments of `berth-agent run` (e.g. `--watch-bare-pods`).
     pub extra_args: Vec<String>,
     /// More environment (set last: `RUST_LOG` here replaces the default).
@@ -108,6 +110,7 @@ impl<'a> AgentOpts<'a> {
             kubeconfig: None,
             resync_seconds: 2,
             cache_sync_timeout_seconds: 40,
+            grants_interval_seconds: 1,
             extra_args: Vec::new(),
             env: Vec::new(),
         }
@@ -184,7 +187,10 @@ impl Agent {
             // thirds of the duration, would be 2.7 s).
             .args(["--lease-renew-deadline-seconds", "3"])
             .args(["--resync-seconds", &opts.resync_seconds.to_string()])
-            .args(["--grants-interval-seconds", "1"])
+            .args([
+                "--grants-interval-seconds",
+                &opts.grants_interval_seconds.to_string(),
+            ])
             .args([
                 "--cache-sync-timeout-seconds",
                 &opts.cache_sync_timeout_seconds.to_string(),

@@ -2,6 +2,7 @@
 //! AdmissionReview → response path against a fake [`Lookup`].
 
 use super::*;
+use crate::admission::lookup::LookupError;
 use berth_shared::api::ProfileState;
 use serde_json::json;
 
@@ -340,19 +341,26 @@ struct FakeLookup {
 impl Lookup for FakeLookup {
     async fn namespace_labels(
         &self,
-        _name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, LookupError> {
         if self.fail {
-            return Err("connection refused".into());
+            return Err(LookupError::Namespace {
+                name: name.to_string(),
+                source: kube::Error::Api(
+                    kube::core::Status::failure("connection refused", "ServiceUnavailable")
+                        .with_code(503)
+                        .boxed(),
+                ),
+            });
         }
         Ok(self.labels.clone())
     }
 
-    async fn runtime_class(&self, _name: &str) -> Result<Option<ObservedClass>, String> {
+    async fn runtime_class(&self, _name: &str) -> Result<Option<ObservedClass>, LookupError> {
         Ok(self.class.clone())
     }
 
-    async fn claims(&self, _identity: &Identity) -> Result<Vec<Claim>, String> {
+    async fn claims(&self, _identity: &Identity) -> Result<Vec<Claim>, LookupError> {
         Ok(self.claims.clone())
     }
 }
@@ -563,7 +571,10 @@ async fn full_path_fails_closed_on_lookup_errors_and_bad_input() {
     assert!(
         resp.result
             .message
-            .contains("could not be checked: connection refused")
+            .contains("could not be checked: reading namespace team-a: ")
+            && resp.result.message.contains("connection refused"),
+        "{}",
+        resp.result.message
     );
 
     // No profile: the identity is still checked (every Runtime claims

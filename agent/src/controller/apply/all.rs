@@ -10,7 +10,7 @@ use berth_shared::api::meta::controlled_by_uid as owned_by;
 use berth_shared::render::{self, Rendered};
 use kube::{Resource, ResourceExt};
 
-use super::handover::{hand_over_replicas, raise_from_zero};
+use super::handover::{Scaled, hand_over_replicas, raise_from_zero};
 use super::{ApplyOutcome, Governed, Held, Managed, Mode, delete_owned, ensure, run_jobs_once};
 use crate::controller::context::Context;
 use crate::controller::live::{Cached, Live};
@@ -114,22 +114,20 @@ async fn converge(
     let one = Step { ctx, uid };
     let deployment = async {
         let mut out = ApplyOutcome::default();
+        let scaled = Scaled {
+            ctx,
+            cached: &s.deployments,
+            desired: &rendered.deployment,
+            uid,
+            min_replicas: runtime.spec.wanted_replicas(),
+        };
         if rendered
             .deployment
             .spec
             .as_ref()
             .is_some_and(|d| d.replicas.is_none())
         {
-            let min = runtime.spec.wanted_replicas();
-            hand_over_replicas(
-                ctx,
-                &s.deployments,
-                &rendered.deployment,
-                uid,
-                min,
-                &mut out,
-            )
-            .await;
+            hand_over_replicas(&scaled, &mut out).await;
             // Without the handover the apply would drop the replica count:
             // retried.
             if !out.errors.is_empty() {
@@ -146,16 +144,7 @@ async fn converge(
         )
         .await;
         if rendered.horizontal_pod_autoscaler.is_some() {
-            let min = runtime.spec.wanted_replicas();
-            raise_from_zero(
-                ctx,
-                &s.deployments,
-                &rendered.deployment,
-                uid,
-                min,
-                &mut out,
-            )
-            .await;
+            raise_from_zero(&scaled, &mut out).await;
         }
         out
     };

@@ -9,7 +9,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
 
-use super::super::apply_error::ApplyError;
+use super::super::apply_error::{ApplyError, Step};
 use super::super::context::{Context, FIELD_MANAGER};
 use super::super::live::Cached;
 use super::diff::{contains, with_hash};
@@ -32,6 +32,44 @@ fn agent_owns_replicas(managed: &[ManagedFieldsEntry]) -> bool {
     })
 }
 
+/// The Runtime's Deployment whose replica count the HorizontalPodAutoscaler
+/// holds: what both steps below take.
+#[derive(Clone, Copy)]
+pub(super) struct Scaled<'a> {
+    pub ctx: &'a Context,
+    pub cached: &'a Cached<Deployment>,
+    /// The rendered Deployment.
+    pub desired: &'a Deployment,
+    /// The Runtime's uid.
+    pub uid: &'a str,
+    /// Never fewer replicas than this (the HPA's minReplicas).
+    pub min_replicas: i32,
+}
+
+/// The cached Deployment of a [`Scaled`], owned by the Runtime.
+struct Target<'a> {
+    name: String,
+    ns: String,
+    /// `Deployment/name`.
+    label: String,
+    live: &'a Deployment,
+}
+
+impl<'a> Scaled<'a> {
+    /// The cached Deployment named like the rendered one, when this
+    /// Runtime owns it (nothing else is ever changed).
+    fn owned(&self) -> Option<Target<'a>> {
+        let name = self.desired.name_any();
+        let live = self.cached.get(&name)?;
+        owned_by(live.meta(), self.uid).then(|| Target {
+            ns: self.desired.namespace().unwrap_or_default(),
+            label: format!("Deployment/{name}"),
+            name,
+            live,
+        })
+    }
+}
+
 /// Autoscaling turned on: the rendered Deployment no longer sets replicas.
 /// Server-side apply would *remove* a field its only owner stops applying
 /// (the Deployment would fall to the default of 1 replica until the HPA
@@ -40,27 +78,30 @@ fn agent_owns_replicas(managed: &[ManagedFieldsEntry]) -> bool {
 /// up, and the HPA takes the count over from there (Kubernetes' documented
 /// ownership transfer). Only when the agent still owns the field, i.e. once
 /// per transition; the write is conditional on the resourceVersion read.
-pub(super) async fn hand_over_replicas(
-    ctx: &Context,
-    cached: &Cached<Deployment>,
-    desired: &Deployment,
-    uid: &str,
-    min_replicas: i32,
-    out: &mut ApplyOutcome,
-) {
-    let name = desired.name_any();
-    let ns = desired.namespace().unwrap_or_default();
-    let label = format!("Deployment/{name}");
-    let Some(cached) = cached.get(&name) else {
+pub(super) async fn hand_over_replicas(scaled: &Scaled<'_>, out: &mut ApplyOutcome) {
+    let Some(Target {
+        name,
+        ns,
+        label,
+        live: cached,
+    }) = scaled.owned()
+    else {
         return;
     };
-    if !owned_by(cached.meta(), uid) || cached.spec.as_ref().and_then(|s| s.replicas).is_none() {
+    let Scaled {
+        ctx,
+        desired,
+        uid,
+        min_replicas,
+        ..
+    } = *scaled;
+    if cached.spec.as_ref().and_then(|s| s.replicas).is_none() {
         return;
     }
     let Ok(desired_value) = with_hash(desired) else {
         return;
     };
-    let cached_value = serde_json::to_value(&**cached).unwrap_or(Value::Null);
+    let cached_value = serde_json::to_value(cached).unwrap_or(Value::Null);
     if contains(Some(&cached_value), &desired_value) {
         // Nothing to apply, so nothing to hand over.
         return;
@@ -69,10 +110,7 @@ pub(super) async fn hand_over_replicas(
     let live = match api.get(&name).await {
         Ok(d) => d,
         Err(source) => {
-            out.errors.push(ApplyError::Read {
-                object: label,
-                source,
-            });
+            out.errors.push(ApplyError::new(label, Step::Read, source));
             return;
         }
     };
@@ -108,10 +146,9 @@ pub(super) async fn hand_over_replicas(
             out.writes += 1;
             ctx.metrics.write("Deployment", "apply");
         }
-        Err(source) => out.errors.push(ApplyError::Handover {
-            object: label,
-            source,
-        }),
+        Err(source) => out
+            .errors
+            .push(ApplyError::new(label, Step::Handover, source)),
     }
 }
 
@@ -130,22 +167,20 @@ pub(super) fn raise_from(live: Option<i32>) -> bool {
 /// precondition would fail; the autoscaler never writes at 0, so only a
 /// person scaling it in the same instant could be overwritten (and the
 /// autoscaler owns the count again from there).
-pub(super) async fn raise_from_zero(
-    ctx: &Context,
-    cached: &Cached<Deployment>,
-    desired: &Deployment,
-    uid: &str,
-    min_replicas: i32,
-    out: &mut ApplyOutcome,
-) {
-    let name = desired.name_any();
-    let ns = desired.namespace().unwrap_or_default();
-    let label = format!("Deployment/{name}");
-    let Some(live) = cached.get(&name) else {
+pub(super) async fn raise_from_zero(scaled: &Scaled<'_>, out: &mut ApplyOutcome) {
+    let Some(Target {
+        name,
+        ns,
+        label,
+        live,
+    }) = scaled.owned()
+    else {
         return;
     };
-    if !owned_by(live.meta(), uid)
-        || live.meta().deletion_timestamp.is_some()
+    let Scaled {
+        ctx, min_replicas, ..
+    } = *scaled;
+    if live.meta().deletion_timestamp.is_some()
         || !raise_from(live.spec.as_ref().and_then(|s| s.replicas))
     {
         return;
@@ -180,10 +215,9 @@ pub(super) async fn raise_from_zero(
                 &sent,
             );
         }
-        Err(source) => out.errors.push(ApplyError::Handover {
-            object: label,
-            source,
-        }),
+        Err(source) => out
+            .errors
+            .push(ApplyError::new(label, Step::Handover, source)),
     }
 }
 

@@ -51,7 +51,7 @@ pub use diff::{Governed, contains, overlay, with_hash};
 pub use held::Held;
 
 use self::diff::{applied_hash, hash};
-use super::apply_error::ApplyError;
+use super::apply_error::{ApplyError, Cause, Step};
 use super::context::{Context, FIELD_MANAGER};
 use super::live::Cached;
 // Only objects whose controller is the Runtime are ever changed or deleted.
@@ -115,9 +115,26 @@ enum Mode {
     Correct,
 }
 
+/// What each mode may do, in one place (`ensure` asks these gates).
 impl Mode {
+    /// Measured against what the Runtime is held to ([`Held::held`]).
     fn held(self) -> bool {
         matches!(self, Mode::Protect | Mode::Correct)
+    }
+
+    /// An absent object is created.
+    fn creates(self) -> bool {
+        self != Mode::Correct
+    }
+
+    /// A present object has what the contract forbids removed.
+    fn corrects(self) -> bool {
+        self != Mode::CreateOnly
+    }
+
+    /// A present object that differs is applied (the tenant's changes).
+    fn applies(self) -> bool {
+        self == Mode::Converge
     }
 }
 
@@ -139,7 +156,7 @@ async fn ensure<K: Managed + Governed + Held>(
         Some(obj) => Some((**obj).clone()),
         // Held: a missing workload is not created (the caches list every
         // workload, whoever's, so absent is absent).
-        None if mode == Mode::Correct => return,
+        None if !mode.creates() => return,
         // Nothing is at the name, the caches say (the names index of a
         // label-filtered kind, or the whole-kind cache), and this agent has
         // not just created it: create without reading first.
@@ -150,10 +167,7 @@ async fn ensure<K: Managed + Governed + Held>(
         None => match api.get_opt(&name).await {
             Ok(found) => found,
             Err(source) => {
-                out.errors.push(ApplyError::Read {
-                    object: label,
-                    source,
-                });
+                out.errors.push(ApplyError::new(label, Step::Read, source));
                 return;
             }
         },
@@ -175,15 +189,12 @@ async fn ensure<K: Managed + Governed + Held>(
     let desired_value = match with_hash(desired) {
         Ok(v) => v,
         Err(source) => {
-            out.errors.push(ApplyError::Json {
-                object: label,
-                source,
-            });
+            out.errors.push(ApplyError::new(label, Step::Apply, source));
             return;
         }
     };
     if let Some(live) = &live {
-        if mode == Mode::CreateOnly {
+        if !mode.corrects() {
             return;
         }
         let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
@@ -238,14 +249,13 @@ async fn ensure<K: Managed + Governed + Held>(
                         &hash(&patch),
                     );
                 }
-                Err(source) => out.errors.push(ApplyError::Correct {
-                    object: label,
-                    source,
-                }),
+                Err(source) => out
+                    .errors
+                    .push(ApplyError::new(label, Step::Correct, source)),
             }
             return;
         }
-        if mode.held() {
+        if !mode.applies() {
             // Held: the tenant's changes wait for the hold to end.
             return;
         }
@@ -297,10 +307,7 @@ async fn ensure<K: Managed + Governed + Held>(
             tracing::info!(object = %label, namespace = %ns, error = %s.message, "apply invalid; replacing the desired fields");
             replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
         }
-        Err(source) => out.errors.push(ApplyError::Apply {
-            object: label,
-            source,
-        }),
+        Err(source) => out.errors.push(ApplyError::new(label, Step::Apply, source)),
     }
 }
 
@@ -321,12 +328,12 @@ async fn replace<K>(
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    match replace_spec(api, name, uid, desired, whole).await {
+    match replace_spec(api, label, name, uid, desired, whole).await {
         Ok(()) => {
             out.writes += 1;
             ctx.metrics.write(&K::kind(&()), "replace");
         }
-        Err(e) => out.errors.push(e.for_object(label)),
+        Err(e) => out.errors.push(e),
     }
 }
 
@@ -335,6 +342,7 @@ async fn replace<K>(
 /// retried by the next reconcile) with the desired spec fields.
 async fn replace_spec<K>(
     api: &Api<K>,
+    label: &str,
     name: &str,
     uid: &str,
     desired: &Value,
@@ -348,19 +356,15 @@ where
     let mut attempt = 0;
     loop {
         attempt += 1;
-        // The caller names the object (`for_object`).
-        let object = String::new();
-        let live = api.get(name).await.map_err(|source| ApplyError::Read {
-            object: object.clone(),
-            source,
-        })?;
+        let fail = |cause: Cause| ApplyError::new(label, Step::Replace, cause);
+        let live = api
+            .get(name)
+            .await
+            .map_err(|source| ApplyError::new(label, Step::Read, source))?;
         if !owned_by(live.meta(), uid) {
-            return Err(ApplyError::NotOwned { object });
+            return Err(fail(Cause::NotOwned));
         }
-        let json = |source| ApplyError::Json {
-            object: String::new(),
-            source,
-        };
+        let json = |source: serde_json::Error| fail(source.into());
         let mut value = serde_json::to_value(&live).map_err(json)?;
         overlay(&mut value, desired, whole);
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -374,7 +378,7 @@ where
         match api.replace(name, &params, &obj).await {
             Ok(_) => return Ok(()),
             Err(kube::Error::Api(s)) if s.code == 409 && attempt < 3 => continue,
-            Err(source) => return Err(ApplyError::Replace { object, source }),
+            Err(source) => return Err(fail(source.into())),
         }
     }
 }
@@ -484,10 +488,11 @@ async fn delete_owned<K: Managed>(ctx: &Context, obj: &K, out: &mut ApplyOutcome
             ctx.metrics.write(&kind, "delete");
         }
         Err(kube::Error::Api(s)) if s.code == 404 => {}
-        Err(source) => out.errors.push(ApplyError::Delete {
-            object: format!("{kind}/{name}"),
+        Err(source) => out.errors.push(ApplyError::new(
+            format!("{kind}/{name}"),
+            Step::Delete,
             source,
-        }),
+        )),
     }
 }
 
