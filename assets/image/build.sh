@@ -28,7 +28,7 @@ if [[ -z "$bin" ]]; then
   # not to build scripts and proc macros (which must stay dynamic).
   unset CARGO_ENCODED_RUSTFLAGS
   (cd "$root" && RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" \
-    cargo build --release --locked -p berth-agent --target "$target" >&2)
+    cargo build --release --locked -p berth-agent --features otlp --target "$target" >&2)
   bin="${CARGO_TARGET_DIR:-$root/target}/$target/release/berth-agent"
 fi
 [[ -x "$bin" ]] || { echo "build.sh: $bin is not an executable" >&2; exit 1; }

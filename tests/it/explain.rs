@@ -138,10 +138,21 @@ async fn explain_and_check_agree_with_the_agent() {
     let lease = format!("{n}/agent-{n}");
     let kc = kubeconfig(false).await;
     // Each try is a fresh `berth` process listing the cluster: generous.
-    wait_for("explain sees the revocation", WAIT * 3, || {
-        let n = n.clone();
-        async move { explain_json(&n, &format!("{n}/gone")).await["decision"] == "Revoked" }
-    })
+    // Until all three agree: right after the restart the published set
+    // can be seen without `api`'s grant for a while (seen in 2 of 3 runs;
+    // the stop-30 note says what is known of it).
+    wait_for(
+        "explain sees the revocation and the kept grant",
+        WAIT * 3,
+        || {
+            let n = n.clone();
+            async move {
+                explain_json(&n, &format!("{n}/gone")).await["decision"] == "Revoked"
+                    && explain_json(&n, &format!("{n}/api")).await["decision"] == "Granted"
+                    && explain_json(&n, &format!("{n}/web")).await["decision"] == "NotGranted"
+            }
+        },
+    )
     .await;
 
     // Explain says what the agent wrote, for every state.
