@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Paragraph};
+use ratatui::widgets::Block;
 
 use berth_shared::findings::Severity;
 use berth_shared::sanitize;
@@ -64,19 +64,13 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
 
 impl Component for FindingsView {
     fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
-        let block =
-            Block::bordered().title(" Findings: worst first (berth check prints the same) ");
-        let inner = block.inner(area);
-        frame.render_widget(block, area);
-        let all = lines(app);
-        fit.page = inner.height as usize;
-        fit.scroll_max = all.len().saturating_sub(inner.height as usize);
-        let start = app.ui.scroll.min(fit.scroll_max);
-        let visible: Vec<Line> = all
-            .into_iter()
-            .skip(start)
-            .take(inner.height as usize)
-            .collect();
-        frame.render_widget(Paragraph::new(visible), inner);
+        super::draw_scrolled(
+            app,
+            frame,
+            area,
+            fit,
+            Block::bordered().title(" Findings: worst first (berth check prints the same) "),
+            lines(app),
+        );
     }
 }

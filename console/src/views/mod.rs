@@ -167,3 +167,27 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
     }
     frame.render_widget(Line::from(spans), area);
 }
+
+/// A bordered block of text lines scrolled by `app.ui.scroll` (explain,
+/// findings, plan, details): records the page and the furthest scroll in
+/// `fit` and draws the visible lines.
+pub(crate) fn draw_scrolled(
+    app: &App,
+    frame: &mut Frame,
+    area: Rect,
+    fit: &mut Viewport,
+    block: ratatui::widgets::Block,
+    all: Vec<Line>,
+) {
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    fit.page = inner.height as usize;
+    fit.scroll_max = all.len().saturating_sub(inner.height as usize);
+    let start = app.ui.scroll.min(fit.scroll_max);
+    let visible: Vec<Line> = all
+        .into_iter()
+        .skip(start)
+        .take(inner.height as usize)
+        .collect();
+    frame.render_widget(ratatui::widgets::Paragraph::new(visible), inner);
+}
