@@ -429,19 +429,32 @@ where
 /// Applies berth's CRDs (server-side apply, so concurrent tests and reruns
 /// are idempotent) and waits until each is Established.
 pub async fn install_crds(client: &Client) {
+    apply_crds(client, berth_shared::api::crds(), "berth-tests").await;
+}
+
+/// Applies `crds` as field manager `manager` (server-side apply, forced:
+/// idempotent across tests and reruns) and waits until each is
+/// Established.
+pub async fn apply_crds(
+    client: &Client,
+    crds: impl IntoIterator<
+        Item = k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    >,
+    manager: &str,
+) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{Patch, PatchParams};
 
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in berth_shared::api::crds() {
+    for crd in crds {
         let name = crd.metadata.name.clone().expect("CRD has a name");
         api.patch(
             &name,
-            &PatchParams::apply("berth-tests").force(),
+            &PatchParams::apply(manager).force(),
             &Patch::Apply(&crd),
         )
         .await
-        .expect("apply CRD");
+        .unwrap_or_else(|e| panic!("apply CRD {name}: {e}"));
         let api = api.clone();
         wait_for(
             &format!("CRD {name} Established"),

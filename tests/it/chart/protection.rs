@@ -13,9 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::time::Duration;
 
-use berth_tests::harness::wait_for;
 use kube::Client;
 use serde::Deserialize;
 use yaml_serde::Value;
@@ -333,43 +331,11 @@ fn leader_election_values_reach_the_agent_and_bad_timing_is_refused() {
 /// tests may use them, and removing a CRD removes every object of it.
 pub(super) async fn install_monitoring_crds(client: &Client) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    use kube::Api;
-    use kube::api::{Patch, PatchParams};
 
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/monitoring-crds.yaml");
     let text = std::fs::read_to_string(&path).expect("monitoring CRDs");
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for doc in yaml_serde::Deserializer::from_str(&text) {
-        let crd: CustomResourceDefinition =
-            yaml_serde::from_value(Value::deserialize(doc).expect("yaml")).expect("a CRD");
-        let name = crd.metadata.name.clone().expect("name");
-        api.patch(
-            &name,
-            &PatchParams::apply("berth-tests-monitoring").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .expect("apply monitoring CRD");
-        wait_for(
-            &format!("CRD {name} Established"),
-            Duration::from_secs(60),
-            || {
-                let api = api.clone();
-                let name = name.clone();
-                async move {
-                    api.get_opt(&name)
-                        .await
-                        .ok()
-                        .flatten()
-                        .and_then(|c| c.status)
-                        .and_then(|s| s.conditions)
-                        .is_some_and(|cs| {
-                            cs.iter()
-                                .any(|c| c.type_ == "Established" && c.status == "True")
-                        })
-                }
-            },
-        )
-        .await;
-    }
+    let crds: Vec<CustomResourceDefinition> = yaml_serde::Deserializer::from_str(&text)
+        .map(|doc| yaml_serde::from_value(Value::deserialize(doc).expect("yaml")).expect("a CRD"))
+        .collect();
+    berth_tests::harness::apply_crds(client, crds, "berth-tests-monitoring").await;
 }
