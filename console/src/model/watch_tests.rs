@@ -391,3 +391,102 @@ fn rollout_and_details_rows_are_the_same_from_a_scoped_store() {
         }
     }
 }
+
+/// Feeds every running watch that has not listed yet the objects of
+/// `objs` it selects, as the apiserver would.
+fn list_running(app: &mut App, objs: &[Object]) {
+    for key in app.data.watch_set.running() {
+        if app.data.synced.contains(&key) {
+            continue;
+        }
+        let of: Vec<Object> = objs
+            .iter()
+            .filter(|o| o.kind() == key.kind && selects(&key, o))
+            .cloned()
+            .collect();
+        list(app, &key, &of);
+    }
+}
+
+#[test]
+fn leaving_a_rollout_stops_its_scoped_watches_after_the_grace_period() {
+    let objs = rollout_world();
+    let key: ObjKey = ("a".into(), "web".into());
+    let rollout = Screen::Rollout(key.clone());
+    let scoped: Vec<WatchKey> = rollout
+        .watches(&Scope::All)
+        .into_iter()
+        .filter(|k| !k.is_all())
+        .collect();
+    let mut app = App::new("t", Scope::All, fixtures::now());
+    app.open(Screen::List(ListView::Runtimes));
+    list_running(&mut app, &objs);
+    let running = kinds_of(&app.open(rollout.clone()));
+    assert!(scoped.iter().all(|k| running.contains(k)), "{running:?}");
+    assert!(!running.iter().any(|k| k.is_all() && k.kind == Kind::Pod));
+    // Not listed yet: the screen says loading, not "no ReplicaSets".
+    assert!(!app.screen_listed(&rollout));
+    list_running(&mut app, &objs);
+    assert!(app.screen_listed(&rollout));
+    let want = rows::rollout(&app.data.store, &key, app.now).expect("rollout");
+    assert_eq!(want.replica_sets.len(), 2);
+    // Only that Runtime's server pods (2 ReplicaSets × 2), not b's, not
+    // api's, not its Job pod.
+    assert_eq!(app.data.store.count(Kind::Pod), 4);
+
+    // Back to the list, and to the Rollout within the grace period: the
+    // watches kept running, nothing relists, the rows are whole at once.
+    app.open(Screen::List(ListView::Runtimes));
+    assert!(tick(&mut app, 1).is_empty());
+    assert!(tick(&mut app, GRACE_SECONDS - 2).is_empty());
+    let synced_before = app.data.synced.clone();
+    let running = kinds_of(&app.open(rollout.clone()));
+    assert!(scoped.iter().all(|k| running.contains(k)));
+    assert_eq!(app.data.synced, synced_before, "nothing restarted");
+    assert!(app.screen_listed(&rollout));
+    assert_eq!(
+        rows::rollout(&app.data.store, &key, app.now),
+        Some(want.clone())
+    );
+
+    // Leave again; the grace counts from this leaving, not the first.
+    app.open(Screen::List(ListView::Runtimes));
+    assert!(tick(&mut app, 1).is_empty());
+    assert!(tick(&mut app, GRACE_SECONDS - 2).is_empty());
+    assert_eq!(app.data.store.count(Kind::Pod), 4);
+    let running = kinds_of(&tick(&mut app, 1));
+    assert!(!running.iter().any(|k| scoped.contains(k)), "{running:?}");
+    assert!(running.contains(&WatchKey::all(Kind::Runtime)));
+    // Their objects are freed; the Runtimes (pinned) stay.
+    for kind in [Kind::Deployment, Kind::ReplicaSet, Kind::Pod, Kind::Event] {
+        assert_eq!(app.data.store.count(kind), 0, "{kind:?}");
+    }
+    assert!(app.data.store.count(Kind::Runtime) > 0);
+    assert!(app.data.held.is_empty());
+
+    // Back after the grace period: started again, loading until they
+    // relist, then the same rows.
+    let running = kinds_of(&app.open(rollout.clone()));
+    assert!(scoped.iter().all(|k| running.contains(k)));
+    assert!(!app.screen_listed(&rollout));
+    list_running(&mut app, &objs);
+    assert!(app.screen_listed(&rollout));
+    assert_eq!(rows::rollout(&app.data.store, &key, app.now), Some(want));
+}
+
+#[test]
+fn a_scoped_watch_counts_as_listed_through_the_whole_kind_that_replaces_it() {
+    let objs = rollout_world();
+    let key: ObjKey = ("a".into(), "web".into());
+    let rollout = Screen::Rollout(key);
+    let mut app = App::new("t", Scope::All, fixtures::now());
+    // Handlers watches every Pod, ReplicaSet and Deployment.
+    app.open(Screen::List(ListView::Handlers));
+    list_running(&mut app, &objs);
+    let running = kinds_of(&app.open(rollout.clone()));
+    assert!(!running.iter().any(|k| k.kind == Kind::Pod && !k.is_all()));
+    // Only the namespace's Events remain to list.
+    assert!(!app.screen_listed(&rollout));
+    list_running(&mut app, &objs);
+    assert!(app.screen_listed(&rollout));
+}

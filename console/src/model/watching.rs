@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 
 use super::msg::Effect;
-use super::screen::ListView;
+use super::screen::{ListView, Screen};
 use super::watches::{self, WatchKey};
-use super::{App, Kind};
+use super::{App, Kind, WatchState};
 
 impl App {
     /// Watches every screen of the stack needs, plus the agent Lease; a
@@ -62,5 +62,24 @@ impl App {
         }
         self.data.drop_watch(key);
         self.ui.dirty = true;
+    }
+}
+
+impl App {
+    /// Whether every watch `screen` needs has completed its first list (or
+    /// is refused): until then its rows are partial and it says
+    /// `loading…`, as a list view does. A scoped watch counts as listed
+    /// when the whole kind's watch that replaces it is
+    /// ([`watches::reuse_whole`]). Returning to a screen after its watches
+    /// stopped therefore shows loading again until they relist.
+    pub fn screen_listed(&self, screen: &Screen) -> bool {
+        let listed = |k: &WatchKey| {
+            self.data.synced.contains(k)
+                || matches!(self.data.watches.get(k), Some(WatchState::Denied(_)))
+        };
+        screen
+            .watches(&self.session.scope)
+            .iter()
+            .all(|k| listed(k) || (!k.is_all() && listed(&WatchKey::all(k.kind))))
     }
 }

@@ -15,6 +15,9 @@ use crate::rows::{self, RolloutRow};
 /// The Rollout view.
 pub struct RolloutView;
 
+/// The body while the screen's watches still list.
+pub const LOADING: &str = "loading… (listing the Runtime's ReplicaSets, Pods and Events)";
+
 fn phase_style(phase: &str, blocked: bool) -> Style {
     if blocked {
         return Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
@@ -84,7 +87,13 @@ impl Component for RolloutView {
                 area,
             );
         }
-        let lines = body_lines(&r);
+        // Until every watch of the screen has listed, an empty ReplicaSet
+        // or event list means "not read yet", not "none".
+        let lines = if app.screen_listed(app.screen()) {
+            body_lines(&r)
+        } else {
+            vec![Line::raw(LOADING)]
+        };
         fit.scroll_max = lines.len().saturating_sub(rest.height as usize);
         let start = app.ui.scroll.min(fit.scroll_max);
         let visible: Vec<Line> = lines
@@ -193,4 +202,56 @@ fn body_lines(r: &RolloutRow) -> Vec<Line<'static>> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::LOADING;
+    use crate::fixtures;
+    use crate::model::{Kind, Msg, Scope, Screen, WatchEvent, WatchKey, update};
+
+    fn text(app: &crate::model::App) -> String {
+        let mut term = Terminal::new(TestBackend::new(140, 30)).expect("terminal");
+        term.draw(|f| {
+            super::super::draw(f, app);
+        })
+        .expect("draw");
+        let buf = term.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn says_loading_until_every_watch_of_the_screen_has_listed() {
+        let mut app = fixtures::app();
+        let rollout = Screen::Rollout(("demo".into(), "web".into()));
+        app.open(rollout.clone());
+        let whole = text(&app);
+        // The current ReplicaSet's line.
+        assert!(whole.contains("new rev") && !whole.contains(LOADING));
+        // As after the grace period: the ReplicaSets' watch is relisting.
+        app.data.synced.remove(&WatchKey::all(Kind::ReplicaSet));
+        let scoped = rollout
+            .watches(&Scope::All)
+            .into_iter()
+            .find(|k| k.kind == Kind::ReplicaSet)
+            .expect("a ReplicaSet watch");
+        let loading = text(&app);
+        assert!(loading.contains(LOADING), "{loading}");
+        assert!(!loading.contains("new rev"), "{loading}");
+        let g = app.session.generation;
+        update(&mut app, Msg::Watched(g, scoped.clone(), WatchEvent::Init));
+        assert!(text(&app).contains(LOADING));
+        update(&mut app, Msg::Watched(g, scoped, WatchEvent::InitDone));
+        assert!(!text(&app).contains(LOADING));
+    }
 }
