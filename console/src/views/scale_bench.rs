@@ -137,6 +137,91 @@ fn frame_time_at_scale() {
         draw(&mut app);
     }
     println!("RSS with every tab visited: {} MB", rss_kb() / 1024);
+    // After the RSS figure, which the second world would disturb. A
+    // terminal of its own: `draw` holds the first one.
+    let mut rollout_term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
+    let (e, f, pods) = rollout_event_to_frame(&mut app, &mut rollout_term);
+    println!(
+        "{:<10} {e:>11.2?} {f:>14.2?} {:>7.1}   (one Runtime's {pods} Pods; a Pod event)",
+        "Rollout",
+        e.as_secs_f64() / f.as_secs_f64().max(1e-9)
+    );
+    // The same at a twentieth of the Runtimes: a rollout frame costs what
+    // its own rollout holds, not what the store holds.
+    let small = World {
+        runtimes: world.runtimes / 20,
+        granted: world.granted / 20,
+        revoked: world.revoked / 20,
+        ..world
+    };
+    let mut small_app = crate::scale_world::app_with(small.stream());
+    let mut small_term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
+    let (es, _, _) = rollout_event_to_frame(&mut small_app, &mut small_term);
+    drop(small_app);
+    println!(
+        "Rollout event→frame at {} Runtimes {es:.2?}, at {} {e:.2?}: ratio {:.2}",
+        small.runtimes,
+        world.runtimes,
+        e.as_secs_f64() / es.as_secs_f64().max(1e-9)
+    );
+}
+
+/// Opens the Rollout of the middle Runtime and measures a watch event
+/// about one of its Pods → the redrawn Rollout frame, against redrawing it
+/// unchanged (medians). Asserts that the frame shows the whole rollout.
+fn rollout_event_to_frame(
+    app: &mut App,
+    term: &mut Terminal<TestBackend>,
+) -> (Duration, Duration, usize) {
+    let key = app
+        .data
+        .store
+        .runtimes
+        .keys()
+        .nth(app.data.store.runtimes.len() / 2)
+        .cloned()
+        .expect("a Runtime");
+    app.open(crate::model::Screen::Rollout(key.clone()));
+    let row = crate::rows::rollout(&app.data.store, &key, app.now).expect("its rollout");
+    let pods: Vec<String> = row
+        .replica_sets
+        .iter()
+        .flat_map(|rs| rs.pods.iter().map(|p| p.name.clone()))
+        .collect();
+    assert!(!pods.is_empty(), "{key:?} has pods");
+    let pod_key = (key.0.clone(), pods[0].clone());
+    let pod = crate::model::Object::from(app.data.store.pods[&pod_key].to_pod());
+    let mut draw = |app: &mut App| {
+        app.refresh();
+        term.draw(|f| {
+            super::draw(f, app);
+        })
+        .expect("draw");
+        let buf = term.backend().buffer();
+        (0..buf.area.height)
+            .flat_map(|y| (0..buf.area.width).map(move |x| (x, y)))
+            .map(|(x, y)| buf[(x, y)].symbol().to_string())
+            .collect::<String>()
+    };
+    let text = draw(app);
+    assert!(
+        !text.contains(super::rollout::LOADING) && text.contains(&pods[0]),
+        "the Rollout of {key:?} is shown whole:\n{text}"
+    );
+    let (mut events, mut floor) = (Vec::new(), Vec::new());
+    for _ in 0..FRAMES {
+        let t = Instant::now();
+        update(
+            app,
+            Msg::Watch(Kind::Pod, crate::model::WatchEvent::Apply(pod.clone())),
+        );
+        draw(app);
+        events.push(t.elapsed());
+        let t = Instant::now();
+        draw(app);
+        floor.push(t.elapsed());
+    }
+    (median(events), median(floor), pods.len())
 }
 
 /// What the store holds per object of the big kinds: the inline size of
