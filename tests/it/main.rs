@@ -22,6 +22,7 @@ mod chart;
 mod console;
 mod console_get;
 mod console_matrix;
+mod console_scope;
 mod contract_adversary;
 mod crds;
 mod explain;
