@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use berth_shared::api::Runtime;
 use berth_shared::render;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
@@ -244,12 +244,27 @@ async fn clear(client: &Client, namespaces: &[String], pods: bool) {
     }
 }
 
-/// Waits until the garbage collector has removed the pods of the floor's
-/// Deployments (the world's namespaces hold nothing else at that point).
+/// Removes the pods of the floor's Deployments (the world's namespaces
+/// hold nothing else at that point) and waits until none is left. Once
+/// their ReplicaSets are gone (before that they would be made again) the
+/// pods are deleted with no grace period: the garbage collector's delete
+/// would let each sit out its 30 s, which nothing on a kwok node cuts
+/// short.
 async fn no_pods_left(client: &Client, namespace: &str) {
+    let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
+    let any = ListParams::default().limit(1);
+    if !until_empty(&sets, &any, 3600, Duration::from_secs(1)).await {
+        panic!(
+            "the ReplicaSets of the floor's Deployments in {namespace} were not deleted in an hour"
+        );
+    }
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let lp = ListParams::default().limit(1);
-    if until_empty(&api, &lp, 3600, Duration::from_secs(1)).await {
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    let _ = api.delete_collection(&now, &ListParams::default()).await;
+    if until_empty(&api, &any, 3600, Duration::from_secs(1)).await {
         return;
     }
     panic!("the pods of the floor's Deployments in {namespace} were not deleted in an hour");
