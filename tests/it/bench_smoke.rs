@@ -21,7 +21,7 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         churn_pods: 20,
         presses: 5,
         no_console: false,
-        floor_pods: true,
+        floor_paused: false,
         profile: false,
         // The hold path runs too (it prints the table and waits).
         hold_seconds: 1,
@@ -34,12 +34,16 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         "agent: writes in 10 s idle",
         "agent: writes in the idle window",
         "agent: RSS after convergence",
+        "agent: RSS per 1,000 Runtimes",
+        "agent: RSS per 1,000 pods",
         "agent: class deletion reaches",
         "console: `berth get runtimes -A`",
         "console: `berth get rollouts -A`",
         "console: first complete Runtimes frame",
         "console: first complete Retained frame",
         "console: RSS with every view visited",
+        "console: RSS per 1,000 Runtimes",
+        "console: RSS per 1,000 pods",
         "console: CPU while idle",
         "console: CPU while 20 other pods",
         "console model: key press",
@@ -50,10 +54,18 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
             .unwrap_or_else(|| panic!("no figure {name:?} in\n{}", report.render()));
         assert!(f.measured.is_finite() && f.measured >= 0.0, "{name}: {f:?}");
     }
-    for ratio in ["agent: every Runtime observed", "console: first complete"] {
+    // Both convergence figures against a floor that did the same work
+    // (its pods made, then Ready), measured in the same run.
+    for ratio in [
+        "agent: every Runtime observed",
+        "agent: every Runtime Ready",
+        "console: first complete",
+    ] {
+        let r = report.figure(ratio).and_then(|f| f.ratio());
         assert!(
-            report.figure(ratio).and_then(|f| f.ratio()).is_some(),
-            "{ratio} has a floor measured in the same run"
+            r.is_some_and(f64::is_finite),
+            "{ratio} has a floor measured in the same run: {r:?}\n{}",
+            report.render()
         );
     }
     assert!(
@@ -62,15 +74,24 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
             .is_some_and(|f| f.measured > 1e6),
         "the agent's RSS was read from /proc"
     );
-    // Where the CPU went: the control plane's processes were found by
-    // their command lines, each with a floor-window share.
-    for component in ["kube-apiserver", "etcd", "berth-agent"] {
-        let name =
-            format!("cpu while the agent converged (floor: while the floor ran): {component}");
-        let f = report
-            .figure(&name)
-            .unwrap_or_else(|| panic!("no figure {name:?} in\n{}", report.render()));
-        assert!(f.measured > 0.0, "{name}: {f:?}");
+    // Where the CPU went in each phase: the control plane's processes
+    // were found by their command lines, each with its share in the
+    // floor's same phase.
+    for phase in ["every Runtime observed", "every Runtime Ready"] {
+        for component in ["kube-apiserver", "etcd", "berth-agent"] {
+            let name = format!("cpu, agent start → {phase} (floor: ");
+            let f = report
+                .figures
+                .iter()
+                .find(|f| f.name.starts_with(&name) && f.name.ends_with(&format!(": {component}")))
+                .unwrap_or_else(|| {
+                    panic!("no figure {name:?}…{component} in\n{}", report.render())
+                });
+            assert!(f.measured > 0.0, "{}: {f:?}", f.name);
+            if component != "berth-agent" {
+                assert!(f.floor.is_some_and(|v| v > 0.0), "{}: {f:?}", f.name);
+            }
+        }
     }
     // A contract at every size, counted by the apiserver.
     assert_eq!(

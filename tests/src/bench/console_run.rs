@@ -12,7 +12,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use serde_json::json;
 
-use super::figures::{CONSOLE_RSS_TARGET, rss_figure};
+use super::figures::{CONSOLE_RSS_TARGET, growth_figures, rss_figure};
 use super::table::{Figure, Target, Unit};
 use super::{Options, console, process, progress};
 use crate::harness;
@@ -85,10 +85,18 @@ pub async fn console_figures(
             Target::RatioAtMost(1.2),
         ));
     }
+    let rss = process::rss(tui.pid).unwrap_or_default();
     figures.push(rss_figure(
         "console: RSS with every view visited",
-        process::rss(tui.pid).unwrap_or_default(),
+        rss,
         CONSOLE_RSS_TARGET,
+    ));
+    figures.extend(growth_figures(
+        "console",
+        "every view visited",
+        rss,
+        opts.runtimes,
+        opts.runtimes * opts.replicas,
     ));
     let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
     tokio::time::sleep(Duration::from_secs(opts.console_idle_seconds)).await;

@@ -1,5 +1,6 @@
 //! Figures made from process measurements: resident memory against its
-//! target, and where the CPU went against the floor's run.
+//! target and per size of the world, and where the CPU went against the
+//! floor's run.
 
 use super::table::{Figure, Target, Unit};
 use super::{cpu, process};
@@ -20,29 +21,78 @@ pub fn rss_figure(name: &str, rss: process::Rss, target: f64) -> Figure {
     )
 }
 
-/// Where the CPU went while the agent converged, each against the same
-/// component while the floor ran: which process held the cores.
-pub fn cpu_figures(agent: &cpu::Usage, floor: &cpu::Usage) -> Vec<Figure> {
+/// How resident memory grows with the world: `rss` (of `who`, measured
+/// `when`) per 1,000 Runtimes and per 1,000 pods. Plain divisions: the
+/// fixed base (code, runtime) is included, so a small world overstates
+/// the slope; the README projects from two sizes.
+pub fn growth_figures(
+    who: &str,
+    when: &str,
+    rss: process::Rss,
+    runtimes: usize,
+    pods: usize,
+) -> Vec<Figure> {
+    [("Runtimes", runtimes), ("pods", pods)]
+        .into_iter()
+        .map(|(what, n)| {
+            Figure::of(
+                &format!("{who}: RSS per 1,000 {what} ({when}; ÷ {n} {what}, base included)"),
+                Unit::Bytes,
+                rss.total as f64 * 1000.0 / n.max(1) as f64,
+                Target::None,
+            )
+        })
+        .collect()
+}
+
+/// Where the CPU went during one phase (`phase` names the agent's window
+/// and the floor's), each process against the same process in the
+/// floor's window: which process held the cores.
+pub fn cpu_figures(phase: &str, agent: &cpu::Usage, floor: Option<&cpu::Usage>) -> Vec<Figure> {
     let mut out = Vec::new();
     for (name, share) in &agent.cores {
         let mut f = Figure::of(
-            &format!("cpu while the agent converged (floor: while the floor ran): {name}"),
+            &format!("cpu, {phase}: {name}"),
             Unit::Cpu,
             *share,
             Target::None,
         );
-        f.floor = floor.cores.get(name).copied();
+        f.floor = floor.and_then(|u| u.cores.get(name).copied());
         out.push(f);
     }
     if let Some(busy) = agent.machine_busy {
         let mut f = Figure::of(
-            "cpu: the whole machine busy (share of all cores; others' work included)",
+            &format!(
+                "cpu, {phase}: the whole machine busy (share of all cores; others' work included)"
+            ),
             Unit::Cpu,
             busy,
             Target::None,
         );
-        f.floor = floor.machine_busy;
+        f.floor = floor.and_then(|u| u.machine_busy);
         out.push(f);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_is_rss_per_thousand() {
+        let rss = process::Rss {
+            total: 120_000_000,
+            ..Default::default()
+        };
+        let f = growth_figures("agent", "converged", rss, 2000, 20_000);
+        assert_eq!(f.len(), 2);
+        assert!(
+            f[0].name.starts_with("agent: RSS per 1,000 Runtimes"),
+            "{f:?}"
+        );
+        assert!((f[0].measured - 60e6).abs() < 1.0);
+        assert!(f[1].name.starts_with("agent: RSS per 1,000 pods"), "{f:?}");
+        assert!((f[1].measured - 6e6).abs() < 1.0);
+    }
 }

@@ -85,6 +85,9 @@ fn value(unit: Unit, v: f64) -> String {
     match unit {
         Unit::Seconds => format!("{v:.2} s"),
         Unit::Millis => format!("{v:.2} ms"),
+        // Below 10 MB (the per-size figures) one decimal, or the growth
+        // rows would round away their difference between two sizes.
+        Unit::Bytes if v < 10_000_000.0 => format!("{:.1} MB", v / 1_000_000.0),
         Unit::Bytes => format!("{:.0} MB", v / 1_000_000.0),
         Unit::Cpu => format!("{:.1} %", v * 100.0),
         Unit::Count => format!("{v:.0}"),
@@ -161,6 +164,7 @@ mod tests {
             &[
                 Figure::of("agent RSS", Unit::Bytes, 75e6, Target::AtMost(80e6)),
                 Figure::of("idle CPU", Unit::Cpu, 0.02, Target::AtMost(0.01)),
+                Figure::of("per pod", Unit::Bytes, 6.34e6, Target::None),
             ],
         );
         assert!(
@@ -171,5 +175,6 @@ mod tests {
             t.contains("| idle CPU | 2.0 % | - | - | ≤ 1.0 % | NO |"),
             "{t}"
         );
+        assert!(t.contains("| per pod | 6.3 MB | - | - | - | - |"), "{t}");
     }
 }
