@@ -439,14 +439,20 @@ mod tests {
         assert_eq!(conds[0].reason.as_deref(), Some("ReplicaSetUpdated"));
         assert!(conds[0].message.is_none() && conds[0].last_update_time.is_some());
         // The owner index and the classed index.
-        let owned: Vec<_> = store.links.of(Kind::Deployment, "ns", "Runtime", "web").collect();
+        let owned: Vec<_> = store
+            .links
+            .of(Kind::Deployment, "ns", "Runtime", "web")
+            .collect();
         assert_eq!(owned, ["web"]);
         assert!(store.classed.keys(Kind::Deployment).any(|k| *k == key));
         // Details until the whole object is read: the reduced object.
         let Some(Object::Deployment(back)) = store.get(Kind::Deployment, &key) else {
             panic!("a deployment");
         };
-        assert_eq!(Workload::from_deployment(&back), Workload::from_deployment(&full));
+        assert_eq!(
+            Workload::from_deployment(&back),
+            Workload::from_deployment(&full)
+        );
         assert_eq!(back.metadata.uid.as_deref(), Some("u1"));
         assert!(size_of::<SlimDeployment>() * 4 < size_of::<Deployment>());
     }
@@ -468,8 +474,14 @@ mod tests {
                 Workload::from_replica_set(&full, dep_rev),
                 "{rev} {replicas} {dep_rev:?}"
             );
-            assert_eq!(slim.template().and_then(SlimTemplate::image), Some("registry.invalid/web:2"));
-            let owned: Vec<_> = store.links.of(Kind::ReplicaSet, "ns", "Deployment", "web").collect();
+            assert_eq!(
+                slim.template().and_then(SlimTemplate::image),
+                Some("registry.invalid/web:2")
+            );
+            let owned: Vec<_> = store
+                .links
+                .of(Kind::ReplicaSet, "ns", "Deployment", "web")
+                .collect();
             assert_eq!(owned, ["web-abc"]);
         }
         // Bare objects convert too.
@@ -494,7 +506,10 @@ mod tests {
         assert!(Arc::ptr_eq(&ta.annotations, &tb.annotations));
         // Their own labels differ (the hash): so do the analysis's.
         assert!(!Arc::ptr_eq(&a.labels, &b.labels));
-        assert_eq!(a.labels.get("pod-template-hash").map(String::as_str), Some("web-a"));
+        assert_eq!(
+            a.labels.get("pod-template-hash").map(String::as_str),
+            Some("web-a")
+        );
     }
 
     #[test]
