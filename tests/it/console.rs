@@ -260,18 +260,9 @@ async fn console_model_and_get_follow_the_cluster() {
         .await;
     // Only the Runtime's server pods, only in its namespace.
     assert!(
-        scoped
-            .app
-            .data
-            .store
-            .pods
-            .iter()
-            .all(|((n, _), p)| *n == ns.name
-                && p.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get("berth.dev/runtime"))
-                    == Some(&"web".to_string())),
+        scoped.app.data.store.pods.iter().all(
+            |((n, _), p)| *n == ns.name && p.metadata.label("berth.dev/runtime") == Some("web")
+        ),
         "{:?}",
         scoped.app.data.store.pods.keys().collect::<Vec<_>>()
     );

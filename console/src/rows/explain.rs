@@ -109,8 +109,8 @@ fn classes(store: &Store) -> Vec<RuntimeClass> {
 fn workload_of(store: &Store, t: &Target) -> Option<Workload> {
     let k = &t.key;
     Some(match t.kind {
-        Kind::Deployment => Workload::from_deployment(store.deployments.get(k)?),
-        Kind::ReplicaSet => Workload::from_replica_set(store.replicasets.get(k)?, None),
+        Kind::Deployment => store.deployments.get(k)?.workload(),
+        Kind::ReplicaSet => store.replicasets.get(k)?.workload(None),
         Kind::StatefulSet => Workload::from_stateful_set(store.statefulsets.get(k)?),
         Kind::DaemonSet => Workload::from_daemon_set(store.daemonsets.get(k)?),
         Kind::Job => Workload::from_job(store.jobs.get(k)?),

@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use berth_shared::analysis::{self, NodeInfo, RemovalVerdict, Workload, WorkloadSources};
 use berth_shared::decide::{GrantBinding, ObservedClass};
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use serde::Serialize;
 
 use super::NONE;
 use super::table::{Cell, Row, RowRef, RowTone};
 use crate::store::slim::SlimPod;
+use crate::store::slim_apps::{SlimDeployment, SlimReplicaSet};
 use crate::store::{Kind, ObjKey, Store};
 
 /// Every workload the store knows, as the shared analysis sees them.
@@ -32,8 +33,8 @@ pub fn workloads(store: &Store) -> Vec<Workload> {
 
 /// Workloads picked from the store for the shared analysis.
 struct Picked<'a> {
-    deployments: Vec<&'a Deployment>,
-    replica_sets: Vec<&'a ReplicaSet>,
+    deployments: Vec<&'a SlimDeployment>,
+    replica_sets: Vec<&'a SlimReplicaSet>,
     stateful_sets: Vec<&'a StatefulSet>,
     daemon_sets: Vec<&'a DaemonSet>,
     jobs: Vec<&'a Job>,
@@ -42,23 +43,51 @@ struct Picked<'a> {
 }
 
 impl Picked<'_> {
-    /// As the analysis sees them; Pods come last, as `collect` orders
-    /// them (the store keeps them slim, so they are converted from what is
-    /// kept).
+    /// As the analysis sees them, in the order of
+    /// [`WorkloadSources::collect`] (Deployments, ReplicaSets, the other
+    /// kinds, Pods). The kinds the store keeps slim are converted from
+    /// what is kept, their labels shared with the store; ReplicaSets are
+    /// judged against their owning Deployment's revision as `collect`
+    /// judges them.
     fn workloads(&self) -> Vec<Workload> {
-        let mut out = WorkloadSources {
-            deployments: &self.deployments,
-            replica_sets: &self.replica_sets,
-            stateful_sets: &self.stateful_sets,
-            daemon_sets: &self.daemon_sets,
-            jobs: &self.jobs,
-            cron_jobs: &self.cron_jobs,
-            // The console does not watch ControllerRevisions (the agent
-            // does and publishes them as retained workloads of their
-            // class).
-            ..Default::default()
-        }
-        .collect();
+        let revisions: BTreeMap<(&str, &str), &str> = self
+            .deployments
+            .iter()
+            .filter_map(|d| {
+                let m = &d.metadata;
+                Some((
+                    (m.namespace.as_deref().unwrap_or_default(), m.name()),
+                    m.revision()?,
+                ))
+            })
+            .collect();
+        let mut out: Vec<Workload> = self.deployments.iter().map(|d| d.workload()).collect();
+        out.extend(self.replica_sets.iter().map(|rs| {
+            let m = &rs.metadata;
+            let owner_rev = m
+                .owners
+                .iter()
+                .find(|r| r.controller && r.kind == "Deployment")
+                .and_then(|r| {
+                    revisions
+                        .get(&(m.namespace.as_deref().unwrap_or_default(), r.name.as_str()))
+                        .copied()
+                });
+            rs.workload(owner_rev)
+        }));
+        out.extend(
+            WorkloadSources {
+                stateful_sets: &self.stateful_sets,
+                daemon_sets: &self.daemon_sets,
+                jobs: &self.jobs,
+                cron_jobs: &self.cron_jobs,
+                // The console does not watch ControllerRevisions (the
+                // agent does and publishes them as retained workloads of
+                // their class).
+                ..Default::default()
+            }
+            .collect(),
+        );
         out.extend(self.pods.iter().map(|p| p.workload()));
         out
     }
@@ -89,16 +118,12 @@ pub fn classed_workloads(store: &Store) -> Vec<Workload> {
     let owners: Vec<ObjKey> = replica_sets
         .iter()
         .filter_map(|rs| {
-            let r = rs
-                .metadata
-                .owner_references
-                .as_ref()?
+            let m = &rs.metadata;
+            let r = m
+                .owners
                 .iter()
-                .find(|r| r.controller == Some(true) && r.kind == "Deployment")?;
-            Some((
-                rs.metadata.namespace.clone().unwrap_or_default(),
-                r.name.clone(),
-            ))
+                .find(|r| r.controller && r.kind == "Deployment")?;
+            Some((m.namespace.clone().unwrap_or_default(), r.name.clone()))
         })
         .collect();
     deployment_keys.extend(owners.iter());

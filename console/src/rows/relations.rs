@@ -14,6 +14,7 @@ use berth_shared::render::names::label_value;
 
 use super::handlers::bindings;
 use super::table::RowTone;
+use crate::store::meta::SlimMeta;
 use crate::store::{Kind, ObjKey, Store};
 
 /// What a relations screen starts from.
@@ -226,17 +227,27 @@ fn grant_relations(store: &Store, name: &str, class: &str) -> Vec<Related> {
         let (ns, rname) = &rk;
         // The Runtime's own: its label, or (what the agent also sets) its
         // controller owner reference.
+        let ours_by = |n: &ObjKey, owned: bool, runtime: Option<&str>| {
+            &n.0 == ns && (owned || runtime.unwrap_or_default() == label_value(rname))
+        };
         let ours = |n: &ObjKey, meta: &kube::api::ObjectMeta| {
             let owned = meta
                 .owner_references
                 .iter()
                 .flatten()
                 .any(|o| o.controller == Some(true) && o.kind == "Runtime" && o.name == *rname);
-            &n.0 == ns
-                && (owned || label(meta.labels.as_ref(), RUNTIME_LABEL) == label_value(rname))
+            ours_by(n, owned, Some(label(meta.labels.as_ref(), RUNTIME_LABEL)))
+        };
+        // The same for the kinds the store keeps slim.
+        let ours_slim = |n: &ObjKey, meta: &SlimMeta| {
+            let owned = meta
+                .owners
+                .iter()
+                .any(|o| o.controller && o.kind == "Runtime" && o.name == *rname);
+            ours_by(n, owned, meta.label(RUNTIME_LABEL))
         };
         for (k, d) in &store.deployments {
-            if ours(k, &d.metadata) {
+            if ours_slim(k, &d.metadata) {
                 let s = d.status.as_ref();
                 let state = format!(
                     "{}/{} ready",
@@ -275,7 +286,7 @@ fn grant_relations(store: &Store, name: &str, class: &str) -> Vec<Related> {
             }
         }
         for (k, p) in &store.pods {
-            if ours(k, &p.metadata) {
+            if ours_slim(k, &p.metadata) {
                 let node = p.node_name().unwrap_or("-");
                 if let Some(n) = p.node_name() {
                     *nodes.entry(n.to_string()).or_default() += 1;
@@ -346,7 +357,7 @@ fn pod_relations(store: &Store, key: &ObjKey) -> Vec<Related> {
             String::new(),
         ));
     }
-    let runtime = label(pod.metadata.labels.as_ref(), RUNTIME_LABEL);
+    let runtime = pod.metadata.label(RUNTIME_LABEL).unwrap_or_default();
     if w.managed_by_berth && !runtime.is_empty() {
         out.push(Related::obj(
             1,

@@ -4,9 +4,11 @@
 
 use std::collections::BTreeSet;
 
-use berth_shared::api::{RolloutPhase, meta};
+use berth_shared::api::RolloutPhase;
 use berth_shared::sanitize;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+// As the store keeps them (slim): the names below are the kinds'.
+use crate::store::meta::SlimMeta;
+use crate::store::slim_apps::{SlimDeployment as Deployment, SlimReplicaSet as ReplicaSet};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
@@ -82,14 +84,13 @@ pub fn rollout_rows(store: &Store, now: Timestamp) -> Vec<RolloutRow> {
         .collect()
 }
 
-fn revision_of(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Option<String> {
-    meta::revision(meta).map(String::from)
+fn revision_of(meta: &SlimMeta) -> Option<String> {
+    meta.revision().map(String::from)
 }
 
-fn first_image(t: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>) -> String {
-    meta::template_image(t).unwrap_or_else(|| NONE.into())
+fn first_image(t: Option<&crate::store::slim_apps::SlimTemplate>) -> String {
+    t.and_then(|t| t.image())
+        .map_or_else(|| NONE.into(), String::from)
 }
 
 /// The Deployment managed for a Runtime: owned by it (the first by name),
@@ -374,6 +375,7 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use crate::store::Object;
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
     use k8s_openapi::api::core::v1::{ObjectReference, Pod};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use kube::api::ObjectMeta;
@@ -477,13 +479,13 @@ mod tests {
             let dep = store
                 .deployments
                 .iter()
-                .find(|((n, _), d)| n == ns && meta::has_owner(&d.metadata, "Runtime", &row.name))
+                .find(|((n, _), d)| n == ns && d.metadata.has_owner("Runtime", &row.name))
                 .map(|(k, _)| k.1.clone())
                 .unwrap_or_default();
             let want_rss: BTreeSet<String> = store
                 .replicasets
                 .iter()
-                .filter(|((n, _), rs)| n == ns && meta::has_owner(&rs.metadata, "Deployment", &dep))
+                .filter(|((n, _), rs)| n == ns && rs.metadata.has_owner("Deployment", &dep))
                 .map(|(k, _)| k.1.clone())
                 .collect();
             let got_rss: BTreeSet<String> =
@@ -493,9 +495,7 @@ mod tests {
                 let want: Vec<String> = store
                     .pods
                     .iter()
-                    .filter(|((n, _), p)| {
-                        n == ns && meta::has_owner(&p.metadata, "ReplicaSet", &rs.name)
-                    })
+                    .filter(|((n, _), p)| n == ns && p.metadata.has_owner("ReplicaSet", &rs.name))
                     .map(|(k, _)| k.1.clone())
                     .collect();
                 let got: Vec<String> = rs.pods.iter().map(|p| p.name.clone()).collect();

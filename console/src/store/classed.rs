@@ -12,11 +12,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 
 use super::slim::SlimPod;
+use super::slim_apps::{SlimDeployment, SlimReplicaSet};
 use super::{Kind, ObjKey};
 
 /// Keys of the objects that reference a class, per kind.
@@ -69,12 +70,16 @@ pub fn pod(p: &SlimPod) -> bool {
     names_class(p.runtime_class_name())
 }
 
-pub fn deployment(d: &Deployment) -> bool {
-    template(d.spec.as_ref().map(|s| &s.template))
+pub fn deployment(d: &SlimDeployment) -> bool {
+    names_class(
+        d.spec
+            .as_ref()
+            .and_then(|s| s.template.runtime_class_name.as_deref()),
+    )
 }
 
-pub fn replica_set(r: &ReplicaSet) -> bool {
-    template(r.spec.as_ref().and_then(|s| s.template.as_ref()))
+pub fn replica_set(r: &SlimReplicaSet) -> bool {
+    names_class(r.template().and_then(|t| t.runtime_class_name.as_deref()))
 }
 
 pub fn stateful_set(s: &StatefulSet) -> bool {

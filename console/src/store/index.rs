@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Event;
-use kube::ResourceExt;
 
+use super::meta::HasSlimMeta;
 use super::{Kind, ObjKey};
 
 /// `(kind, name)` of what an object points at.
@@ -80,8 +80,9 @@ impl Links {
 }
 
 /// Links of an object by its owner references.
-pub fn owners<K: ResourceExt>(obj: &K) -> Vec<Target> {
-    obj.owner_references()
+pub fn owners<K: HasSlimMeta>(obj: &K) -> Vec<Target> {
+    obj.slim_meta()
+        .owners
         .iter()
         .map(|r| (r.kind.clone(), r.name.clone()))
         .collect()

@@ -2,7 +2,8 @@
 //! as the (reduced, sanitized) object itself; Pods, the bulk of a cluster,
 //! as a [`super::slim::SlimPod`] of the few fields the console reads,
 //! because a k8s-openapi `Pod` is ~4 kB inline even when nearly every
-//! field is absent.
+//! field is absent; Deployments and ReplicaSets likewise
+//! ([`super::slim_apps`]).
 
 /// A stored form of objects of type `T`.
 pub trait Kept<T>: Sized {
@@ -14,15 +15,22 @@ pub trait Kept<T>: Sized {
     /// [`super::Store::get`] hands out (for the Details summary, a relist
     /// that keeps what scoped watches hold).
     fn object(&self) -> T;
+
+    /// The store's key of the object.
+    fn key(&self) -> super::ObjKey;
 }
 
 /// Kinds kept as they are.
-impl<T: Clone> Kept<T> for T {
+impl<T: Clone + kube::ResourceExt> Kept<T> for T {
     fn keep(obj: Box<T>) -> Box<T> {
         obj
     }
 
     fn object(&self) -> T {
         self.clone()
+    }
+
+    fn key(&self) -> super::ObjKey {
+        super::key_of(self)
     }
 }

@@ -1,16 +1,20 @@
 //! The console's copy of the cluster: one map per watched kind, filled from
 //! watch events (the app task is the reflector's store). Every object in
 //! here went through [`ingest::admit`] first: reduced to what the views
-//! read ([`compact`]), stripped and sanitized; Pods are then kept slimmer
-//! still ([`slim`], see [`kept`]). The bottom layer: it imports nothing
+//! read ([`compact`]), stripped and sanitized; Pods, Deployments and
+//! ReplicaSets are then kept slimmer still ([`slim`], [`slim_apps`], see
+//! [`kept`]), their label maps shared ([`intern`]). The bottom layer: it imports nothing
 //! else of the console.
 
 pub mod classed;
 pub mod compact;
 pub mod index;
 pub mod ingest;
+pub mod intern;
 pub mod kept;
+pub mod meta;
 pub mod slim;
+pub mod slim_apps;
 pub mod visit;
 
 use std::collections::BTreeMap;
@@ -25,6 +29,7 @@ use kube::ResourceExt;
 
 use kept::Kept;
 use slim::SlimPod;
+use slim_apps::{SlimDeployment, SlimReplicaSet};
 
 /// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
 pub type ObjKey = (String, String);
@@ -115,7 +120,7 @@ macro_rules! kinds {
 
             /// The object's key.
             pub fn key(&self) -> ObjKey {
-                match self { $( Stored::$variant(o) => key_of(o.as_ref()), )* }
+                match self { $( Stored::$variant(o) => Kept::<$ty>::key(o.as_ref()), )* }
             }
         }
 
@@ -154,7 +159,7 @@ macro_rules! kinds {
                 let obj: Stored = obj.into();
                 self.touch(obj.kind());
                 match obj { $( Stored::$variant(o) => {
-                    let key = key_of(o.as_ref());
+                    let key = Kept::<$ty>::key(o.as_ref());
                     let links = $links(o.as_ref());
                     self.classed.set(Kind::$variant, &key, $classed(o.as_ref()));
                     if let Some(old) = self.$field.insert(key.clone(), o) {
@@ -242,8 +247,8 @@ kinds! {
     RuntimeClass => RuntimeClass as RuntimeClass, classes, "RuntimeClass", false, index::none, classed::never;
     Node => Node as Node, nodes, "Node", false, index::none, classed::never;
     Pod => Pod as SlimPod, pods, "Pod", true, index::owners, classed::pod;
-    Deployment => Deployment as Deployment, deployments, "Deployment", true, index::owners, classed::deployment;
-    ReplicaSet => ReplicaSet as ReplicaSet, replicasets, "ReplicaSet", true, index::owners, classed::replica_set;
+    Deployment => Deployment as SlimDeployment, deployments, "Deployment", true, index::owners, classed::deployment;
+    ReplicaSet => ReplicaSet as SlimReplicaSet, replicasets, "ReplicaSet", true, index::owners, classed::replica_set;
     StatefulSet => StatefulSet as StatefulSet, statefulsets, "StatefulSet", true, index::none, classed::stateful_set;
     DaemonSet => DaemonSet as DaemonSet, daemonsets, "DaemonSet", true, index::none, classed::daemon_set;
     Job => Job as Job, jobs, "Job", true, index::none, classed::job;

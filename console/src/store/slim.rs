@@ -10,11 +10,12 @@
 //! so that [`SlimPod::to_pod`] gives back exactly the reduced Pod (the
 //! Details summary shows it until the whole object is read).
 
-use berth_shared::analysis::Workload;
+use berth_shared::analysis::{Workload, WorkloadKind};
+use berth_shared::render::RUNTIME_PROFILE_ANNOTATION;
 use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatus};
-use kube::api::ObjectMeta;
 
 use super::kept::Kept;
+use super::meta::SlimMeta;
 
 /// The `type` of the condition kept.
 const READY: &str = "Ready";
@@ -22,11 +23,10 @@ const READY: &str = "Ready";
 /// A Pod reduced to what the console reads.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SlimPod {
-    /// As [`super::compact`] left it (berth's annotations only, no
-    /// managed fields or finalizers). Kept whole rather than as a few
-    /// strings: the owner index, keys and the analysis read it as
-    /// `ObjectMeta`, and it is ~0.3 kB of the ~0.5 kB kept per Pod.
-    pub metadata: ObjectMeta,
+    /// What [`SlimMeta`] keeps of the metadata [`super::compact`] left
+    /// (berth's annotations only); the labels and annotations shared with
+    /// the other Pods of its ReplicaSet ([`super::intern`]).
+    pub metadata: SlimMeta,
     /// `spec`, when the Pod had one.
     pub spec: Option<SlimSpec>,
     /// `status`, when the Pod had one.
@@ -44,13 +44,22 @@ pub struct SlimSpec {
     pub container: Option<SlimContainer>,
 }
 
-/// The first container of a Pod.
+/// The first container of a Pod (or of a pod template).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SlimContainer {
     /// `name`.
     pub name: String,
     /// `image`.
     pub image: Option<String>,
+}
+
+impl From<Container> for SlimContainer {
+    fn from(c: Container) -> Self {
+        SlimContainer {
+            name: c.name,
+            image: c.image,
+        }
+    }
 }
 
 /// What is kept of a Pod's `status`.
@@ -91,18 +100,34 @@ impl SlimPod {
     /// [`Workload::from_pod`] would see [`SlimPod::to_pod`], without
     /// building that).
     pub fn workload(&self) -> Workload {
-        Workload::from_pod_parts(
-            &self.metadata,
-            self.runtime_class_name(),
-            self.phase(),
-            self.ready(),
-        )
+        let m = &self.metadata;
+        let terminated = self
+            .phase()
+            .is_some_and(|ph| ph == "Succeeded" || ph == "Failed");
+        Workload {
+            kind: WorkloadKind::Pod,
+            namespace: m.namespace.clone().unwrap_or_default(),
+            name: m.name.clone().unwrap_or_default(),
+            runtime_class: self
+                .runtime_class_name()
+                .filter(|c| !c.is_empty())
+                .map(str::to_string),
+            replicas: i32::from(!terminated),
+            ready: i32::from(self.ready()),
+            managed_by_berth: m.is_managed(),
+            owner: m.controller(),
+            is_rollback_revision: false,
+            suspended: false,
+            runtime_profile: m.annotation(RUNTIME_PROFILE_ANNOTATION).map(str::to_string),
+            // Shared with the store: no copy.
+            labels: m.labels.clone(),
+        }
     }
 
     /// The Pod as [`super::compact`] reduces it.
     pub fn to_pod(&self) -> Pod {
         Pod {
-            metadata: self.metadata.clone(),
+            metadata: self.metadata.to_meta(),
             spec: self.spec.as_ref().map(|s| PodSpec {
                 runtime_class_name: s.runtime_class_name.clone(),
                 node_name: s.node_name.clone(),
@@ -141,14 +166,11 @@ impl From<Pod> for SlimPod {
             status,
         } = pod;
         SlimPod {
-            metadata,
+            metadata: SlimMeta::from(metadata),
             spec: spec.map(|s| SlimSpec {
                 runtime_class_name: s.runtime_class_name,
                 node_name: s.node_name,
-                container: s.containers.into_iter().next().map(|c| SlimContainer {
-                    name: c.name,
-                    image: c.image,
-                }),
+                container: s.containers.into_iter().next().map(SlimContainer::from),
             }),
             status: status.map(|s| {
                 // The API server keeps one condition per type; should a
@@ -182,30 +204,9 @@ impl Kept<Pod> for SlimPod {
     fn object(&self) -> Pod {
         self.to_pod()
     }
-}
 
-// A SlimPod is a Pod's identity and metadata: as a kube `Resource` (the
-// Pod's kind and version) it has the key, owner references and labels
-// that the store's index and generic helpers read through `ResourceExt`.
-// It cannot be read from the API (it does not deserialize).
-impl k8s_openapi::Resource for SlimPod {
-    const API_VERSION: &'static str = <Pod as k8s_openapi::Resource>::API_VERSION;
-    const GROUP: &'static str = <Pod as k8s_openapi::Resource>::GROUP;
-    const KIND: &'static str = <Pod as k8s_openapi::Resource>::KIND;
-    const VERSION: &'static str = <Pod as k8s_openapi::Resource>::VERSION;
-    const URL_PATH_SEGMENT: &'static str = <Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT;
-    type Scope = <Pod as k8s_openapi::Resource>::Scope;
-}
-
-impl k8s_openapi::Metadata for SlimPod {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
+    fn key(&self) -> super::ObjKey {
+        self.metadata.key()
     }
 }
 
@@ -213,7 +214,7 @@ impl k8s_openapi::Metadata for SlimPod {
 mod tests {
     use super::super::compact::tests::{from, full_pod};
     use super::*;
-    use crate::store::{Kind, Object, Store, Stored, ingest, key_of};
+    use crate::store::{Kind, Object, Store, Stored, ingest};
     use berth_shared::api::meta::pod_ready;
 
     /// The Pod as the store keeps it, the way every watched Pod gets there.
@@ -236,7 +237,7 @@ mod tests {
         assert_eq!(slim.node_name(), Some("node-3"));
         assert_eq!(slim.runtime_class_name(), Some("kata"));
         let key = ("ns".to_string(), "web-1".to_string());
-        assert_eq!(key_of(&slim), key);
+        assert_eq!(slim.metadata.key(), key);
         let owned: Vec<_> = store
             .links
             .of(Kind::Pod, "ns", "ReplicaSet", "web-abc")
@@ -244,22 +245,25 @@ mod tests {
         assert_eq!(owned, ["web-1"]);
         assert_eq!(slim.metadata.uid.as_deref(), Some("u1"));
         // Only berth's annotations, no finalizers; the first container.
-        let ann = slim.metadata.annotations.as_ref().expect("annotations");
+        let ann = &slim.metadata.annotations;
         assert_eq!(ann.len(), 1, "{ann:?}");
-        assert!(slim.metadata.finalizers.is_none());
         let c = slim.spec.as_ref().and_then(|s| s.container.as_ref());
         assert_eq!(c.map(|c| c.name.as_str()), Some("app"));
         assert_eq!(
             c.and_then(|c| c.image.as_deref()),
             Some("registry.invalid/web:2")
         );
-        // What the store hands out is the Pod as compaction left it.
+        // What the store hands out is the Pod as compaction left it, but
+        // for its owner references' apiVersion and uid (not kept).
         let Some(Object::Pod(got)) = store.get(Kind::Pod, &key) else {
             panic!("a pod");
         };
-        let Some(Object::Pod(reduced)) = ingest::admit(full) else {
+        let Some(Object::Pod(mut reduced)) = ingest::admit(full) else {
             panic!("a pod");
         };
+        for r in reduced.metadata.owner_references.iter_mut().flatten() {
+            (r.api_version, r.uid) = Default::default();
+        }
         assert_eq!(got, reduced);
         assert!(pod_ready(&got));
         // The point of it all: a fraction of a Pod's inline size.
@@ -359,7 +363,7 @@ mod tests {
         assert_eq!(slim.phase(), Some("Running"));
         let image = slim.spec.as_ref().and_then(|s| s.container.as_ref());
         assert_eq!(image.and_then(|c| c.image.as_deref()), Some("img:1"));
-        let labels = slim.metadata.labels.as_ref().expect("labels");
+        let labels = &slim.metadata.labels;
         assert_eq!(labels.get("app").map(String::as_str), Some("web"));
     }
 }

@@ -230,8 +230,10 @@ fn rollout_event_to_frame(
 /// resulting estimate for the kind. A guide to where the RSS goes, not an
 /// exact count (allocator overhead and map nodes come on top).
 fn print_store_sizes(store: &crate::store::Store) {
+    use crate::store::kept::Kept;
     use crate::store::slim::SlimPod;
-    use k8s_openapi::api::core::v1::Container;
+    use crate::store::slim_apps::{SlimDeployment, SlimReplicaSet, SlimTemplate};
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
     use std::mem::size_of;
     fn json_bytes(objs: impl Iterator<Item = impl serde::Serialize>) -> usize {
         objs.map(|o| serde_json::to_vec(&o).map_or(0, |v| v.len()))
@@ -247,18 +249,27 @@ fn print_store_sizes(store: &crate::store::Store) {
             json_bytes(store.pods.values().map(|p| p.to_pod())),
         ),
         (
+            // Kept slim too, their data weighed as the reduced objects.
             "ReplicaSet",
             store.replicasets.len(),
-            size_of::<k8s_openapi::api::apps::v1::ReplicaSet>()
-                + size_of::<k8s_openapi::api::core::v1::PodTemplateSpec>()
-                + size_of::<Container>(),
-            json_bytes(store.replicasets.values()),
+            size_of::<SlimReplicaSet>() + size_of::<SlimTemplate>(),
+            json_bytes(
+                store
+                    .replicasets
+                    .values()
+                    .map(|r| Kept::<ReplicaSet>::object(r.as_ref())),
+            ),
         ),
         (
             "Deployment",
             store.deployments.len(),
-            size_of::<k8s_openapi::api::apps::v1::Deployment>() + size_of::<Container>(),
-            json_bytes(store.deployments.values()),
+            size_of::<SlimDeployment>(),
+            json_bytes(
+                store
+                    .deployments
+                    .values()
+                    .map(|d| Kept::<Deployment>::object(d.as_ref())),
+            ),
         ),
         (
             "Runtime",
@@ -274,10 +285,11 @@ fn print_store_sizes(store: &crate::store::Store) {
         ),
     ];
     println!(
-        "(a Pod is kept as a SlimPod of {} B inline, {} B of it its ObjectMeta; \
+        "(a Pod is kept as a SlimPod of {} B inline, {} B of it its SlimMeta \
+         (its label and annotation maps shared with its ReplicaSet's other Pods); \
          a k8s-openapi Pod is {} B)",
         size_of::<SlimPod>(),
-        size_of::<kube::api::ObjectMeta>(),
+        size_of::<crate::store::meta::SlimMeta>(),
         size_of::<k8s_openapi::api::core::v1::Pod>()
     );
     println!("kind         count  inline B/obj  JSON B/obj  ≈ MB (inline + 2×JSON)");

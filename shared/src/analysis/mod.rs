@@ -42,5 +42,5 @@ pub use report::{
     class_usage, covered_by_grant, handler_reports, removal_verdict, retained,
 };
 pub use workload::{
-    MANAGED_BY_LABEL, Owner, REVISION_ANNOTATION, Workload, WorkloadKind, WorkloadSources,
+    Labels, MANAGED_BY_LABEL, Owner, REVISION_ANNOTATION, Workload, WorkloadKind, WorkloadSources,
 };

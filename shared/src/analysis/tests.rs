@@ -627,8 +627,9 @@ fn retained_workloads() {
     let default_runtime = Workload::from_deployment(&deployment("y", None, 1, 1, "1"));
     let mut other_identity = covered.clone();
     other_identity.name = "imposter".into();
-    other_identity
-        .labels
+    // Labels are shared between clones: changing the copy's must leave
+    // `covered`'s as they are (it stays covered below).
+    std::sync::Arc::make_mut(&mut other_identity.labels)
         .insert("berth.dev/service".into(), "other".into());
     let ws = vec![
         covered.clone(),

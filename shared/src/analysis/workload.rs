@@ -1,6 +1,7 @@
 //! Adapters from the Kubernetes workload kinds to one plain [`Workload`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
@@ -57,6 +58,14 @@ impl std::fmt::Display for WorkloadKind {
     }
 }
 
+/// A workload's labels, shared: a [`Workload`] is cloned per report and
+/// rebuilt per view refresh, and its labels were most of that work (the
+/// console's event-to-frame profile was mostly label-map clones). Behind
+/// an `Arc`, a clone is a reference count; a caller that keeps workloads'
+/// labels as `Labels` already (the console's store) builds a `Workload`
+/// without copying them at all. Change one with [`Arc::make_mut`].
+pub type Labels = Arc<BTreeMap<String, String>>;
+
 /// The controller owner of a workload (`ownerReferences[controller=true]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Owner {
@@ -105,7 +114,7 @@ pub struct Workload {
     pub runtime_profile: Option<String>,
     /// The pod template's labels overlaid with the object's own (berth's
     /// identity labels among them).
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
 }
 
 impl Workload {
@@ -344,7 +353,7 @@ fn base(
                 .and_then(|m| m.labels.clone())
                 .unwrap_or_default();
             labels.extend(meta.labels.clone().unwrap_or_default());
-            labels
+            Arc::new(labels)
         },
     }
 }

@@ -424,7 +424,7 @@ fn workload(managed: bool, profile: Option<&str>, class: Option<&str>) -> Worklo
         is_rollback_revision: false,
         suspended: false,
         runtime_profile: profile.map(str::to_string),
-        labels,
+        labels: labels.into(),
     }
 }
 

@@ -109,7 +109,7 @@ fn workload(name: &str, managed: bool, profile: Option<&str>) -> Workload {
         is_rollback_revision: false,
         suspended: false,
         runtime_profile: profile.map(str::to_string),
-        labels,
+        labels: labels.into(),
     }
 }
 

@@ -362,7 +362,7 @@ fn a_class_still_used_by_a_rollback_revision_stays_needed() {
         is_rollback_revision: true,
         suspended: false,
         runtime_profile: Some("bw".into()),
-        labels: BTreeMap::new(),
+        labels: Default::default(),
     };
     let workloads = vec![rs];
     let cluster = Cluster {

@@ -213,7 +213,7 @@ fn a_foreign_deployment_keeps_what_is_read_and_drops_the_rest() {
 /// The part of a workload the analysis reads: of its labels only berth's
 /// (`covered_by_grant` reads the identity labels, nothing reads the rest).
 fn read(mut w: Workload) -> Workload {
-    w.labels
+    std::sync::Arc::make_mut(&mut w.labels)
         .retain(|k, _| k == MANAGED_BY_LABEL || k.starts_with("berth.dev/"));
     w
 }
