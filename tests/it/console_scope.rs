@@ -161,18 +161,18 @@ async fn event(ns: &TestNamespace, name: &str, about: &str) {
 /// outside `ns`, or in it without the server selector.
 fn strays(app: &App, ns: &str) -> Vec<String> {
     let s = &app.data.store;
-    let server = |l: Option<&BTreeMap<String, String>>| {
+    let server = |l: &BTreeMap<String, String>| {
         let sel = berth_shared::render::labels::selector("web");
-        l.is_some_and(|l| sel.iter().all(|(k, v)| l.get(k) == Some(v)))
+        sel.iter().all(|(k, v)| l.get(k) == Some(v))
     };
     let mut out = Vec::new();
     for ((n, name), p) in &s.pods {
-        if n != ns || !server(p.metadata.labels.as_ref()) {
+        if n != ns || !server(&p.metadata.labels) {
             out.push(format!("Pod {n}/{name}"));
         }
     }
     for ((n, name), r) in &s.replicasets {
-        if n != ns || !server(r.metadata.labels.as_ref()) {
+        if n != ns || !server(&r.metadata.labels) {
             out.push(format!("ReplicaSet {n}/{name}"));
         }
     }
