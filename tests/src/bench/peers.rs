@@ -232,18 +232,13 @@ mod tests {
                 Target::AtMost(150e6),
             ),
         ];
-        let r = rows(
-            "k9s",
-            &run(),
-            400,
-            Duration::from_secs(1),
-            20,
-            &figures,
-        );
+        let r = rows("k9s", &run(), 400, Duration::from_secs(1), 20, &figures);
         place(&mut figures, r);
         let names: Vec<&str> = figures.iter().map(|f| f.name.as_str()).collect();
         assert!(names[4].starts_with("peer k9s: pods view shows every pod (400)"));
-        assert!(names[5].starts_with("berth Runtimes first frame (from its start) / k9s pods view"));
+        assert!(
+            names[5].starts_with("berth Runtimes first frame (from its start) / k9s pods view")
+        );
         assert!(names[6].starts_with("berth Handlers first frame (from its key) / k9s pods view"));
         assert!(names[7].starts_with("berth Retained first frame (from its key) / k9s pods view"));
         assert!(names[8].starts_with("peer k9s: RSS after use (scrolled; anon 60 MB"));

@@ -175,7 +175,12 @@ mod tests {
     fn k9s_runs_with_a_scratch_home_on_the_pods_view() {
         let dir = std::env::temp_dir().join(format!("berth-k9s-script-{}", std::process::id()));
         let text = script(Path::new("/c/k9s"), Path::new("/k/config"), &dir);
-        for var in ["HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"] {
+        for var in [
+            "HOME",
+            "XDG_CONFIG_HOME",
+            "XDG_STATE_HOME",
+            "XDG_CACHE_HOME",
+        ] {
             assert!(
                 text.contains(&format!("export {var}='{}", dir.join("home").display())),
                 "{var}: {text}"

@@ -21,9 +21,10 @@ pub fn k9s_count(screen: &str, resource: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
-    /// A k9s v0.50.16 screen captured by `berth-bench --peers` (100
-    /// Runtimes × 4 replicas, 20 nodes) once its pods view showed every pod.
-    const FIXTURE_PODS: usize = 0;
+    /// A k9s v0.50.16 screen (160×50, tmux capture-pane) on the
+    /// all-namespaces pods view of a local cluster holding 8 pods, started
+    /// as `berth-bench --peers` starts it, once it showed every pod.
+    const FIXTURE_PODS: usize = 8;
     const COMPLETE: &str = include_str!("fixtures/k9s-pods-complete.txt");
 
     #[test]
