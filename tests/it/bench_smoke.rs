@@ -25,6 +25,8 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         profile: false,
         // The hold path runs too (it prints the table and waits).
         hold_seconds: 1,
+        // The peers are built only by hand (README "Benchmark").
+        peers: false,
     };
     let report = bench::run(&opts).await;
     println!("{}", report.render());

@@ -18,6 +18,10 @@
 # kubelet, containerd, the CNI plugins, runc, gVisor and the test
 # application's image; the kwok-only tests never need them.
 #
+# With --peers it also builds the peer consoles that `berth-bench --peers`
+# measures beside berth's console: k9s, from its Go module in the same way.
+# CI does not pass it (the build costs minutes CI does not spend).
+#
 # BERTH_K8S_BIN_DIR=/some/dir skips building altogether: that directory must
 # hold etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
 # kubectl (the harness checks each and names the missing one), and may hold
@@ -25,7 +29,14 @@
 set -euo pipefail
 
 real_node=0
-[[ "${1:-}" == "--real-node" ]] && real_node=1
+peers=0
+for arg in "$@"; do
+  case "$arg" in
+    --real-node) real_node=1 ;;
+    --peers) peers=1 ;;
+    *) echo "build.sh: unknown option $arg (known: --real-node, --peers)" >&2; exit 2 ;;
+  esac
+done
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
@@ -41,6 +52,7 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   [[ -x "$BERTH_K8S_BIN_DIR/helm" ]] && echo "helm=$BERTH_K8S_BIN_DIR/helm"
   [[ -x "$BERTH_K8S_BIN_DIR/kube-score" ]] && echo "kube-score=$BERTH_K8S_BIN_DIR/kube-score"
   [[ -x "$BERTH_K8S_BIN_DIR/promtool" ]] && echo "promtool=$BERTH_K8S_BIN_DIR/promtool"
+  [[ -x "$BERTH_K8S_BIN_DIR/k9s" ]] && echo "k9s=$BERTH_K8S_BIN_DIR/k9s"
   # The real node's components are not taken from here (--real-node then
   # reports its kubelet missing): they are always built.
   (( real_node )) && echo "BERTH_K8S_BIN_DIR covers the control plane only; unset it for a real node" >&2
@@ -109,6 +121,14 @@ build kube-score "$KUBE_SCORE_VERSION" kube-score kube-score github.com/zegl/kub
 # promtool (tests/it/alerts.rs, dashboard.rs); kept last. Cold: about 20
 # minutes on two busy cores (1197 s measured with an empty GOCACHE).
 build promtool "$PROMETHEUS_VERSION" promtool promtool github.com/prometheus/prometheus/cmd/promtool "-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" remove_all_sd
+if (( peers )); then
+  # k9s, the peer console (tests/src/bench/peers.rs). Its main package is
+  # the module's root.
+  build k9s "$K9S_VERSION" k9s k9s github.com/derailed/k9s "-X github.com/derailed/k9s/cmd.version=$K9S_VERSION -X github.com/derailed/k9s/cmd.commit=$K9S_VERSION -X github.com/derailed/k9s/cmd.date=1970-01-01T00:00:00Z"
+elif [[ -x "$cache/k9s-$K9S_VERSION/k9s" ]]; then
+  # Built by an earlier `--peers`: named, so that berth-bench finds it.
+  echo "k9s=$cache/k9s-$K9S_VERSION/k9s"
+fi
 if (( real_node )); then
   # shellcheck source=node-build.sh
   source "$here/node-build.sh"

@@ -9,6 +9,7 @@ mod console_run;
 pub mod cpu;
 mod figures;
 pub mod floor;
+pub mod peers;
 pub mod process;
 pub mod table;
 mod wait;
@@ -88,6 +89,11 @@ pub struct Options {
     /// the console at this size by hand (README "Where the memory goes").
     #[arg(long, default_value_t = 0)]
     pub hold_seconds: u64,
+    /// Also measure the peer consoles (k9s) on the same cluster, after
+    /// berth's console: built by `tests/k8s/build.sh --peers` (README
+    /// "Benchmark").
+    #[arg(long)]
+    pub peers: bool,
 }
 
 /// A line on standard error: how far the run is.
@@ -147,6 +153,8 @@ pub async fn run(opts: &Options) -> Report {
     let client = cluster.admin_client().await;
     let work = cluster.dir.join("bench");
     std::fs::create_dir_all(&work).expect("bench directory");
+    // Before anything is measured: a missing peer fails now, not at the end.
+    let peers = opts.peers.then(|| peers::Peers::find(&work));
 
     let plan = size.plan();
     progress(started, &format!("creating {} Runtimes", plan.len()));
@@ -188,6 +196,10 @@ pub async fn run(opts: &Options) -> Report {
             )
             .await,
         );
+    }
+    if let Some(peers) = &peers {
+        let (k, w) = (&cluster.kubeconfig, &work);
+        peers::measure(started, opts, &client, k, w, peers, &mut figures).await;
     }
     let title = format!(
         "berth-bench: {} Runtimes ({} granted over {} classes) × {} replicas = {} pods, {} nodes, \
