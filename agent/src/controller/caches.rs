@@ -481,9 +481,23 @@ where
 /// inside the client's read timeout (see [`crate::kube_client::READ_TIMEOUT`]),
 /// and lists come in pages of [`LIST_PAGE_SIZE`].
 pub fn watch_config() -> watcher::Config {
-    watcher::Config::default()
+    let config = watcher::Config::default()
         .timeout(crate::kube_client::WATCH_TIMEOUT_SECONDS)
-        .page_size(LIST_PAGE_SIZE)
+        .page_size(LIST_PAGE_SIZE);
+    if STREAMING_LISTS.load(std::sync::atomic::Ordering::Relaxed) {
+        config.streaming_lists()
+    } else {
+        config
+    }
+}
+
+/// `--streaming-lists`: set once at start, before any watch is made (a
+/// process-wide switch rather than a parameter of every cache's row).
+static STREAMING_LISTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every cache fill with a streaming list (see `run::Args`).
+pub fn set_streaming_lists(on: bool) {
+    STREAMING_LISTS.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Objects per page of a cache's (re)list. Every page is parsed whole,
