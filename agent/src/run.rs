@@ -106,7 +106,7 @@ pub struct RunArgs {
     #[arg(long, env = "BERTH_WATCH_BARE_PODS")]
     pub watch_bare_pods: bool,
     /// Fill every cache with a streaming list (a watch with
-    /// `sendInitialEvents`, Kubernetes 1.34+) instead of paged lists: no
+    /// `sendInitialEvents`: the apiserver's WatchList feature) instead of paged lists: no
     /// list page is parsed whole (README "How the agent's memory grows").
     #[arg(long, env = "BERTH_STREAMING_LISTS")]
     pub streaming_lists: bool,
