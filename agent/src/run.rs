@@ -105,6 +105,11 @@ pub struct RunArgs {
     /// that bare pods were not checked.
     #[arg(long, env = "BERTH_WATCH_BARE_PODS")]
     pub watch_bare_pods: bool,
+    /// Fill every cache with a streaming list (a watch with
+    /// `sendInitialEvents`: the apiserver's WatchList feature) instead of paged lists: no
+    /// list page is parsed whole (README "How the agent's memory grows").
+    #[arg(long, env = "BERTH_STREAMING_LISTS")]
+    pub streaming_lists: bool,
     /// Serve the validating admission webhook (HTTPS) on this address.
     #[arg(long, value_name = "ADDR")]
     pub webhook_listen: Option<SocketAddr>,
@@ -340,6 +345,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             instance: Some(identity.clone()),
         },
     );
+    controller::caches::set_streaming_lists(args.streaming_lists);
     let started = controller::start(
         client.clone(),
         grants.clone(),

@@ -24,8 +24,10 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{PredicateConfig, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::bodies::Bodies;
 use super::context::{self, Stores};
 use super::watch_backoff::WatchBackoff;
 use super::{index, list_progress, names, reduce};
@@ -86,23 +88,26 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     // controls instead of scanning the kind's whole cache.
     let owners = context::OwnerIndexes::default();
     let taken = context::TakenNames::default();
+    let bodies = context::OwnedBodies::default();
     let o = &owners;
     let t = &taken;
+    let b = &bodies;
 
     // The table: one row per cache.
     // Label-filtered: berth's own objects, with every taken name indexed.
-    let (config_maps, cm_s) = managed::<ConfigMap>(c, &scope, &t.config_maps, None);
-    let (service_accounts, sa_s) = managed::<ServiceAccount>(c, &scope, &t.service_accounts, None);
-    let (services, svc_s) = managed::<Service>(c, &scope, &t.services, None);
-    let (pdbs, pdb_s) = managed::<PodDisruptionBudget>(c, &scope, &t.pdbs, None);
-    let (network_policies, np_s) = managed::<NetworkPolicy>(
+    let (config_maps, cm_s) = managed(c, &scope, &t.config_maps, &b.config_maps, None);
+    let (service_accounts, sa_s) =
+        managed(c, &scope, &t.service_accounts, &b.service_accounts, None);
+    let (services, svc_s) = managed(c, &scope, &t.services, &b.services, None);
+    let (pdbs, pdb_s) = managed(c, &scope, &t.pdbs, &b.pdbs, None);
+    let (network_policies, np_s) = managed(
         c,
         &scope,
         &t.network_policies,
+        &b.network_policies,
         Some(o.network_policies.clone()),
     );
-    let (hpas, hpa_s) =
-        managed::<HorizontalPodAutoscaler>(c, &scope, &t.hpas, Some(o.hpas.clone()));
+    let (hpas, hpa_s) = managed(c, &scope, &t.hpas, &b.hpas, Some(o.hpas.clone()));
     // Workloads of every party: reduced to what reconcile and the analysis
     // read before they enter the caches (see `reduce`).
     // Each also wakes the grants publisher when what it reads changes.
@@ -113,6 +118,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         ns_api(c, &scope),
         all(),
         reduce::deployment,
+        Some(b.deployments.clone()),
         None,
         w(wake, fingerprint::deployment),
     );
@@ -120,6 +126,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         ns_api(c, &scope),
         all(),
         reduce::replica_set,
+        None,
         Some(o.replica_sets.clone()),
         w(wake, fingerprint::replica_set),
     );
@@ -127,6 +134,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         ns_api(c, &scope),
         all(),
         reduce::job,
+        None,
         Some(o.jobs.clone()),
         w(wake, fingerprint::job),
     );
@@ -134,6 +142,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         ns_api(c, &scope),
         all(),
         reduce::cron_job,
+        None,
         Some(o.cron_jobs.clone()),
         w(wake, fingerprint::cron_job),
     );
@@ -142,6 +151,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         all(),
         reduce::stateful_set,
         None,
+        None,
         w(wake, fingerprint::stateful_set),
     );
     let (daemon_sets, ds_s) = cache(
@@ -149,12 +159,14 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         all(),
         reduce::daemon_set,
         None,
+        None,
         w(wake, fingerprint::daemon_set),
     );
     let (controller_revisions, cr_s) = cache(
         ns_api(c, &scope),
         all(),
         strip_revision,
+        None,
         None,
         w(wake, fingerprint::controller_revision),
     );
@@ -164,12 +176,14 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         all(),
         reduce::strip,
         None,
+        None,
         w(wake, fingerprint::runtime_class),
     );
     let (nodes, node_s) = cache(
         Api::all(c.clone()),
         all(),
         reduce::node,
+        None,
         None,
         w(wake, fingerprint::node),
     );
@@ -180,6 +194,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         Api::all(c.clone()),
         all(),
         reduce::strip,
+        None,
         None,
         w(wake, fingerprint::namespace),
     );
@@ -253,6 +268,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         controller_revisions,
         owners,
         taken,
+        bodies,
     };
     Caches {
         stores,
@@ -298,22 +314,39 @@ fn strip_revision(rev: &mut ControllerRevision) {
 }
 
 /// One cache: a reflector of `api` whose objects are reduced by `reduce`
-/// before they enter the store, feeding the owner `index` (if any) and
-/// the grants publisher's `changes` (if any) from the same events right
-/// after the store applied each. Returns the store
+/// before they enter the store (the whole ones of the Runtimes' own
+/// objects first kept compact in `bodies`, if any), feeding the owner
+/// `index` (if any) and the grants publisher's `changes` (if any) from the
+/// same events right after the store applied each. Returns the store
 /// and its (to be polled) stream of applied objects.
 fn cache<K>(
     api: Api<K>,
     config: watcher::Config,
     reduce: fn(&mut K),
+    bodies: Option<Bodies<K>>,
     index: Option<index::OwnerIndex<K>>,
     changes: Option<Arc<Changes<K>>>,
 ) -> (Store<K>, Applied<K>)
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
 {
     let (reader, writer) = reflector::store();
     let stream = cache_watch(api, config)
+        .modify(reduce::strip)
+        // Before the reduction, and before the store: a reconcile woken
+        // by this event finds the body at least as new as the store.
+        .inspect(move |event| {
+            if let (Ok(event), Some(bodies)) = (event, &bodies) {
+                bodies.observe(event);
+            }
+        })
         .modify(reduce)
         .reflect(writer)
         .inspect(move |event| {
@@ -338,11 +371,14 @@ fn managed<K>(
     client: &Client,
     scope: &Option<String>,
     taken: &names::NameIndex,
+    bodies: &Bodies<K>,
     index: Option<index::OwnerIndex<K>>,
 ) -> (Store<K>, Applied<K>)
 where
     K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
         + Clone
+        + Default
+        + Serialize
         + DeserializeOwned
         + Debug
         + Send
@@ -353,7 +389,8 @@ where
     cache(
         ns_api::<K>(client, scope),
         watch_config().labels(&managed_selector()),
-        reduce::strip::<K>,
+        reduce::managed::<K>,
+        Some(bodies.clone()),
         index,
         None,
     )
@@ -444,9 +481,23 @@ where
 /// inside the client's read timeout (see [`crate::kube_client::READ_TIMEOUT`]),
 /// and lists come in pages of [`LIST_PAGE_SIZE`].
 pub fn watch_config() -> watcher::Config {
-    watcher::Config::default()
+    let config = watcher::Config::default()
         .timeout(crate::kube_client::WATCH_TIMEOUT_SECONDS)
-        .page_size(LIST_PAGE_SIZE)
+        .page_size(LIST_PAGE_SIZE);
+    if STREAMING_LISTS.load(std::sync::atomic::Ordering::Relaxed) {
+        config.streaming_lists()
+    } else {
+        config
+    }
+}
+
+/// `--streaming-lists`: set once at start, before any watch is made (a
+/// process-wide switch rather than a parameter of every cache's row).
+static STREAMING_LISTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every cache fill with a streaming list (see `run::Args`).
+pub fn set_streaming_lists(on: bool) {
+    STREAMING_LISTS.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Objects per page of a cache's (re)list. Every page is parsed whole,

@@ -21,6 +21,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 
+use super::bodies::Bodies;
 use super::index::OwnerIndex;
 use super::names::NameIndex;
 use crate::metrics::Metrics;
@@ -92,6 +93,30 @@ pub struct Stores {
     pub owners: OwnerIndexes,
     /// Which names are taken, for the label-filtered kinds.
     pub taken: TakenNames,
+    /// The whole bodies of the Runtimes' own objects, whose stores hold
+    /// them reduced (see `bodies`).
+    pub bodies: OwnedBodies,
+}
+
+/// The compact whole bodies of the Runtimes' own objects, per kind whose
+/// store holds them reduced (see `bodies`). Jobs and CronJobs are kept
+/// whole in their stores (few; a Job is only ever created).
+#[derive(Clone, Default)]
+pub struct OwnedBodies {
+    /// ConfigMaps.
+    pub config_maps: Bodies<ConfigMap>,
+    /// ServiceAccounts.
+    pub service_accounts: Bodies<ServiceAccount>,
+    /// Services.
+    pub services: Bodies<Service>,
+    /// PodDisruptionBudgets.
+    pub pdbs: Bodies<PodDisruptionBudget>,
+    /// NetworkPolicies.
+    pub network_policies: Bodies<NetworkPolicy>,
+    /// HorizontalPodAutoscalers.
+    pub hpas: Bodies<HorizontalPodAutoscaler>,
+    /// Deployments.
+    pub deployments: Bodies<Deployment>,
 }
 
 /// The names taken by any object (labelled or not) of each kind whose

@@ -19,15 +19,23 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
+use super::bodies::Bodies;
 use super::context::Stores;
 use super::index::OwnerIndex;
 use super::names::NameIndex;
+use super::reduce::owned_by_runtime;
 
 /// The cached objects of one kind that matter to one Runtime, by name.
 #[derive(Debug)]
 pub struct Cached<K> {
     by_name: BTreeMap<String, Arc<K>>,
+    /// Of the names in `by_name`, those held only in reduced form: a
+    /// Runtime's own object whose whole body is not (yet) kept (see
+    /// `bodies`). Never compared as cached: the apply step reads it.
+    unread: BTreeSet<String>,
     /// Of the names asked for and not in the cache, those known to be free
     /// (no object of any owner there).
     free: BTreeSet<String>,
@@ -37,6 +45,7 @@ impl<K> Default for Cached<K> {
     fn default() -> Self {
         Self {
             by_name: BTreeMap::new(),
+            unread: BTreeSet::new(),
             free: BTreeSet::new(),
         }
     }
@@ -54,12 +63,15 @@ enum Absence<'a> {
 
 impl<K> Cached<K>
 where
-    K: Resource<DynamicType = ()> + Clone,
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned,
 {
     /// The objects at `names` in `ns`, plus, with an owner index, every
-    /// object in `ns` controlled by `uid` (looked up, not scanned).
+    /// object in `ns` controlled by `uid` (looked up, not scanned). With
+    /// `bodies`, a Runtime's own objects are the whole ones from there
+    /// (the store holds them reduced).
     fn read(
         store: &Store<K>,
+        bodies: Option<&Bodies<K>>,
         ns: &str,
         uid: &str,
         names: &[String],
@@ -67,10 +79,25 @@ where
         absence: Absence<'_>,
     ) -> Self {
         let mut by_name = BTreeMap::new();
+        let mut unread = BTreeSet::new();
         let mut free = BTreeSet::new();
+        let mut put = |name: String, obj: Arc<K>| match bodies {
+            Some(bodies) if owned_by_runtime(obj.meta()) => match bodies.get(ns, &name) {
+                Some(whole) => {
+                    by_name.insert(name, Arc::new(whole));
+                }
+                None => {
+                    unread.insert(name.clone());
+                    by_name.insert(name, obj);
+                }
+            },
+            _ => {
+                by_name.insert(name, obj);
+            }
+        };
         for name in names {
             if let Some(obj) = store.get(&ObjectRef::new(name).within(ns)) {
-                by_name.insert(name.clone(), obj);
+                put(name.clone(), obj);
             } else if match absence {
                 Absence::Cache => true,
                 Absence::Names(index) => index.is_free(ns, name),
@@ -83,11 +110,15 @@ where
             .unwrap_or_default()
         {
             if obj.meta().namespace.as_deref() == Some(ns) && controlled_by_uid(obj.meta(), uid) {
-                by_name.insert(obj.name_any(), obj);
+                put(obj.name_any(), obj);
             }
         }
         free.retain(|n| !by_name.contains_key(n));
-        Self { by_name, free }
+        Self {
+            by_name,
+            unread,
+            free,
+        }
     }
 
     /// Whether no object at all (berth's or anyone's) is at `name`, as far
@@ -96,9 +127,24 @@ where
         self.free.contains(name)
     }
 
-    /// The cached object called `name`.
+    /// The cached object called `name`, whole (`None` for one held only
+    /// reduced: see [`Cached::unread`]).
     pub fn get(&self, name: &str) -> Option<&Arc<K>> {
+        self.by_name
+            .get(name)
+            .filter(|_| !self.unread.contains(name))
+    }
+
+    /// The cached object called `name`, whole or reduced: for what the
+    /// reduction keeps (metadata, replicas).
+    pub fn any(&self, name: &str) -> Option<&Arc<K>> {
         self.by_name.get(name)
+    }
+
+    /// Whether an object is at `name` that the cache holds only reduced:
+    /// the apply step reads it before comparing.
+    pub fn unread(&self, name: &str) -> bool {
+        self.unread.contains(name)
     }
 
     /// Every object read, in name order.
@@ -154,6 +200,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
     Live {
         config_maps: Cached::read(
             &stores.config_maps,
+            Some(&stores.bodies.config_maps),
             &ns,
             &uid,
             std::slice::from_ref(&n.config_map),
@@ -162,6 +209,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         ),
         service_accounts: Cached::read(
             &stores.service_accounts,
+            Some(&stores.bodies.service_accounts),
             &ns,
             &uid,
             workload,
@@ -170,6 +218,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         ),
         services: Cached::read(
             &stores.services,
+            Some(&stores.bodies.services),
             &ns,
             &uid,
             workload,
@@ -178,6 +227,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         ),
         deployments: Cached::read(
             &stores.deployments,
+            Some(&stores.bodies.deployments),
             &ns,
             &uid,
             workload,
@@ -186,6 +236,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         ),
         pdbs: Cached::read(
             &stores.pdbs,
+            Some(&stores.bodies.pdbs),
             &ns,
             &uid,
             workload,
@@ -194,6 +245,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         ),
         network_policies: Cached::read(
             &stores.network_policies,
+            Some(&stores.bodies.network_policies),
             &ns,
             &uid,
             workload,
@@ -202,6 +254,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         ),
         hpas: Cached::read(
             &stores.hpas,
+            Some(&stores.bodies.hpas),
             &ns,
             &uid,
             workload,
@@ -210,6 +263,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         ),
         jobs: Cached::read(
             &stores.jobs,
+            None,
             &ns,
             &uid,
             &jobs,
@@ -218,6 +272,7 @@ pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
         ),
         cron_jobs: Cached::read(
             &stores.cron_jobs,
+            None,
             &ns,
             &uid,
             &crons,
@@ -281,12 +336,20 @@ pub(crate) mod tests {
             index.apply(&event);
         }
         let names = vec!["web".to_string(), "web-missing".to_string()];
-        let named = Cached::read(&store, "team", "u", &names, None, Absence::Cache);
+        let named = Cached::read(&store, None, "team", "u", &names, None, Absence::Cache);
         let got: Vec<String> = named.all().map(|o| o.name_any()).collect();
         assert_eq!(got, ["web"], "the object at the name, whoever owns it");
         assert!(named.get("web-missing").is_none());
 
-        let with_owned = Cached::read(&store, "team", "u", &names, Some(&index), Absence::Cache);
+        let with_owned = Cached::read(
+            &store,
+            None,
+            "team",
+            "u",
+            &names,
+            Some(&index),
+            Absence::Cache,
+        );
         let got: Vec<String> = with_owned.all().map(|o| o.name_any()).collect();
         assert_eq!(
             got,
@@ -305,23 +368,75 @@ pub(crate) mod tests {
             "web-new".to_string(),
         ];
         // An unfiltered cache: what it lacks is free; what it has is not.
-        let all = Cached::read(&store, "team", "u", &names, None, Absence::Cache);
+        let all = Cached::read(&store, None, "team", "u", &names, None, Absence::Cache);
         assert!(!all.is_free("web"));
         assert!(all.is_free("web-unlabeled") && all.is_free("web-new"));
 
         // A label-filtered cache: the names index decides, and before its
         // first list nothing is free.
         let taken = NameIndex::default();
-        let filtered = Cached::read(&store, "team", "u", &names, None, Absence::Names(&taken));
+        let filtered = Cached::read(
+            &store,
+            None,
+            "team",
+            "u",
+            &names,
+            None,
+            Absence::Names(&taken),
+        );
         assert!(names.iter().all(|n| !filtered.is_free(n)), "not listed yet");
         taken.apply(&Event::<ConfigMap>::Init);
         for n in ["web", "web-unlabeled"] {
             taken.apply(&Event::InitApply(cm("team", n, None)));
         }
         taken.apply(&Event::<ConfigMap>::InitDone);
-        let filtered = Cached::read(&store, "team", "u", &names, None, Absence::Names(&taken));
+        let filtered = Cached::read(
+            &store,
+            None,
+            "team",
+            "u",
+            &names,
+            None,
+            Absence::Names(&taken),
+        );
         assert!(!filtered.is_free("web"));
         assert!(!filtered.is_free("web-unlabeled"), "someone else's object");
         assert!(filtered.is_free("web-new"));
+    }
+
+    /// A Runtime's own object is compared whole: from its body, or, when
+    /// the body is not kept, not from the cache at all (read first).
+    #[test]
+    fn a_runtimes_own_object_is_read_whole_from_its_body_or_not_at_all() {
+        let bodies = Bodies::<ConfigMap>::default();
+        let (store, mut writer) = kube::runtime::reflector::store::<ConfigMap>();
+        let mut ours = cm("team", "web", Some("u"));
+        for r in ours.metadata.owner_references.iter_mut().flatten() {
+            r.api_version = berth_shared::api::API_VERSION.into();
+        }
+        ours.data = Some([("LD_PRELOAD".to_string(), "/evil.so".to_string())].into());
+        // The cache's order: the body, then the reduced copy in the store.
+        let event = Event::Apply(ours.clone());
+        bodies.observe(&event);
+        let mut reduced = ours.clone();
+        super::super::reduce::managed(&mut reduced);
+        assert_eq!(reduced.data, None, "the store keeps the metadata only");
+        writer.apply_watcher_event(&Event::Apply(reduced));
+        let names = vec!["web".to_string()];
+        let read = |b| Cached::read(&store, b, "team", "u", &names, None, Absence::Cache);
+
+        let whole = read(Some(&bodies));
+        assert_eq!(whole.get("web").map(|o| (**o).clone()), Some(ours.clone()));
+        assert!(!whole.unread("web"));
+
+        // No body (not kept yet, or gone first): never the reduced copy.
+        let without = Bodies::<ConfigMap>::default();
+        let unread = read(Some(&without));
+        assert!(unread.get("web").is_none());
+        assert!(unread.unread("web") && !unread.is_free("web"));
+        assert_eq!(
+            unread.any("web").map(|o| o.name_any()).as_deref(),
+            Some("web")
+        );
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod apply;
 pub mod apply_error;
+pub mod bodies;
 pub mod caches;
 pub mod context;
 pub mod events;

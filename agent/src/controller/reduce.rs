@@ -8,10 +8,13 @@
 //! - **Owned** (the controller is a Runtime): the apply step compares them
 //!   with the rendered object (every desired field must be present, and the
 //!   production contract inspects the whole pod spec for hostNetwork,
-//!   privilege, extra containers, …). They keep everything but
-//!   `managedFields` and kubectl's last-applied annotation, which neither
-//!   the diff nor the contract reads (the HPA handover reads managedFields
-//!   from a fresh GET, not from the cache).
+//!   privilege, extra containers, …). Of Deployments and the label-filtered
+//!   kinds, the whole object (but `managedFields` and kubectl's
+//!   last-applied annotation, which neither the diff nor the contract
+//!   reads; the HPA handover reads managedFields from a fresh GET) is kept
+//!   compact in `bodies`, and the store keeps what the status, triggers
+//!   and indexes read ([`deployment`], [`managed`]). Owned Jobs and
+//!   CronJobs are kept whole in their stores.
 //! - **Foreign** (everyone else's, and ReplicaSets, which the Deployment
 //!   controller owns): only what `berth_shared::analysis::Workload` and the
 //!   rollout summary read — identity metadata, owner references, berth's
@@ -134,10 +137,30 @@ pub fn reduce_template(t: PodTemplateSpec) -> PodTemplateSpec {
     }
 }
 
-/// Deployments: the Runtime's own kept whole (drift), others reduced.
+/// A label-filtered kind's object: a Runtime's own keeps only its
+/// metadata here (its whole body is in `bodies`; the owner indexes, the
+/// triggers and pruning read metadata), anyone else's is kept whole (the
+/// apply step reports it as a conflict).
+pub fn managed<K: Resource + Default>(obj: &mut K) {
+    strip(obj);
+    if owned_by_runtime(obj.meta()) {
+        let metadata = std::mem::take(obj.meta_mut());
+        *obj = K::default();
+        *obj.meta_mut() = metadata;
+    }
+}
+
+/// Deployments: the Runtime's own keep their metadata and status (what
+/// the triggers and the Runtime's status read) and a reduced spec, their
+/// whole body being in `bodies` (drift); others reduced further.
 pub fn deployment(d: &mut Deployment) {
     strip(d);
     if owned_by_runtime(&d.metadata) {
+        d.spec = d.spec.take().map(|s| DeploymentSpec {
+            replicas: s.replicas,
+            template: reduce_template(s.template),
+            ..Default::default()
+        });
         return;
     }
     let metadata = foreign_meta(std::mem::take(&mut d.metadata));

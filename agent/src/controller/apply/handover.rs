@@ -60,7 +60,9 @@ impl<'a> Scaled<'a> {
     /// Runtime owns it (nothing else is ever changed).
     fn owned(&self) -> Option<Target<'a>> {
         let name = self.desired.name_any();
-        let live = self.cached.get(&name)?;
+        // Whole or reduced: what is read here (owners, replicas) both have;
+        // the whole one (when kept) also spares the GET below.
+        let live = self.cached.any(&name)?;
         owned_by(live.meta(), self.uid).then(|| Target {
             ns: self.desired.namespace().unwrap_or_default(),
             label: format!("Deployment/{name}"),

@@ -54,6 +54,7 @@ use self::diff::{applied_hash, hash};
 use super::apply_error::{ApplyError, Cause, Step};
 use super::context::{Context, FIELD_MANAGER};
 use super::live::Cached;
+use super::reduce;
 // Only objects whose controller is the Runtime are ever changed or deleted.
 use berth_shared::api::meta::controlled_by_uid as owned_by;
 
@@ -155,8 +156,9 @@ async fn ensure<K: Managed + Governed + Held>(
     let live: Option<K> = match cached.get(&name) {
         Some(obj) => Some((**obj).clone()),
         // Held: a missing workload is not created (the caches list every
-        // workload, whoever's, so absent is absent).
-        None if !mode.creates() => return,
+        // workload, whoever's, so absent is absent). One the cache holds
+        // only reduced (its whole body not kept yet) is read below.
+        None if !mode.creates() && !cached.unread(&name) => return,
         // Nothing is at the name, the caches say (the names index of a
         // label-filtered kind, or the whole-kind cache), and this agent has
         // not just created it: create without reading first.
@@ -164,8 +166,12 @@ async fn ensure<K: Managed + Governed + Held>(
         // Not in the (label-filtered) cache: it may still exist without
         // berth's labels. Look before creating, so nothing is adopted —
         // the one read apply makes itself: a precondition of the create.
+        // Or the cache holds it only reduced: read it whole.
         None => match api.get_opt(&name).await {
-            Ok(found) => found,
+            Ok(found) => found.map(|mut found| {
+                reduce::strip(&mut found);
+                found
+            }),
             Err(source) => {
                 out.errors.push(ApplyError::new(label, Step::Read, source));
                 return;
