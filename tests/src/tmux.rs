@@ -70,6 +70,19 @@ impl Server {
         self.new_session(width, height, &format!("sh '{}'", path.display()));
     }
 
+    /// The pid of the process in the session's pane (asked until tmux
+    /// reports it: the pane starts asynchronously). `None` after 5 s.
+    pub fn pane_pid(&self) -> Option<u32> {
+        (0..100).find_map(|_| {
+            let p = self.run(&["display-message", "-p", "-t", SESSION, "#{pane_pid}"]);
+            let pid = p.trim().parse().ok();
+            if pid.is_none() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            pid
+        })
+    }
+
     /// The session's visible text.
     pub fn pane(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", SESSION])

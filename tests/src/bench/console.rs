@@ -19,7 +19,7 @@ use kube::api::ListParams;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use crate::tmux::{SESSION, Server};
+use crate::tmux::Server;
 
 /// A raw LIST of one kind, cluster-wide (what a view needs, unprocessed).
 async fn raw_list(client: &Client, kind: Kind) -> usize {
@@ -80,16 +80,7 @@ impl Console {
             berth.display()
         );
         tmux.new_session(160, 50, &cmd);
-        let pid = (0..100)
-            .find_map(|_| {
-                let p = tmux.run(&["display-message", "-p", "-t", SESSION, "#{pane_pid}"]);
-                let pid = p.trim().parse().ok();
-                if pid.is_none() {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                pid
-            })
-            .expect("the console's pid");
+        let pid = tmux.pane_pid().expect("the console's pid");
         Console { tmux, pid }
     }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::screen::k9s_count;
 use super::{PeerRun, process};
-use crate::tmux::{SESSION, Server};
+use crate::tmux::Server;
 
 /// How long the pods view may take before the run gives up (as long as
 /// berth's first frames may take).
@@ -74,7 +74,7 @@ pub fn run(k9s: &Path, kubeconfig: &Path, dir: &Path, pods: usize, idle: Duratio
     let started = Instant::now();
     tmux.0
         .new_session(160, 50, &format!("sh '{}'", script_path.display()));
-    let pid = pane_pid(&tmux.0);
+    let pid = tmux.0.pane_pid().expect("k9s's pid");
     let every_pod = |s: &str| k9s_count(s, "pods") == Some(pods);
     wait(&tmux.0, pid, dir, "every pod", started, every_pod);
     let pods_view = started.elapsed();
@@ -114,20 +114,6 @@ fn command(tmux: &Server, what: &str) {
     std::thread::sleep(Duration::from_millis(200));
     tmux.send(&["-l", what]);
     tmux.send(&["Enter"]);
-}
-
-/// The pid of the process in the pane (k9s: the script `exec`s it).
-fn pane_pid(tmux: &Server) -> u32 {
-    (0..100)
-        .find_map(|_| {
-            let p = tmux.run(&["display-message", "-p", "-t", SESSION, "#{pane_pid}"]);
-            let pid = p.trim().parse().ok();
-            if pid.is_none() {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            pid
-        })
-        .expect("k9s's pid")
 }
 
 /// Waits, reading the screen every [`POLL`], until `done`; fails the run
