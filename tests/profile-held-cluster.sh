@@ -2,6 +2,7 @@
 # Profiles of the console and the agent against a cluster held by
 # `berth-bench --hold-seconds N` (README "Where the memory goes, measured").
 # usage: tests/profile-held-cluster.sh KUBECONFIG OUTDIR BERTH BERTH_SYSALLOC AGENT_SYSALLOC AGENT_PID GRANTS [steps...]
+# steps: heap handlers retained churn agent (default: heap handlers churn agent)
 set -u
 KC=$1 W=$2 B=$3 BH=$4 AH=$5 APID=$6 GRANTS=$7; shift 7
 steps=${*:-"heap handlers churn agent"}
@@ -27,16 +28,19 @@ heap)
   # SIGKILL: heaptrack then reports what was still allocated (the live heap) as leaked.
   kill -9 $pid; sleep 20; tmux -S "$S" kill-server 2>/dev/null
   ;;
-handlers)
-  echo "== handlers: first complete Handlers frame, perf -a"
+handlers|retained)
+  # The first complete Handlers (key 3) or Retained (key 4) frame, perf -a.
+  key=3 title=Handlers; [ $step = retained ] && key=4 title=Retained
+  echo "== $step: first complete $title frame, perf -a"
   start "KUBECONFIG=$KC exec $B -A"; wait_complete Runtimes
   pid=$(pgrep -f "^$B -A" | head -1)
-  perf record -a -e cpu-clock -F 299 -g -o $W/handlers.data > $W/perf-handlers.out 2>&1 & PP=$!
+  perf record -a -e cpu-clock -F 299 -g -o $W/$step.data > $W/perf-$step.out 2>&1 & PP=$!
   sleep 1; c0=$(cpu_s $pid); t0=$(date +%s.%N)
-  tmux -S "$S" send-keys -t c 3; wait_complete Handlers
+  tmux -S "$S" send-keys -t c $key; wait_complete $title
   echo "console cpu during it: $(echo "$(cpu_s $pid) - $c0" | bc) s of $(echo "$(date +%s.%N) - $t0" | bc) s wall"
   kill -INT $PP; wait $PP
   echo "console rss: $(rss $pid)"
+  [ $step = retained ] && { tmux -S "$S" send-keys -t c q; sleep 2; tmux -S "$S" kill-server 2>/dev/null; }
   ;;
 churn)
   echo "== churn: the console on Handlers while pods come and go, perf -p (dwarf)"

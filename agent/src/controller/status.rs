@@ -108,34 +108,54 @@ pub async fn publish(
         runtime.name_any()
     );
     let now = Instant::now();
-    let progress_wait = runtime
+    let wait = runtime
         .status
         .as_ref()
-        .filter(|old| berth_shared::status::progress_only(old, new_status))
-        .and_then(|_| ctx.status_pacer.wait(&key, now, progress_interval(ctx)));
-    if progress_wait.is_none() {
+        .and_then(|old| pacing_interval(old, new_status, || first_pass_backlog(ctx)))
+        .and_then(|interval| ctx.status_pacer.wait(&key, now, interval));
+    if wait.is_none() {
         write_status(ctx, runtime, new_status).await?;
         ctx.status_pacer.wrote(&key, now);
     }
-    Ok(progress_wait)
+    Ok(wait)
 }
 
-/// How often a Runtime's progress may be written now: less often while
-/// other Runtimes wait for their first reconcile (see
-/// [`context::FIRST_PASS_PROGRESS_INTERVAL`]). A scan of the Runtime cache,
-/// made only for a progress-only change.
-fn progress_interval(ctx: &Context) -> Duration {
-    let waiting = ctx
-        .stores
+/// At most how often a change from `old` to `new` may be written (`None`:
+/// at once). Progress (counts, messages) waits [`context::PROGRESS_INTERVAL`]
+/// after the previous write. While other Runtimes wait for their first pass
+/// (`backlog`, asked only when it matters: a scan of the Runtime cache),
+/// progress and the rollout's own transitions wait
+/// [`context::FIRST_PASS_PROGRESS_INTERVAL`]: at S every Runtime was written
+/// three times before the last was first seen, and those writes share the
+/// apiserver with the first passes (issue 32). A new generation, a grant
+/// decision, a handler, Degraded, Blocked, an upgrade or a job is written at
+/// once.
+fn pacing_interval(
+    old: &RuntimeStatus,
+    new: &RuntimeStatus,
+    backlog: impl FnOnce() -> bool,
+) -> Option<Duration> {
+    if berth_shared::status::progress_only(old, new) {
+        Some(if backlog() {
+            context::FIRST_PASS_PROGRESS_INTERVAL
+        } else {
+            context::PROGRESS_INTERVAL
+        })
+    } else if berth_shared::status::rollout_only(old, new) && backlog() {
+        Some(context::FIRST_PASS_PROGRESS_INTERVAL)
+    } else {
+        None
+    }
+}
+
+/// Whether any Runtime in the cache still waits for its first reconcile at
+/// its generation.
+fn first_pass_backlog(ctx: &Context) -> bool {
+    ctx.stores
         .runtimes
         .state()
         .iter()
-        .any(|r| berth_shared::status::awaiting_first_pass(r));
-    if waiting {
-        context::FIRST_PASS_PROGRESS_INTERVAL
-    } else {
-        context::PROGRESS_INTERVAL
-    }
+        .any(|r| berth_shared::status::awaiting_first_pass(r))
 }
 
 /// Writes a changed status and raises the Events its transitions call for.
@@ -158,4 +178,57 @@ async fn write_status(ctx: &Context, runtime: &Runtime, new: &RuntimeStatus) -> 
     write(ctx, &api, &runtime.name_any(), new).await?;
     events::publish(ctx, runtime, old, new).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{context, pacing_interval};
+    use berth_shared::api::RuntimeStatus;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+    fn status(ready: &str, message: &str) -> RuntimeStatus {
+        let cond = |type_: &str, status: &str| Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: format!("{type_}{status}"),
+            message: message.into(),
+            observed_generation: Some(1),
+            last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+        };
+        RuntimeStatus {
+            observed_generation: Some(1),
+            conditions: vec![cond("ProfileGranted", "True"), cond("Ready", ready)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn progress_waits_and_rollout_transitions_wait_only_behind_first_passes() {
+        let (one, four) = (status("False", "1/10"), status("False", "4/10"));
+        let ready = status("True", "10/10");
+        assert_eq!(
+            pacing_interval(&one, &four, || false),
+            Some(context::PROGRESS_INTERVAL)
+        );
+        assert_eq!(
+            pacing_interval(&one, &four, || true),
+            Some(context::FIRST_PASS_PROGRESS_INTERVAL)
+        );
+        assert_eq!(pacing_interval(&one, &ready, || false), None);
+        assert_eq!(
+            pacing_interval(&one, &ready, || true),
+            Some(context::FIRST_PASS_PROGRESS_INTERVAL)
+        );
+        let mut revoked = ready.clone();
+        revoked.conditions[0].status = "False".into();
+        revoked.conditions[0].reason = "NotGranted".into();
+        assert_eq!(
+            pacing_interval(&ready, &revoked, || true),
+            None,
+            "a grant decision is written at once, backlog or not"
+        );
+        let mut next = ready.clone();
+        next.observed_generation = Some(2);
+        assert_eq!(pacing_interval(&ready, &next, || panic!("not asked")), None);
+    }
 }

@@ -5,27 +5,65 @@
 //! that only moves counts or messages may be held back briefly; a change of
 //! any condition's status or reason, of the observed generation, the
 //! identity, the profile, the upgrade or the job records is written at
-//! once.
+//! once, except that a rollout's own transitions (Progressing, Available,
+//! Ready) may also wait while other Runtimes still wait for their first
+//! pass ([`rollout_only`]).
 
+use crate::api::condition_types;
 use crate::api::{Runtime, RuntimeStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 /// Whether `new` differs from `old` only in progress: rollout counts and
 /// condition messages, with every condition's (type, status, reason) and
 /// everything else unchanged.
 pub fn progress_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
+    same_except(old, new, |_| false)
+}
+
+/// Whether `new` differs from `old` only in the rollout's own conditions
+/// (Progressing, Available, Ready: pods coming up or going away) besides
+/// progress. Every other condition (a grant, a handler, Degraded, Blocked,
+/// Upgrading), the observed generation, the identity, the profile, the
+/// upgrade and the job records are unchanged. Such a change may wait
+/// briefly while many Runtimes still wait for their first pass; anything
+/// an operator must act on is written at once.
+pub fn rollout_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
+    same_except(old, new, |type_| ROLLOUT_CONDITIONS.contains(&type_))
+}
+
+/// The conditions that follow a rollout's pods.
+const ROLLOUT_CONDITIONS: [&str; 3] = [
+    condition_types::PROGRESSING,
+    condition_types::AVAILABLE,
+    condition_types::READY,
+];
+
+/// Whether `old` and `new` agree on everything but progress (counts and
+/// messages) and the status and reason of the conditions `may_change`
+/// names. The list of condition types must stay the same.
+fn same_except(
+    old: &RuntimeStatus,
+    new: &RuntimeStatus,
+    may_change: impl Fn(&str) -> bool,
+) -> bool {
     let same_conditions = old.conditions.len() == new.conditions.len()
-        && old.conditions.iter().zip(&new.conditions).all(|(a, b)| {
-            a.type_ == b.type_
-                && a.status == b.status
-                && a.reason == b.reason
-                && a.observed_generation == b.observed_generation
-        });
+        && old
+            .conditions
+            .iter()
+            .zip(&new.conditions)
+            .all(|(a, b)| same_condition(a, b, may_change(&a.type_)));
     same_conditions
         && old.observed_generation == new.observed_generation
         && old.identity == new.identity
         && old.profile == new.profile
         && old.upgrade == new.upgrade
         && old.jobs == new.jobs
+}
+
+fn same_condition(a: &Condition, b: &Condition, may_change: bool) -> bool {
+    a.type_ == b.type_
+        && a.observed_generation == b.observed_generation
+        && (may_change || (a.status == b.status && a.reason == b.reason))
 }
 
 /// Whether a Runtime still waits for its first reconcile at its current
@@ -136,6 +174,65 @@ mod tests {
             template_hash: "abc".into(),
         });
         assert!(!progress_only(&base, &with_jobs), "a job record");
+    }
+
+    #[test]
+    fn a_rollout_transition_may_wait_but_nothing_an_operator_acts_on() {
+        let progressing = status(
+            vec![
+                cond("ProfileGranted", "True", "Granted", "granted"),
+                cond(
+                    "Progressing",
+                    "True",
+                    "NewReplicaSetAvailable",
+                    "1/10 updated",
+                ),
+                cond(
+                    "Available",
+                    "False",
+                    "MinimumReplicasUnavailable",
+                    "1/10 available",
+                ),
+                cond("Ready", "False", "NotAvailable", "1/10 available"),
+                cond("Degraded", "False", "AsExpected", ""),
+            ],
+            1,
+        );
+        let mut ready = progressing.clone();
+        ready.conditions[1] = cond("Progressing", "False", "Complete", "10/10 updated");
+        ready.conditions[2] = cond(
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "10/10 available",
+        );
+        ready.conditions[3] = cond("Ready", "True", "Ready", "10/10 available");
+        assert!(rollout_only(&progressing, &ready), "pods came up");
+        assert!(rollout_only(&ready, &progressing), "pods went away");
+        assert!(!progress_only(&progressing, &ready), "still a transition");
+
+        let mut revoked = ready.clone();
+        revoked.conditions[0] = cond("ProfileGranted", "False", "NotGranted", "revoked");
+        assert!(
+            !rollout_only(&ready, &revoked),
+            "a grant decision is written at once"
+        );
+
+        let mut degraded = ready.clone();
+        degraded.conditions[4] = cond("Degraded", "True", "CrashLooping", "");
+        assert!(
+            !rollout_only(&ready, &degraded),
+            "Degraded is written at once"
+        );
+
+        let new_generation = status(ready.conditions.clone(), 2);
+        assert!(!rollout_only(&ready, &new_generation), "a new generation");
+
+        let mut blocked = ready.clone();
+        blocked
+            .conditions
+            .push(cond("Blocked", "True", "Frozen", ""));
+        assert!(!rollout_only(&ready, &blocked), "a condition added");
     }
 
     #[test]
