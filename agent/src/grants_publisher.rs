@@ -264,7 +264,7 @@ async fn publish_status(
         let name = g.name_any();
         tracing::info!(grant = %name, retained = status.retained.len(), "{why}");
         match status::write(ctx, api, &name, status).await {
-            Ok(()) => writes += 1,
+            Ok(_) => writes += 1,
             Err(e) => tracing::warn!(grant = %name, error = %e, "RuntimeGrant status failed"),
         }
     }

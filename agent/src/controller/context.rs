@@ -26,6 +26,8 @@ use super::index::OwnerIndex;
 use super::names::NameIndex;
 use crate::metrics::Metrics;
 
+pub use super::status_pacer::StatusPacer;
+
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "berth-agent";
 
@@ -200,15 +202,20 @@ pub struct SentWrite {
     hash: String,
 }
 
-/// Whether `cached` is older than `produced`. Since Kubernetes 1.35
-/// resourceVersions are comparable integers (KEP-5504); a version that does
-/// not parse compares as "not older", so the memory falls back to the
-/// exact-version check.
-fn older(cached: &str, produced: &str) -> bool {
-    match (cached.parse::<u64>(), produced.parse::<u64>()) {
-        (Ok(c), Ok(p)) => c < p,
-        _ => false,
-    }
+/// Whether a cache at `cached` has not caught up with a write sent from
+/// `from` that produced `produced`: it still shows the version the write was
+/// sent from, or any version older than the one it produced. Since
+/// Kubernetes 1.35 resourceVersions are comparable integers (KEP-5504); a
+/// version that does not parse compares as "not older", so the check falls
+/// back to the exact version the write was sent from.
+pub(super) fn cache_lags(cached: Option<&str>, from: Option<&str>, produced: Option<&str>) -> bool {
+    cached.is_some_and(|v| {
+        from == Some(v)
+            || produced.is_some_and(|p| match (v.parse::<u64>(), p.parse::<u64>()) {
+                (Ok(c), Ok(p)) => c < p,
+                _ => false,
+            })
+    })
 }
 
 impl WriteMemory {
@@ -217,12 +224,8 @@ impl WriteMemory {
     /// or any version older than the one the write produced.
     pub fn already_sent(&self, key: &str, cached_version: Option<&str>, sent: &str) -> bool {
         let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        cached_version.is_some_and(|v| {
-            map.get(key).is_some_and(|w| {
-                w.hash == sent
-                    && (w.from.as_deref() == Some(v)
-                        || w.produced.as_deref().is_some_and(|p| older(v, p)))
-            })
+        map.get(key).is_some_and(|w| {
+            w.hash == sent && cache_lags(cached_version, w.from.as_deref(), w.produced.as_deref())
         })
     }
 
@@ -292,33 +295,6 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 /// progress at most this late (issue 14).
 pub const FIRST_PASS_PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
 
-/// The time of each Runtime's last status write, keyed `namespace/name`.
-/// Only entries younger than [`FIRST_PASS_PROGRESS_INTERVAL`] (the longer
-/// interval) matter; older ones are dropped as the map grows.
-#[derive(Debug, Default)]
-pub struct StatusPacer(std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>);
-
-impl StatusPacer {
-    /// How much longer a progress-only write of `key` must wait, when
-    /// progress is written at most once per `interval` (`None`: write now).
-    pub fn wait(&self, key: &str, now: std::time::Instant, interval: Duration) -> Option<Duration> {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let last = map.get(key)?;
-        interval
-            .checked_sub(now.saturating_duration_since(*last))
-            .filter(|d| !d.is_zero())
-    }
-
-    /// Records a status write of `key` at `now`.
-    pub fn wrote(&self, key: &str, now: std::time::Instant) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= 1024 {
-            map.retain(|_, t| now.saturating_duration_since(*t) < FIRST_PASS_PROGRESS_INTERVAL);
-        }
-        map.insert(key.to_string(), now);
-    }
-}
-
 /// Whether every cache has completed its first list (once set, stays set:
 /// a later relist keeps serving the previous contents until it completes).
 #[derive(Clone, Debug)]
@@ -345,39 +321,7 @@ impl Synced {
 
 #[cfg(test)]
 mod tests {
-    use super::{FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, StatusPacer, WriteMemory};
-    use std::time::{Duration, Instant};
-
-    #[test]
-    fn progress_waits_out_the_interval_after_the_last_write() {
-        let p = StatusPacer::default();
-        let t0 = Instant::now();
-        let wait = |key: &str, at: Instant| p.wait(key, at, PROGRESS_INTERVAL);
-        assert_eq!(wait("ns/a", t0), None, "never written: write now");
-        p.wrote("ns/a", t0);
-        assert_eq!(
-            wait("ns/a", t0 + Duration::from_secs(2)),
-            Some(PROGRESS_INTERVAL - Duration::from_secs(2))
-        );
-        assert_eq!(wait("ns/a", t0 + PROGRESS_INTERVAL), None);
-        assert_eq!(wait("ns/b", t0), None, "per Runtime");
-        // While first passes wait, the same write waits longer.
-        assert_eq!(
-            p.wait("ns/a", t0 + PROGRESS_INTERVAL, FIRST_PASS_PROGRESS_INTERVAL),
-            Some(FIRST_PASS_PROGRESS_INTERVAL - PROGRESS_INTERVAL)
-        );
-        // Old entries are dropped as the map grows; young ones stay.
-        for i in 0..1100 {
-            p.wrote(&format!("ns/{i}"), t0);
-        }
-        let later = t0 + FIRST_PASS_PROGRESS_INTERVAL * 2;
-        p.wrote("ns/new", later);
-        for i in 0..2000 {
-            p.wrote(&format!("ns/x{i}"), later);
-        }
-        assert!(p.wait("ns/new", later, PROGRESS_INTERVAL).is_some());
-        assert_eq!(p.wait("ns/5", later, PROGRESS_INTERVAL), None);
-    }
+    use super::WriteMemory;
 
     #[test]
     fn a_write_is_not_sent_twice_from_the_same_cached_version() {

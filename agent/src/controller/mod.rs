@@ -19,6 +19,7 @@ pub mod read;
 pub mod reconcile;
 pub mod reduce;
 pub mod status;
+pub mod status_pacer;
 pub mod triggers;
 pub mod watch_backoff;
 

@@ -104,14 +104,16 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
     }
 
     // 5. status
+    let stored = status::stored(ctx, runtime);
     let new_status = status::compute(
         runtime,
+        stored.as_ref(),
         &snapshot,
         &hold,
         applied.as_ref(),
         render_error.as_ref(),
     );
-    let progress_wait = status::publish(ctx, runtime, &new_status)
+    let progress_wait = status::publish(ctx, runtime, stored.as_ref(), &new_status)
         .await
         .map_err(Error::Status)?;
 

@@ -26,10 +26,29 @@ use super::context::{self, Context, FIELD_MANAGER};
 use super::events;
 use super::read::Snapshot;
 
+/// The status the apiserver holds for `runtime` as far as the agent knows:
+/// the one it last wrote while the cache does not show that write yet (see
+/// [`super::status_pacer`]), else the cached one.
+pub fn stored(ctx: &Context, runtime: &Runtime) -> Option<RuntimeStatus> {
+    ctx.status_pacer
+        .stored(&key(runtime), runtime.resource_version().as_deref())
+        .or_else(|| runtime.status.clone())
+}
+
+/// The pacer's key of a Runtime, `namespace/name`.
+fn key(runtime: &Runtime) -> String {
+    format!(
+        "{}/{}",
+        runtime.namespace().unwrap_or_default(),
+        runtime.name_any()
+    )
+}
+
 /// The status to write for `runtime`, transition times merged with the
-/// stored status.
+/// `stored` status ([`stored`]).
 pub fn compute(
     runtime: &Runtime,
+    stored: Option<&RuntimeStatus>,
     snapshot: &Snapshot,
     hold: &Hold,
     applied: Option<&ApplyOutcome>,
@@ -65,57 +84,59 @@ pub fn compute(
         replica_sets: &replica_sets,
         nodes: &snapshot.nodes,
     });
-    let old = runtime
-        .status
-        .as_ref()
-        .map_or(&[][..], |s| s.conditions.as_slice());
+    let old = stored.map_or(&[][..], |s| s.conditions.as_slice());
     merge_transition_times(&mut status.conditions, old, &condition::now());
     status
 }
 
 /// Writes the status of the object `name` through `api` (server-side
-/// apply, the agent's field manager, forced) and counts the write.
-pub async fn write<K, S>(ctx: &Context, api: &Api<K>, name: &str, status: &S) -> kube::Result<()>
+/// apply, the agent's field manager, forced) and counts the write. Returns
+/// the resourceVersion the write produced.
+pub async fn write<K, S>(
+    ctx: &Context,
+    api: &Api<K>,
+    name: &str,
+    status: &S,
+) -> kube::Result<Option<String>>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
     S: Serialize,
 {
     let body = condition::status_patch::<K, _>(status);
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&body),
-    )
-    .await?;
+    let written = api
+        .patch_status(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
+        .await?;
     ctx.metrics.write(&K::kind(&()), "status");
-    Ok(())
+    Ok(written.resource_version())
 }
 
-/// Writes the status if it changed. A change that only moves counts waits
-/// out the pacing interval: the wait is returned, and the requeue then
-/// writes it; anything else is written at once.
+/// Writes the status if it differs from the `stored` one ([`stored`]). A
+/// change that only moves counts waits out the pacing interval: the wait is
+/// returned, and the requeue then writes it; anything else is written at
+/// once.
 pub async fn publish(
     ctx: &Context,
     runtime: &Runtime,
+    stored: Option<&RuntimeStatus>,
     new_status: &RuntimeStatus,
 ) -> kube::Result<Option<Duration>> {
-    if runtime.status.as_ref() == Some(new_status) {
+    if stored == Some(new_status) {
         return Ok(None);
     }
-    let key = format!(
-        "{}/{}",
-        runtime.namespace().unwrap_or_default(),
-        runtime.name_any()
-    );
+    let key = key(runtime);
     let now = Instant::now();
-    let wait = runtime
-        .status
-        .as_ref()
+    let wait = stored
         .and_then(|old| pacing_interval(old, new_status, || first_pass_backlog(ctx)))
         .and_then(|interval| ctx.status_pacer.wait(&key, now, interval));
     if wait.is_none() {
-        write_status(ctx, runtime, new_status).await?;
-        ctx.status_pacer.wrote(&key, now);
+        let produced = write_status(ctx, runtime, stored, new_status).await?;
+        let from = runtime.resource_version();
+        ctx.status_pacer
+            .wrote(&key, now, from.as_deref(), produced.as_deref(), new_status);
     }
     Ok(wait)
 }
@@ -158,10 +179,15 @@ fn first_pass_backlog(ctx: &Context) -> bool {
         .any(|r| berth_shared::status::awaiting_first_pass(r))
 }
 
-/// Writes a changed status and raises the Events its transitions call for.
-async fn write_status(ctx: &Context, runtime: &Runtime, new: &RuntimeStatus) -> kube::Result<()> {
+/// Writes a changed status and raises the Events its transitions (from
+/// `old`, the stored status) call for. Returns the resourceVersion written.
+async fn write_status(
+    ctx: &Context,
+    runtime: &Runtime,
+    old: Option<&RuntimeStatus>,
+    new: &RuntimeStatus,
+) -> kube::Result<Option<String>> {
     let ns = runtime.namespace().unwrap_or_default();
-    let old = runtime.status.as_ref();
     let changed: Vec<&str> = new
         .conditions
         .iter()
@@ -175,9 +201,9 @@ async fn write_status(ctx: &Context, runtime: &Runtime, new: &RuntimeStatus) -> 
         "writing status"
     );
     let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
-    write(ctx, &api, &runtime.name_any(), new).await?;
+    let produced = write(ctx, &api, &runtime.name_any(), new).await?;
     events::publish(ctx, runtime, old, new).await;
-    Ok(())
+    Ok(produced)
 }
 
 #[cfg(test)]
