@@ -26,6 +26,7 @@ use super::index::OwnerIndex;
 use super::names::NameIndex;
 use crate::metrics::Metrics;
 
+pub use super::held_status::HeldStatus;
 pub use super::status_pacer::StatusPacer;
 
 /// The field manager of every write.
@@ -278,6 +279,8 @@ pub struct Context {
     pub synced: Synced,
     /// When each Runtime's status was last written (progress pacing).
     pub status_pacer: StatusPacer,
+    /// Status writes held behind the first-pass backlog.
+    pub held_status: HeldStatus,
 }
 
 /// How long a status change that only moves counts or messages may wait
@@ -286,14 +289,17 @@ pub struct Context {
 /// cost one write per interval, not one per pod.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 
-/// The same wait while other Runtimes still wait for their first reconcile
-/// at their generation (`berth_shared::status::awaiting_first_pass`): many
-/// Runtimes created or changed at once. kube-runtime picks the next
-/// reconcile from a set in no order, so a Runtime never reconciled waits
-/// behind others' progress writes; holding those longer gives the apiserver
-/// time to the first passes. Transitions are still written at once, and
-/// progress at most this late (issue 14).
-pub const FIRST_PASS_PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
+/// The longest such a wait lasts while other Runtimes still wait for their
+/// first reconcile at their generation
+/// (`berth_shared::status::awaiting_first_pass`): many Runtimes created or
+/// changed at once. kube-runtime picks the next reconcile from a set in no
+/// order, so a Runtime never reconciled waits behind others' progress
+/// writes; holding those gives the apiserver to the first passes. A held
+/// write is woken as soon as no Runtime waits any more
+/// ([`HeldStatus`]), and is at most this late while they keep coming.
+/// Transitions an operator acts on are still written at once (issues 14
+/// and 32).
+pub const FIRST_PASS_PROGRESS_INTERVAL: Duration = Duration::from_secs(120);
 
 /// Whether every cache has completed its first list (once set, stays set:
 /// a later relist keeps serving the previous contents until it completes).

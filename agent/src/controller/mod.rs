@@ -9,6 +9,7 @@ pub mod bodies;
 pub mod caches;
 pub mod context;
 pub mod events;
+pub mod held_status;
 pub mod identity;
 pub mod index;
 pub mod list_progress;
@@ -120,7 +121,25 @@ pub fn start(
         written: context::WriteMemory::default(),
         synced: context::Synced::default(),
         status_pacer: context::StatusPacer::default(),
+        held_status: context::HeldStatus::default(),
     });
+    // Status writes held behind the first-pass backlog are woken when it
+    // clears (see `held_status`).
+    let (wake_held, held_woken) = futures::channel::mpsc::unbounded();
+    {
+        let context = context.clone();
+        let runtimes = runtimes.clone();
+        tokio::spawn(async move {
+            context
+                .held_status
+                .release(
+                    move || status::any_awaiting_first_pass(&runtimes),
+                    held_status::BACKLOG_POLL,
+                    wake_held,
+                )
+                .await;
+        });
+    }
     // Reconciles (and the grants publisher) wait for this: a cache that
     // has not listed yet reads as "absent" (no namespace labels, no class,
     // no node), which would block or revoke a granted Runtime for nothing.
@@ -152,6 +171,7 @@ pub fn start(
     let backoff_err = backoff.clone();
     let ctx = context.clone();
     let run = controller
+        .reconcile_on(held_woken)
         .owns_stream(cm_s)
         .owns_stream(sa_s)
         .owns_stream(svc_s)

@@ -17,6 +17,7 @@ use berth_shared::api::{Runtime, RuntimeStatus};
 use berth_shared::render::RenderError;
 use berth_shared::status::{self as pure, Applied, ApplyFailure, Hold, Observed};
 use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -129,9 +130,13 @@ pub async fn publish(
     }
     let key = key(runtime);
     let now = Instant::now();
-    let wait = stored
-        .and_then(|old| pacing_interval(old, new_status, || first_pass_backlog(ctx)))
-        .and_then(|interval| ctx.status_pacer.wait(&key, now, interval));
+    let interval =
+        stored.and_then(|old| pacing_interval(old, new_status, || first_pass_backlog(ctx)));
+    let wait = interval.and_then(|interval| ctx.status_pacer.wait(&key, now, interval));
+    if wait.is_some() && interval == Some(context::FIRST_PASS_PROGRESS_INTERVAL) {
+        // Woken as soon as the backlog clears, not only at the interval's end.
+        ctx.held_status.hold(ObjectRef::from_obj(runtime));
+    }
     if wait.is_none() {
         let produced = write_status(ctx, runtime, stored, new_status).await?;
         let from = runtime.resource_version();
@@ -148,7 +153,8 @@ pub async fn publish(
 /// progress and the rollout's own transitions wait
 /// [`context::FIRST_PASS_PROGRESS_INTERVAL`]: at S every Runtime was written
 /// three times before the last was first seen, and those writes share the
-/// apiserver with the first passes (issue 32). A new generation, a grant
+/// apiserver with the first passes (issue 32). Held so, a write is woken
+/// when the backlog clears ([`super::held_status`]). A new generation, a grant
 /// decision, a handler, Degraded, Blocked, an upgrade or a job is written at
 /// once.
 fn pacing_interval(
@@ -172,8 +178,13 @@ fn pacing_interval(
 /// Whether any Runtime in the cache still waits for its first reconcile at
 /// its generation.
 fn first_pass_backlog(ctx: &Context) -> bool {
-    ctx.stores
-        .runtimes
+    any_awaiting_first_pass(&ctx.stores.runtimes)
+}
+
+/// Whether any Runtime in `runtimes` still waits for its first reconcile at
+/// its generation (a scan of the cache).
+pub fn any_awaiting_first_pass(runtimes: &kube::runtime::reflector::Store<Runtime>) -> bool {
+    runtimes
         .state()
         .iter()
         .any(|r| berth_shared::status::awaiting_first_pass(r))
@@ -194,10 +205,17 @@ async fn write_status(
         .filter(|c| old.is_none_or(|o| !o.conditions.contains(c)))
         .map(|c| c.type_.as_str())
         .collect();
+    // Why it is written now: what changed beyond progress ("first": no
+    // status known; empty: progress whose wait is over).
+    let why = old.map_or_else(
+        || vec!["first".to_string()],
+        |o| berth_shared::status::changes(o, new),
+    );
     tracing::info!(
         runtime = %runtime.name_any(),
         namespace = %ns,
         changed_conditions = ?changed,
+        changes = ?why,
         "writing status"
     );
     let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);

@@ -66,6 +66,44 @@ fn same_condition(a: &Condition, b: &Condition, may_change: bool) -> bool {
         && (may_change || (a.status == b.status && a.reason == b.reason))
 }
 
+/// What differs from `old` to `new` beyond progress, in words: the
+/// top-level fields (`observedGeneration`, `identity`, `profile`,
+/// `upgrade`, `jobs`), `conditions` when their list of types changed, and
+/// `Type=status/reason` for each condition whose status or reason did.
+/// Empty: only progress (counts, messages). For the agent's log, which
+/// says why a status was written.
+pub fn changes(old: &RuntimeStatus, new: &RuntimeStatus) -> Vec<String> {
+    let mut out: Vec<String> = [
+        (
+            "observedGeneration",
+            old.observed_generation != new.observed_generation,
+        ),
+        ("identity", old.identity != new.identity),
+        ("profile", old.profile != new.profile),
+        ("upgrade", old.upgrade != new.upgrade),
+        ("jobs", old.jobs != new.jobs),
+    ]
+    .into_iter()
+    .filter(|(_, differs)| *differs)
+    .map(|(name, _)| name.to_string())
+    .collect();
+    let types = |s: &RuntimeStatus| {
+        s.conditions
+            .iter()
+            .map(|c| c.type_.clone())
+            .collect::<Vec<_>>()
+    };
+    if types(old) != types(new) {
+        out.push("conditions".into());
+    }
+    for (a, b) in old.conditions.iter().zip(&new.conditions) {
+        if a.type_ == b.type_ && !same_condition(a, b, false) {
+            out.push(format!("{}={}/{}", b.type_, b.status, b.reason));
+        }
+    }
+    out
+}
+
 /// Whether a Runtime still waits for its first reconcile at its current
 /// generation: created or changed, and no status says it was seen yet. A
 /// Runtime being deleted waits for nothing.
@@ -174,6 +212,30 @@ mod tests {
             template_hash: "abc".into(),
         });
         assert!(!progress_only(&base, &with_jobs), "a job record");
+    }
+
+    #[test]
+    fn changes_name_what_differs_beyond_progress() {
+        let base = status(
+            vec![
+                cond("Available", "False", "MinimumReplicasUnavailable", "1/10"),
+                cond("Ready", "False", "NotAvailable", "1/10"),
+            ],
+            1,
+        );
+        let mut more = base.clone();
+        more.conditions[1].message = "4/10".into();
+        assert!(changes(&base, &more).is_empty(), "progress only");
+        let mut ready = more.clone();
+        ready.conditions[1].status = "True".into();
+        ready.conditions[1].reason = "Ready".into();
+        ready.observed_generation = Some(2);
+        assert_eq!(
+            changes(&base, &ready),
+            ["observedGeneration", "Ready=True/Ready"]
+        );
+        let fewer = status(base.conditions[..1].to_vec(), 1);
+        assert_eq!(changes(&base, &fewer), ["conditions"]);
     }
 
     #[test]
