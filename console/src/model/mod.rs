@@ -40,7 +40,7 @@ use k8s_openapi::jiff::Timestamp;
 pub use crate::rows::{RowRef, RowTone, TableData};
 pub use crate::store::{Kind, ObjKey, Object, Store};
 pub use data::{Data, LeaderState, WatchState};
-pub use derived::Derived;
+pub use derived::{Completion, Derived};
 pub use msg::{Effect, Handover, Msg, WatchEvent};
 pub use screen::{ListView, Scope, Screen};
 pub use session::{DEFAULT_AGENT_LEASE, Session};

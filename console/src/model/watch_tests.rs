@@ -490,3 +490,39 @@ fn a_scoped_watch_counts_as_listed_through_the_whole_kind_that_replaces_it() {
     list_running(&mut app, &objs);
     assert!(app.screen_listed(&rollout));
 }
+
+#[test]
+fn the_frame_that_ends_the_last_sync_completes_the_screen() {
+    let mut app = App::new("t", Scope::All, fixtures::now());
+    let keys = kinds_of(&app.open(Screen::List(ListView::Grants)));
+    let own = WatchKey::all(Kind::RuntimeGrant);
+    let rest: Vec<WatchKey> = keys.iter().filter(|k| **k != own).cloned().collect();
+    assert!(
+        !rest.is_empty(),
+        "Grants watches more than its own kind: {keys:?}"
+    );
+    // Every watch started: each says so before its list comes in.
+    for key in &keys {
+        watched(&mut app, key, WatchEvent::Init);
+    }
+    let before = app.completion();
+    list(&mut app, &own, &[]);
+    assert!(
+        before.completed_by(app.completion()),
+        "the view's own list completes it"
+    );
+    // Each other watch syncing: only the last one's list completes the
+    // screen (the status bar's "syncing …" goes with it).
+    for (i, key) in rest.iter().enumerate() {
+        let before = app.completion();
+        list(&mut app, key, &[]);
+        assert_eq!(
+            before.completed_by(app.completion()),
+            i + 1 == rest.len(),
+            "{key:?}"
+        );
+    }
+    assert_eq!(app.data.connection().map(|(k, _)| k), None);
+    // Nothing changed: nothing completed.
+    assert!(!app.completion().completed_by(app.completion()));
+}

@@ -142,7 +142,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                 }
                 () = tokio::time::sleep_until(due) => continue,
             }
-            let was_loaded = app.current_loaded();
+            let before = app.completion();
             for msg in msgs {
                 for effect in update(&mut app, msg) {
                     if effects.perform(effect, &mut tui).await? == Flow::Quit {
@@ -153,9 +153,10 @@ pub async fn run(opts: RunOptions) -> Result<()> {
                     return Ok(());
                 }
             }
-            // The view's last list just completed: its first complete frame
-            // is what the user waits for, not one more coalesced update.
-            if was_loaded == Some(false) && app.current_loaded() == Some(true) {
+            // The view's last list, or the last syncing watch, just
+            // completed: its first complete frame is what the user waits
+            // for, not one more coalesced update.
+            if before.completed_by(app.completion()) {
                 urgent = true;
             }
         }
