@@ -191,6 +191,9 @@ pub struct ModelTimes {
     pub key_to_frame: Duration,
     pub event_to_frame: Duration,
     pub redraw_floor: Duration,
+    /// The same event → frame, per view on screen (median of its rounds):
+    /// which view's rebuild costs what.
+    pub event_to_frame_by_view: Vec<(&'static str, Duration)>,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -237,6 +240,8 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
     draw(&mut app);
     let (mut keys, mut events, mut floor) = (Vec::new(), Vec::new(), Vec::new());
     let views = [KeyCode::Char('1'), KeyCode::Char('3'), KeyCode::Char('4')];
+    let names = ["Runtimes", "Handlers", "Retained"];
+    let mut by_view: Vec<Vec<Duration>> = vec![Vec::new(); views.len()];
     for i in 0..n {
         let t = Instant::now();
         update(
@@ -258,7 +263,9 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
         app.data.store.touch(Kind::Runtime);
         app.data.store.touch(Kind::Pod);
         draw(&mut app);
-        events.push(t.elapsed());
+        let took = t.elapsed();
+        events.push(took);
+        by_view[i % views.len()].push(took);
         let t = Instant::now();
         draw(&mut app);
         floor.push(t.elapsed());
@@ -267,6 +274,12 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
         key_to_frame: median(keys),
         event_to_frame: median(events),
         redraw_floor: median(floor),
+        event_to_frame_by_view: names
+            .into_iter()
+            .zip(by_view)
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(name, v)| (name, median(v)))
+            .collect(),
     }
 }
 

@@ -191,5 +191,13 @@ pub async fn console_figures(
         Some(times.redraw_floor),
         Target::AtMost(50.0),
     ));
+    for (view, took) in &times.event_to_frame_by_view {
+        figures.push(Figure::millis(
+            &format!("console model: watch event → rebuilt {view} frame (median)"),
+            *took,
+            Some(times.redraw_floor),
+            Target::AtMost(50.0),
+        ));
+    }
     figures
 }
