@@ -17,18 +17,21 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 /// condition messages, with every condition's (type, status, reason) and
 /// everything else unchanged.
 pub fn progress_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
-    same_except(old, new, |_| false)
+    same_except(old, new, |_| false, false)
 }
 
 /// Whether `new` differs from `old` only in the rollout's own conditions
-/// (Progressing, Available, Ready: pods coming up or going away) besides
-/// progress. Every other condition (a grant, a handler, Degraded, Blocked,
+/// (Progressing, Available, Ready: pods coming up or going away) and in the
+/// images the pods run (`upgrade.currentImage`, `lastSuccessfulImage`:
+/// they follow the same pods; the desired image is the spec's) besides
+/// progress. At S/4 every transition written before the last Runtime's
+/// first pass also moved those images (issue 32). Every other condition (a grant, a handler, Degraded, Blocked,
 /// Upgrading), the observed generation, the identity, the profile, the
 /// upgrade and the job records are unchanged. Such a change may wait
 /// briefly while many Runtimes still wait for their first pass; anything
 /// an operator must act on is written at once.
 pub fn rollout_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
-    same_except(old, new, |type_| ROLLOUT_CONDITIONS.contains(&type_))
+    same_except(old, new, |type_| ROLLOUT_CONDITIONS.contains(&type_), true)
 }
 
 /// The conditions that follow a rollout's pods.
@@ -39,12 +42,14 @@ const ROLLOUT_CONDITIONS: [&str; 3] = [
 ];
 
 /// Whether `old` and `new` agree on everything but progress (counts and
-/// messages) and the status and reason of the conditions `may_change`
-/// names. The list of condition types must stay the same.
+/// messages), the status and reason of the conditions `may_change` names
+/// and, with `images`, the images the pods run. The list of condition
+/// types must stay the same.
 fn same_except(
     old: &RuntimeStatus,
     new: &RuntimeStatus,
     may_change: impl Fn(&str) -> bool,
+    images: bool,
 ) -> bool {
     let same_conditions = old.conditions.len() == new.conditions.len()
         && old
@@ -52,11 +57,17 @@ fn same_except(
             .iter()
             .zip(&new.conditions)
             .all(|(a, b)| same_condition(a, b, may_change(&a.type_)));
+    let same_upgrade = if images {
+        let desired = |s: &RuntimeStatus| s.upgrade.as_ref().and_then(|u| u.desired_image.clone());
+        desired(old) == desired(new)
+    } else {
+        old.upgrade == new.upgrade
+    };
     same_conditions
+        && same_upgrade
         && old.observed_generation == new.observed_generation
         && old.identity == new.identity
         && old.profile == new.profile
-        && old.upgrade == new.upgrade
         && old.jobs == new.jobs
 }
 
@@ -295,6 +306,28 @@ mod tests {
             .conditions
             .push(cond("Blocked", "True", "Frozen", ""));
         assert!(!rollout_only(&ready, &blocked), "a condition added");
+
+        // The pods' images follow the rollout; the desired image is the
+        // spec's (and comes with a new generation).
+        let image = |desired: &str, current: Option<&str>, last: Option<&str>| {
+            Some(crate::api::UpgradeStatus {
+                desired_image: Some(desired.into()),
+                current_image: current.map(Into::into),
+                last_successful_image: last.map(Into::into),
+            })
+        };
+        let mut starting = progressing.clone();
+        starting.upgrade = image("app:1", None, None);
+        let mut done = ready.clone();
+        done.upgrade = image("app:1", Some("app:1"), Some("app:1"));
+        assert!(rollout_only(&starting, &done), "images the pods run");
+        assert!(
+            !progress_only(&starting, &done),
+            "but not only progress: written at once outside a backlog"
+        );
+        let mut other = done.clone();
+        other.upgrade = image("app:2", Some("app:1"), Some("app:1"));
+        assert!(!rollout_only(&done, &other), "a new desired image");
     }
 
     #[test]
