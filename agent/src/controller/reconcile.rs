@@ -107,13 +107,13 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
     let stored = status::stored(ctx, runtime);
     let new_status = status::compute(
         runtime,
-        stored.as_ref(),
+        stored.as_deref(),
         &snapshot,
         &hold,
         applied.as_ref(),
         render_error.as_ref(),
     );
-    let progress_wait = status::publish(ctx, runtime, stored.as_ref(), &new_status)
+    let progress_wait = status::publish(ctx, runtime, stored.as_deref(), &new_status)
         .await
         .map_err(Error::Status)?;
 

@@ -9,6 +9,7 @@
 //! [`publish`] decides when a changed Runtime status is written (progress
 //! paced, anything else at once) and raises the Events of its transitions.
 
+use std::borrow::Cow;
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
@@ -30,10 +31,16 @@ use super::read::Snapshot;
 /// The status the apiserver holds for `runtime` as far as the agent knows:
 /// the one it last wrote while the cache does not show that write yet (see
 /// [`super::status_pacer`]), else the cached one.
-pub fn stored(ctx: &Context, runtime: &Runtime) -> Option<RuntimeStatus> {
-    ctx.status_pacer
+/// Borrowed from the cache in the common case: this runs on every
+/// reconcile.
+pub fn stored<'a>(ctx: &Context, runtime: &'a Runtime) -> Option<Cow<'a, RuntimeStatus>> {
+    match ctx
+        .status_pacer
         .stored(&key(runtime), runtime.resource_version().as_deref())
-        .or_else(|| runtime.status.clone())
+    {
+        Some(sent) => Some(Cow::Owned(sent)),
+        None => runtime.status.as_ref().map(Cow::Borrowed),
+    }
 }
 
 /// The pacer's key of a Runtime, `namespace/name`.
