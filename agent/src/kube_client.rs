@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use http::{Method, Request, Response};
-use kube::client::ClientBuilder;
 use kube::{Client, Config};
 use tokio::time::Instant;
 
@@ -178,7 +177,7 @@ pub async fn client(
     if let Ok(agent) = http::HeaderValue::from_str(&user_agent(identity)) {
         config.headers.push((http::header::USER_AGENT, agent));
     }
-    let builder = ClientBuilder::try_from(config)?;
+    let builder = berth_client::builder(config)?;
     Ok(builder.with_layer(&GateLayer { metrics, gate }).build())
 }
 

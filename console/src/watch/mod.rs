@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use berth_shared::api::PendingGrantsFile;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::client::ClientBuilder;
 use kube::config::{ExecInteractiveMode, KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kube::{Api, Client, Config};
@@ -178,7 +177,7 @@ pub fn client_from_config(mut config: Config) -> Result<(Client, WatchStarts), k
         config.headers.push((http::header::USER_AGENT, agent));
     }
     let starts = WatchStarts::default();
-    let client = ClientBuilder::try_from(config)?
+    let client = berth_client::builder(config)?
         .with_layer(&StartsLayer(starts.clone()))
         .build();
     Ok((client, starts))
