@@ -216,7 +216,12 @@ async fn write_status(
     // status known; empty: progress whose wait is over).
     let why = old.map_or_else(
         || vec!["first".to_string()],
-        |o| berth_shared::status::changes(o, new),
+        |o| {
+            berth_shared::status::changes(o, new)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        },
     );
     tracing::info!(
         runtime = %runtime.name_any(),

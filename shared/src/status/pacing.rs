@@ -10,14 +10,119 @@
 //! pass ([`rollout_only`]).
 
 use crate::api::condition_types;
-use crate::api::{Runtime, RuntimeStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use crate::api::{Runtime, RuntimeStatus, UpgradeStatus};
+
+/// One way two statuses differ beyond progress (counts and messages): the
+/// one list both pacing rules ([`progress_only`], [`rollout_only`]) and the
+/// agent's log ([`changes`]) read, so a field added to the status is
+/// compared once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// `observedGeneration`.
+    ObservedGeneration,
+    /// `identity`.
+    Identity,
+    /// `profile`.
+    Profile,
+    /// `upgrade.desiredImage`: the image the spec asks for.
+    DesiredImage,
+    /// `upgrade.currentImage` or `upgrade.lastSuccessfulImage`: the images
+    /// the pods run.
+    RunningImages,
+    /// `jobs`.
+    Jobs,
+    /// The list of condition types.
+    ConditionTypes,
+    /// A condition's `observedGeneration`.
+    ConditionGeneration { type_: String },
+    /// A condition's status or reason (the new ones).
+    Condition {
+        type_: String,
+        status: String,
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::ObservedGeneration => f.write_str("observedGeneration"),
+            Change::Identity => f.write_str("identity"),
+            Change::Profile => f.write_str("profile"),
+            Change::DesiredImage => f.write_str("upgrade.desiredImage"),
+            Change::RunningImages => f.write_str("upgrade.images"),
+            Change::Jobs => f.write_str("jobs"),
+            Change::ConditionTypes => f.write_str("conditions"),
+            Change::ConditionGeneration { type_ } => write!(f, "{type_}.observedGeneration"),
+            Change::Condition {
+                type_,
+                status,
+                reason,
+            } => write!(f, "{type_}={status}/{reason}"),
+        }
+    }
+}
+
+/// What differs from `old` to `new` beyond progress. Empty: only progress
+/// (counts, messages).
+pub fn changes(old: &RuntimeStatus, new: &RuntimeStatus) -> Vec<Change> {
+    fn image(s: &RuntimeStatus, f: fn(&UpgradeStatus) -> &Option<String>) -> Option<&str> {
+        s.upgrade.as_ref().and_then(|u| f(u).as_deref())
+    }
+    let differs = |f: fn(&UpgradeStatus) -> &Option<String>| image(old, f) != image(new, f);
+    let desired = differs(|u| &u.desired_image);
+    let running = differs(|u| &u.current_image) || differs(|u| &u.last_successful_image);
+    let mut out: Vec<Change> = [
+        (
+            Change::ObservedGeneration,
+            old.observed_generation != new.observed_generation,
+        ),
+        (Change::Identity, old.identity != new.identity),
+        (Change::Profile, old.profile != new.profile),
+        (Change::DesiredImage, desired),
+        // Also an upgrade record appearing or going with no image changed.
+        (
+            Change::RunningImages,
+            running || (old.upgrade != new.upgrade && !desired),
+        ),
+        (Change::Jobs, old.jobs != new.jobs),
+    ]
+    .into_iter()
+    .filter_map(|(change, differs)| differs.then_some(change))
+    .collect();
+    if !old
+        .conditions
+        .iter()
+        .map(|c| &c.type_)
+        .eq(new.conditions.iter().map(|c| &c.type_))
+    {
+        out.push(Change::ConditionTypes);
+    }
+    for (a, b) in old.conditions.iter().zip(&new.conditions) {
+        if a.type_ != b.type_ {
+            continue;
+        }
+        if a.observed_generation != b.observed_generation {
+            out.push(Change::ConditionGeneration {
+                type_: b.type_.clone(),
+            });
+        }
+        if a.status != b.status || a.reason != b.reason {
+            out.push(Change::Condition {
+                type_: b.type_.clone(),
+                status: b.status.clone(),
+                reason: b.reason.clone(),
+            });
+        }
+    }
+    out
+}
 
 /// Whether `new` differs from `old` only in progress: rollout counts and
 /// condition messages, with every condition's (type, status, reason) and
 /// everything else unchanged.
 pub fn progress_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
-    same_except(old, new, |_| false, false)
+    changes(old, new).is_empty()
 }
 
 /// Whether `new` differs from `old` only in the rollout's own conditions
@@ -25,13 +130,17 @@ pub fn progress_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
 /// images the pods run (`upgrade.currentImage`, `lastSuccessfulImage`:
 /// they follow the same pods; the desired image is the spec's) besides
 /// progress. At S/4 every transition written before the last Runtime's
-/// first pass also moved those images (issue 32). Every other condition (a grant, a handler, Degraded, Blocked,
-/// Upgrading), the observed generation, the identity, the profile, the
-/// upgrade and the job records are unchanged. Such a change may wait
-/// briefly while many Runtimes still wait for their first pass; anything
-/// an operator must act on is written at once.
+/// first pass also moved those images (issue 32). Every other change (a
+/// grant, a handler, Degraded, Blocked, Upgrading, the observed generation,
+/// the identity, the profile, the desired image, the job records) is
+/// not. Such a change may wait briefly while many Runtimes still wait for
+/// their first pass; anything an operator must act on is written at once.
 pub fn rollout_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
-    same_except(old, new, |type_| ROLLOUT_CONDITIONS.contains(&type_), true)
+    changes(old, new).iter().all(|c| match c {
+        Change::RunningImages => true,
+        Change::Condition { type_, .. } => ROLLOUT_CONDITIONS.contains(&type_.as_str()),
+        _ => false,
+    })
 }
 
 /// The conditions that follow a rollout's pods.
@@ -40,80 +149,6 @@ const ROLLOUT_CONDITIONS: [&str; 3] = [
     condition_types::AVAILABLE,
     condition_types::READY,
 ];
-
-/// Whether `old` and `new` agree on everything but progress (counts and
-/// messages), the status and reason of the conditions `may_change` names
-/// and, with `images`, the images the pods run. The list of condition
-/// types must stay the same.
-fn same_except(
-    old: &RuntimeStatus,
-    new: &RuntimeStatus,
-    may_change: impl Fn(&str) -> bool,
-    images: bool,
-) -> bool {
-    let same_conditions = old.conditions.len() == new.conditions.len()
-        && old
-            .conditions
-            .iter()
-            .zip(&new.conditions)
-            .all(|(a, b)| same_condition(a, b, may_change(&a.type_)));
-    let same_upgrade = if images {
-        let desired = |s: &RuntimeStatus| s.upgrade.as_ref().and_then(|u| u.desired_image.clone());
-        desired(old) == desired(new)
-    } else {
-        old.upgrade == new.upgrade
-    };
-    same_conditions
-        && same_upgrade
-        && old.observed_generation == new.observed_generation
-        && old.identity == new.identity
-        && old.profile == new.profile
-        && old.jobs == new.jobs
-}
-
-fn same_condition(a: &Condition, b: &Condition, may_change: bool) -> bool {
-    a.type_ == b.type_
-        && a.observed_generation == b.observed_generation
-        && (may_change || (a.status == b.status && a.reason == b.reason))
-}
-
-/// What differs from `old` to `new` beyond progress, in words: the
-/// top-level fields (`observedGeneration`, `identity`, `profile`,
-/// `upgrade`, `jobs`), `conditions` when their list of types changed, and
-/// `Type=status/reason` for each condition whose status or reason did.
-/// Empty: only progress (counts, messages). For the agent's log, which
-/// says why a status was written.
-pub fn changes(old: &RuntimeStatus, new: &RuntimeStatus) -> Vec<String> {
-    let mut out: Vec<String> = [
-        (
-            "observedGeneration",
-            old.observed_generation != new.observed_generation,
-        ),
-        ("identity", old.identity != new.identity),
-        ("profile", old.profile != new.profile),
-        ("upgrade", old.upgrade != new.upgrade),
-        ("jobs", old.jobs != new.jobs),
-    ]
-    .into_iter()
-    .filter(|(_, differs)| *differs)
-    .map(|(name, _)| name.to_string())
-    .collect();
-    let types = |s: &RuntimeStatus| {
-        s.conditions
-            .iter()
-            .map(|c| c.type_.clone())
-            .collect::<Vec<_>>()
-    };
-    if types(old) != types(new) {
-        out.push("conditions".into());
-    }
-    for (a, b) in old.conditions.iter().zip(&new.conditions) {
-        if a.type_ == b.type_ && !same_condition(a, b, false) {
-            out.push(format!("{}={}/{}", b.type_, b.status, b.reason));
-        }
-    }
-    out
-}
 
 /// Whether a Runtime still waits for its first reconcile at its current
 /// generation: created or changed, and no status says it was seen yet. A
@@ -241,12 +276,35 @@ mod tests {
         ready.conditions[1].status = "True".into();
         ready.conditions[1].reason = "Ready".into();
         ready.observed_generation = Some(2);
+        let said = |a, b| {
+            changes(a, b)
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            changes(&base, &ready),
+            said(&base, &ready),
             ["observedGeneration", "Ready=True/Ready"]
         );
         let fewer = status(base.conditions[..1].to_vec(), 1);
-        assert_eq!(changes(&base, &fewer), ["conditions"]);
+        assert_eq!(said(&base, &fewer), ["conditions"]);
+        let mut seen_again = base.clone();
+        seen_again.conditions[0].observed_generation = Some(2);
+        assert_eq!(said(&base, &seen_again), ["Available.observedGeneration"]);
+        let mut upgrading = base.clone();
+        upgrading.upgrade = Some(crate::api::UpgradeStatus {
+            desired_image: Some("app:2".into()),
+            current_image: Some("app:1".into()),
+            last_successful_image: None,
+        });
+        assert_eq!(
+            said(&base, &upgrading),
+            ["upgrade.desiredImage", "upgrade.images"]
+        );
+        let mut empty_record = base.clone();
+        empty_record.upgrade = Some(crate::api::UpgradeStatus::default());
+        assert_eq!(said(&base, &empty_record), ["upgrade.images"]);
+        assert!(!progress_only(&base, &empty_record), "any upgrade change");
     }
 
     #[test]
