@@ -3,7 +3,7 @@
 //! While any Runtime still waits for its first reconcile at its generation,
 //! progress and a rollout's own transitions wait up to
 //! [`FIRST_PASS_PROGRESS_INTERVAL`](super::context::FIRST_PASS_PROGRESS_INTERVAL)
-//! (see `status::pacing_interval`): those writes share the apiserver with
+//! (see `status::pacing`): those writes share the apiserver with
 //! the first passes (issue 32). A Runtime held so is remembered here, and
 //! woken as soon as no Runtime waits any more, so that the wait ends with
 //! the backlog rather than at the interval's end.

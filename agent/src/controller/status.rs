@@ -137,10 +137,13 @@ pub async fn publish(
     }
     let key = key(runtime);
     let now = Instant::now();
-    let interval =
-        stored.and_then(|old| pacing_interval(old, new_status, || first_pass_backlog(ctx)));
-    let wait = interval.and_then(|interval| ctx.status_pacer.wait(&key, now, interval));
-    if wait.is_some() && interval == Some(context::FIRST_PASS_PROGRESS_INTERVAL) {
+    let pacing = stored.map_or(Pacing::AtOnce, |old| {
+        pacing(old, new_status, || first_pass_backlog(ctx))
+    });
+    let wait = pacing
+        .interval()
+        .and_then(|interval| ctx.status_pacer.wait(&key, now, interval));
+    if wait.is_some() && pacing == Pacing::BehindBacklog {
         // Woken as soon as the backlog clears, not only at the interval's end.
         ctx.held_status.hold(ObjectRef::from_obj(runtime));
     }
@@ -153,32 +156,51 @@ pub async fn publish(
     Ok(wait)
 }
 
-/// At most how often a change from `old` to `new` may be written (`None`:
-/// at once). Progress (counts, messages) waits [`context::PROGRESS_INTERVAL`]
-/// after the previous write. While other Runtimes wait for their first pass
-/// (`backlog`, asked only when it matters: a scan of the Runtime cache),
-/// progress and the rollout's own transitions wait
-/// [`context::FIRST_PASS_PROGRESS_INTERVAL`]: at S every Runtime was written
-/// three times before the last was first seen, and those writes share the
-/// apiserver with the first passes (issue 32). Held so, a write is woken
-/// when the backlog clears ([`super::held_status`]). A new generation, a grant
-/// decision, a handler, Degraded, Blocked, an upgrade or a job is written at
-/// once.
-fn pacing_interval(
-    old: &RuntimeStatus,
-    new: &RuntimeStatus,
-    backlog: impl FnOnce() -> bool,
-) -> Option<Duration> {
+/// How a status change may be paced ([`pacing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pacing {
+    /// Written at once.
+    AtOnce,
+    /// Progress: at most once per [`context::PROGRESS_INTERVAL`].
+    Progress,
+    /// Progress or a rollout transition while other Runtimes wait for
+    /// their first pass: at most once per
+    /// [`context::FIRST_PASS_PROGRESS_INTERVAL`], and woken when the
+    /// backlog clears ([`super::held_status`]).
+    BehindBacklog,
+}
+
+impl Pacing {
+    /// At most how often such a change is written (`None`: at once).
+    fn interval(self) -> Option<Duration> {
+        match self {
+            Pacing::AtOnce => None,
+            Pacing::Progress => Some(context::PROGRESS_INTERVAL),
+            Pacing::BehindBacklog => Some(context::FIRST_PASS_PROGRESS_INTERVAL),
+        }
+    }
+}
+
+/// How a change from `old` to `new` is paced. Progress (counts, messages)
+/// waits [`context::PROGRESS_INTERVAL`] after the previous write. While
+/// other Runtimes wait for their first pass (`backlog`, asked only when it
+/// matters: a scan of the Runtime cache), progress and the rollout's own
+/// transitions wait [`context::FIRST_PASS_PROGRESS_INTERVAL`]: at S every
+/// Runtime was written three times before the last was first seen, and
+/// those writes share the apiserver with the first passes (issue 32). A new
+/// generation, a grant decision, a handler, Degraded, Blocked, an upgrade
+/// or a job is written at once.
+fn pacing(old: &RuntimeStatus, new: &RuntimeStatus, backlog: impl FnOnce() -> bool) -> Pacing {
     if berth_shared::status::progress_only(old, new) {
-        Some(if backlog() {
-            context::FIRST_PASS_PROGRESS_INTERVAL
+        if backlog() {
+            Pacing::BehindBacklog
         } else {
-            context::PROGRESS_INTERVAL
-        })
+            Pacing::Progress
+        }
     } else if berth_shared::status::rollout_only(old, new) && backlog() {
-        Some(context::FIRST_PASS_PROGRESS_INTERVAL)
+        Pacing::BehindBacklog
     } else {
-        None
+        Pacing::AtOnce
     }
 }
 
@@ -238,7 +260,7 @@ async fn write_status(
 
 #[cfg(test)]
 mod tests {
-    use super::{context, pacing_interval};
+    use super::{Pacing, context, pacing};
     use berth_shared::api::RuntimeStatus;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
@@ -262,29 +284,32 @@ mod tests {
     fn progress_waits_and_rollout_transitions_wait_only_behind_first_passes() {
         let (one, four) = (status("False", "1/10"), status("False", "4/10"));
         let ready = status("True", "10/10");
+        assert_eq!(pacing(&one, &four, || false), Pacing::Progress);
+        assert_eq!(pacing(&one, &four, || true), Pacing::BehindBacklog);
+        assert_eq!(pacing(&one, &ready, || false), Pacing::AtOnce);
+        assert_eq!(pacing(&one, &ready, || true), Pacing::BehindBacklog);
         assert_eq!(
-            pacing_interval(&one, &four, || false),
+            Pacing::Progress.interval(),
             Some(context::PROGRESS_INTERVAL)
         );
         assert_eq!(
-            pacing_interval(&one, &four, || true),
+            Pacing::BehindBacklog.interval(),
             Some(context::FIRST_PASS_PROGRESS_INTERVAL)
         );
-        assert_eq!(pacing_interval(&one, &ready, || false), None);
-        assert_eq!(
-            pacing_interval(&one, &ready, || true),
-            Some(context::FIRST_PASS_PROGRESS_INTERVAL)
-        );
+        assert_eq!(Pacing::AtOnce.interval(), None);
         let mut revoked = ready.clone();
         revoked.conditions[0].status = "False".into();
         revoked.conditions[0].reason = "NotGranted".into();
         assert_eq!(
-            pacing_interval(&ready, &revoked, || true),
-            None,
+            pacing(&ready, &revoked, || true),
+            Pacing::AtOnce,
             "a grant decision is written at once, backlog or not"
         );
         let mut next = ready.clone();
         next.observed_generation = Some(2);
-        assert_eq!(pacing_interval(&ready, &next, || panic!("not asked")), None);
+        assert_eq!(
+            pacing(&ready, &next, || panic!("not asked")),
+            Pacing::AtOnce
+        );
     }
 }
