@@ -26,6 +26,7 @@ use super::index::OwnerIndex;
 use super::names::NameIndex;
 use crate::metrics::Metrics;
 
+pub use super::first_passes::FailedFirstPasses;
 pub use super::held_status::HeldStatus;
 pub use super::status_pacer::StatusPacer;
 
@@ -281,6 +282,9 @@ pub struct Context {
     pub status_pacer: StatusPacer,
     /// Status writes held behind the first-pass backlog.
     pub held_status: HeldStatus,
+    /// Runtimes whose status write failed at their generation: not part of
+    /// the first-pass backlog.
+    pub failed_first_passes: FailedFirstPasses,
 }
 
 /// How long a status change that only moves counts or messages may wait

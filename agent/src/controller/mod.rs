@@ -9,6 +9,7 @@ pub mod bodies;
 pub mod caches;
 pub mod context;
 pub mod events;
+pub mod first_passes;
 pub mod held_status;
 pub mod identity;
 pub mod index;
@@ -122,6 +123,7 @@ pub fn start(
         synced: context::Synced::default(),
         status_pacer: context::StatusPacer::default(),
         held_status: context::HeldStatus::default(),
+        failed_first_passes: context::FailedFirstPasses::default(),
     });
     // Status writes held behind the first-pass backlog are woken when it
     // clears (see `held_status`).
@@ -130,13 +132,13 @@ pub fn start(
         let context = context.clone();
         let runtimes = runtimes.clone();
         tokio::spawn(async move {
+            let backlog = {
+                let context = context.clone();
+                move || status::any_awaiting_first_pass(&runtimes, &context.failed_first_passes)
+            };
             context
                 .held_status
-                .release(
-                    move || status::any_awaiting_first_pass(&runtimes),
-                    held_status::BACKLOG_POLL,
-                    wake_held,
-                )
+                .release(backlog, held_status::BACKLOG_POLL, wake_held)
                 .await;
         });
     }

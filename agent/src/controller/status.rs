@@ -26,6 +26,7 @@ use serde::de::DeserializeOwned;
 use super::apply::ApplyOutcome;
 use super::context::{self, Context, FIELD_MANAGER};
 use super::events;
+use super::first_passes::FailedFirstPasses;
 use super::read::Snapshot;
 
 /// The status the apiserver holds for `runtime` as far as the agent knows:
@@ -148,7 +149,9 @@ pub async fn publish(
         ctx.held_status.hold(ObjectRef::from_obj(runtime));
     }
     if wait.is_none() {
-        let produced = write_status(ctx, runtime, stored, new_status).await?;
+        let produced = write_status(ctx, runtime, stored, new_status)
+            .await
+            .inspect_err(|_| ctx.failed_first_passes.failed(runtime))?;
         let from = runtime.resource_version();
         ctx.status_pacer
             .wrote(&key, now, from.as_deref(), produced.as_deref(), new_status);
@@ -207,16 +210,18 @@ fn pacing(old: &RuntimeStatus, new: &RuntimeStatus, backlog: impl FnOnce() -> bo
 /// Whether any Runtime in the cache still waits for its first reconcile at
 /// its generation.
 fn first_pass_backlog(ctx: &Context) -> bool {
-    any_awaiting_first_pass(&ctx.stores.runtimes)
+    any_awaiting_first_pass(&ctx.stores.runtimes, &ctx.failed_first_passes)
 }
 
 /// Whether any Runtime in `runtimes` still waits for its first reconcile at
-/// its generation (a scan of the cache).
-pub fn any_awaiting_first_pass(runtimes: &kube::runtime::reflector::Store<Runtime>) -> bool {
-    runtimes
-        .state()
-        .iter()
-        .any(|r| berth_shared::status::awaiting_first_pass(r))
+/// its generation (a scan of the cache); one whose status write failed
+/// there does not ([`FailedFirstPasses`]).
+pub fn any_awaiting_first_pass(
+    runtimes: &kube::runtime::reflector::Store<Runtime>,
+    failed: &FailedFirstPasses,
+) -> bool {
+    let state = runtimes.state();
+    failed.any_awaiting(state.iter().map(AsRef::as_ref))
 }
 
 /// Writes a changed status and raises the Events its transitions (from
