@@ -17,7 +17,8 @@ use std::sync::Mutex;
 
 use berth_shared::api::Runtime;
 use berth_shared::status::awaiting_first_pass;
-use kube::ResourceExt;
+
+use super::status::key;
 
 /// Runtimes whose status write failed, with the generation it was for,
 /// keyed `namespace/name`. Holds only Runtimes whose cache still shows no
@@ -60,14 +61,6 @@ impl FailedFirstPasses {
         *map = still_failing;
         false
     }
-}
-
-fn key(runtime: &Runtime) -> String {
-    format!(
-        "{}/{}",
-        runtime.namespace().unwrap_or_default(),
-        runtime.name_any()
-    )
 }
 
 #[cfg(test)]

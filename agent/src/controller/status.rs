@@ -45,7 +45,7 @@ pub fn stored<'a>(ctx: &Context, runtime: &'a Runtime) -> Option<Cow<'a, Runtime
 }
 
 /// The pacer's key of a Runtime, `namespace/name`.
-fn key(runtime: &Runtime) -> String {
+pub(super) fn key(runtime: &Runtime) -> String {
     format!(
         "{}/{}",
         runtime.namespace().unwrap_or_default(),
