@@ -97,6 +97,21 @@ impl ApplyError {
         }
     }
 
+    /// Whether the apiserver could not be reached or asked to be retried
+    /// (no connection, a connection cut, a timeout, 429 or 503): a fact
+    /// about the path to the apiserver, not about the Runtime. Its
+    /// reconcile retries without writing `Degraded` (an apiserver restart
+    /// must not leave a Warning Event on every Runtime it interrupted).
+    pub fn is_unavailable(&self) -> bool {
+        match &self.source {
+            Cause::Api(kube::Error::Api(status)) => matches!(status.code, 429 | 503),
+            Cause::Api(
+                kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_),
+            ) => true,
+            _ => false,
+        }
+    }
+
     /// The object's kind (a metric label: names would be unbounded).
     pub fn kind(&self) -> &str {
         self.object.split('/').next().unwrap_or_default()
@@ -194,6 +209,40 @@ mod tests {
         let mut all = reasons::APPLY_FAILURES.to_vec();
         all.sort_unstable();
         assert_eq!(seen, all);
+    }
+
+    #[test]
+    fn only_an_unreachable_or_busy_apiserver_is_unavailable() {
+        let refused = || {
+            Cause::Api(kube::Error::Service(Box::new(std::io::Error::from(
+                std::io::ErrorKind::ConnectionRefused,
+            ))))
+        };
+        let unavailable = [
+            ApplyError::new("Deployment/web", Step::Apply, refused()),
+            ApplyError::new("Deployment/web", Step::Read, api(503)),
+            ApplyError::new("Service/web", Step::Replace, api(429)),
+        ];
+        for e in unavailable {
+            assert!(e.is_unavailable(), "{e}");
+        }
+        // What the apiserver answered about the object is the Runtime's
+        // fact, and so is an object berth cannot encode or no longer owns.
+        let facts = [
+            ApplyError::new("Deployment/web", Step::Apply, api(422)),
+            ApplyError::new("Deployment/web", Step::Apply, api(500)),
+            ApplyError::new("Deployment/web", Step::Correct, api(409)),
+            ApplyError::new("Job/web-job-a", Step::Delete, api(403)),
+            ApplyError::new("Service/web", Step::Replace, Cause::NotOwned),
+            ApplyError::new(
+                "Job/web-job-a",
+                Step::Apply,
+                Cause::Json(serde_json::from_str::<u8>("x").expect_err("not json")),
+            ),
+        ];
+        for e in facts {
+            assert!(!e.is_unavailable(), "{e}");
+        }
     }
 
     #[test]

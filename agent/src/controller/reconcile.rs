@@ -103,6 +103,18 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         Err(e) => render_error = Some(e),
     }
 
+    // An apiserver that could not be reached (or asked to be retried) says
+    // nothing about this Runtime: retry with backoff, and leave its status
+    // as it was rather than show `Degraded` and raise a Warning Event for
+    // a restart or a cut connection. (Any failure that is the Runtime's
+    // own shows on the retry, once the apiserver answers.)
+    if let Some(a) = applied
+        .as_mut()
+        .filter(|a| a.errors.iter().any(apply_error::ApplyError::is_unavailable))
+    {
+        return Err(failed(ctx, runtime, std::mem::take(&mut a.errors)));
+    }
+
     // 5. status
     let stored = status::stored(ctx, runtime);
     let new_status = status::compute(
@@ -119,11 +131,7 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
 
     let conflicts = applied.as_ref().is_some_and(|a| !a.conflicts.is_empty());
     if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
-        for e in &a.errors {
-            tracing::warn!(runtime = %runtime.name_any(), error = %e, reason = e.reason(), "apply failed");
-            ctx.metrics.apply_failed(e.kind(), e.reason());
-        }
-        return Err(Error::Apply(apply_error::ApplyErrors(a.errors)));
+        return Err(failed(ctx, runtime, a.errors));
     }
     let action = if let Some(wait) = progress_wait {
         Action::requeue(wait)
@@ -137,4 +145,19 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         ))
     };
     Ok((action, hold.is_blocked()))
+}
+
+/// Logs and counts each apply failure; the reconcile's error.
+fn failed(ctx: &Context, runtime: &Runtime, errors: Vec<apply_error::ApplyError>) -> Error {
+    for e in &errors {
+        tracing::warn!(
+            runtime = %runtime.name_any(),
+            error = %e,
+            reason = e.reason(),
+            unavailable = e.is_unavailable(),
+            "apply failed"
+        );
+        ctx.metrics.apply_failed(e.kind(), e.reason());
+    }
+    Error::Apply(apply_error::ApplyErrors(errors))
 }
