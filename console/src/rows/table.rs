@@ -216,7 +216,20 @@ impl TableData {
 
     /// The table of some rows (nothing filtered out, unsorted).
     pub fn of<R: Row>(rows: &[R]) -> Self {
-        let mut t = TableData::new(R::headers().to_vec());
+        // Sized once: grown by doubling, each column was reallocated a
+        // dozen times per rebuild at scale S, and a large realloc on a
+        // fragmented heap is what a watch event's frame spent its time in
+        // (issue 32, `perf` of berth-bench's model phase).
+        let n = rows.len();
+        let mut t = TableData {
+            headers: R::headers().to_vec(),
+            cells: Vec::with_capacity(n),
+            keys: Vec::with_capacity(n),
+            tones: Vec::with_capacity(n),
+            refs: Vec::with_capacity(n),
+            ids: Vec::with_capacity(n),
+            visible: Vec::new(),
+        };
         for r in rows {
             t.push(r.cells(), r.tone(), r.target(), r.id());
         }
@@ -264,14 +277,16 @@ impl TableData {
     /// ties keep the rows' own order.
     pub fn apply(&mut self, filter: &str, sort: Option<(usize, bool)>) {
         let needle = filter.to_lowercase();
-        self.visible = (0..self.cells.len())
-            .filter(|&i| {
-                needle.is_empty()
-                    || self.cells[i]
-                        .iter()
-                        .any(|c| c.to_lowercase().contains(&needle))
-            })
-            .collect();
+        // Refilled in place: its capacity already fits every row.
+        let mut visible = std::mem::take(&mut self.visible);
+        visible.clear();
+        visible.extend((0..self.cells.len()).filter(|&i| {
+            needle.is_empty()
+                || self.cells[i]
+                    .iter()
+                    .any(|c| c.to_lowercase().contains(&needle))
+        }));
+        self.visible = visible;
         if let Some((col, desc)) = sort {
             let keys = &self.keys;
             let missing = SortKey::Missing;
