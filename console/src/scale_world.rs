@@ -101,18 +101,35 @@ impl World {
             }))));
         }
         let runtimes = (0..self.runtimes).flat_map(|i| {
-            let mut out = Vec::new();
-            self.runtime_objects(i, &mut out);
-            out
+            let mut values = Vec::new();
+            self.runtime_values(i, &mut values);
+            values
+                .into_iter()
+                .filter_map(admit_value)
+                .collect::<Vec<_>>()
         });
         out.into_iter().chain(runtimes)
+    }
+
+    /// Every Pod of the world as the apiserver serves it, whole (JSON),
+    /// one Runtime's at a time.
+    pub fn pod_values(&self) -> impl Iterator<Item = Value> + '_ {
+        (0..self.runtimes).flat_map(|i| {
+            let mut values = Vec::new();
+            self.runtime_values(i, &mut values);
+            values.retain(|v| v["kind"] == "Pod");
+            values
+        })
     }
 
     fn grant(&self, i: usize) -> Option<(String, String)> {
         (i < self.granted).then(|| (format!("b{i}"), class_name(i % self.classes.max(1))))
     }
 
-    fn runtime_objects(&self, i: usize, out: &mut Vec<Object>) {
+    /// One Runtime's objects as the apiserver would serve them (JSON, whole,
+    /// before the console reduces them): the Runtime, its grant, its
+    /// Deployment, ReplicaSet and Pods.
+    fn runtime_values(&self, i: usize, out: &mut Vec<Value>) {
         let ns = format!("bench-{}", i / PER_NAMESPACE);
         let name = format!("rt-{i}");
         let service = format!("svc-{i}");
@@ -145,7 +162,7 @@ impl World {
             }
             None => json!({"state": "NotRequested"}),
         };
-        let runtime: Runtime = from(json!({
+        let runtime_value = json!({
             "apiVersion": "berth.dev/v1alpha1", "kind": "Runtime",
             "metadata": {"name": name, "namespace": ns, "uid": uid, "generation": 1,
                          "creationTimestamp": CREATED, "resourceVersion": "1234"},
@@ -162,13 +179,14 @@ impl World {
                     cond("ProfileGranted", "True", "Granted", "as requested"),
                 ],
             },
-        }));
+        });
+        let runtime: Runtime = from(runtime_value.clone());
         let rendered = berth_shared::render::render(&runtime, &identity, &decision)
             .unwrap_or_else(|e| panic!("render {name}: {e}"));
-        out.extend(admit(runtime));
+        out.push(runtime_value);
         if let Some((alias, class)) = grant.filter(|_| i < self.granted - self.retained_runtimes())
         {
-            out.extend(admit::<berth_shared::api::RuntimeGrant>(from(json!({
+            out.push(json!({
                 "apiVersion": "berth.dev/v1alpha1", "kind": "RuntimeGrant",
                 "metadata": {"name": alias, "uid": format!("uid-grant-{i}"), "creationTimestamp": CREATED},
                 "spec": {"project": PROJECT, "environment": ENVIRONMENT, "application": "app",
@@ -177,7 +195,7 @@ impl World {
                     "nodes": {"withHandler": self.nodes, "total": self.nodes,
                               "summary": format!("{0}/{0}", self.nodes)},
                     "runtimes": [{"namespace": ns, "name": name}]},
-            }))));
+            }));
         }
         let mut dep = serde_json::to_value(&rendered.deployment).unwrap_or(Value::Null);
         let dep_name = dep["metadata"]["name"]
@@ -201,7 +219,7 @@ impl World {
                  "message": format!("ReplicaSet \"{dep_name}-5d8f7c9b4\" has successfully progressed."),
                  "lastUpdateTime": CREATED, "lastTransitionTime": CREATED}]});
         let template = dep["spec"]["template"].clone();
-        out.extend(admit::<Deployment>(from(dep.clone())));
+        out.push(dep.clone());
 
         let hash = format!("{:x}", 0x5d8f_7c9b_u64 + i as u64);
         let rs_name = format!("{dep_name}-{hash}");
@@ -211,7 +229,7 @@ impl World {
             json!([{"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid,
                     "controller": true, "blockOwnerDeletion": true}])
         };
-        out.extend(admit::<ReplicaSet>(from(json!({
+        out.push(json!({
             "apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": rs_name, "namespace": ns, "uid": format!("uid-rs-{i}"),
                 "creationTimestamp": CREATED, "generation": 1, "resourceVersion": "3456",
@@ -224,7 +242,7 @@ impl World {
                      "template": rs_template},
             "status": {"replicas": replicas, "fullyLabeledReplicas": replicas,
                 "readyReplicas": replicas, "availableReplicas": replicas, "observedGeneration": 1},
-        }))));
+        }));
         for p in 0..replicas {
             let mut meta = rs_template["metadata"].clone();
             meta["name"] = json!(format!("{rs_name}-{p:05}"));
@@ -242,7 +260,7 @@ impl World {
                 json!({"type": t, "status": "True", "lastProbeTime": null,
                        "lastTransitionTime": CREATED})
             };
-            out.extend(admit::<Pod>(from(json!({
+            out.push(json!({
                 "apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
                 "status": {"phase": "Running", "hostIP": "10.0.0.1", "podIP": "10.244.1.2",
                     "podIPs": [{"ip": "10.244.1.2"}], "startTime": CREATED, "qosClass": "Burstable",
@@ -251,7 +269,7 @@ impl World {
                     "containerStatuses": [{"name": "app", "image": "registry.invalid/berth/app:1",
                         "imageID": "", "ready": true, "started": true, "restartCount": 0,
                         "state": {"running": {"startedAt": CREATED}}}]},
-            }))));
+            }));
         }
     }
 }
@@ -272,6 +290,18 @@ pub fn app_with(objs: impl IntoIterator<Item = Object>) -> App {
         update(&mut app, Msg::Watch(*kind, WatchEvent::InitDone));
     }
     app
+}
+
+/// An object of [`World::runtime_values`] as the watches deliver it.
+fn admit_value(v: Value) -> Option<Object> {
+    match v["kind"].as_str() {
+        Some("Runtime") => admit::<Runtime>(from(v)),
+        Some("RuntimeGrant") => admit::<berth_shared::api::RuntimeGrant>(from(v)),
+        Some("Deployment") => admit::<Deployment>(from(v)),
+        Some("ReplicaSet") => admit::<ReplicaSet>(from(v)),
+        Some("Pod") => admit::<Pod>(from(v)),
+        other => panic!("synthetic object of kind {other:?}"),
+    }
 }
 
 fn class_name(c: usize) -> String {

@@ -25,6 +25,9 @@
 //! Nothing here does I/O; the console calls it where data enters its model
 //! and again on everything `berth get` prints.
 
+mod serialized;
+pub use serialized::is_clean_serialized;
+
 /// Default bound for one string value taken from the cluster (characters).
 pub const MAX_VALUE_CHARS: usize = 1024;
 /// Bound for names and map keys (the longest Kubernetes name is 253).

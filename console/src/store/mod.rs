@@ -10,6 +10,8 @@ pub mod classed;
 pub mod compact;
 pub mod index;
 pub mod ingest;
+#[cfg(test)]
+mod ingest_bench;
 pub mod intern;
 pub mod kept;
 pub mod meta;

@@ -1,0 +1,91 @@
+//! Issue 32's first Handlers and Retained frames without a cluster, the
+//! part that is berth's own: the 20,000 Pods of scale S
+//! ([`crate::scale_world`]) as LIST pages of JSON text, parsed into typed
+//! `Pod`s as `berth-bench`'s LIST floor does, against parsed and taken
+//! into the store as the console does ([`super::ingest::admit`], then
+//! [`super::Store::apply`]). Prints the ratio (no timing assertion);
+//! asserts every Pod is stored. Run:
+//! `cargo test -p berth-console --release -- --ignored --nocapture pod_ingestion_at_scale`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::ObjectList;
+use serde_json::json;
+
+use super::{Kind, Store, ingest};
+use crate::scale_world::World;
+
+/// Objects per LIST page (the console's page size).
+const PAGE: usize = 500;
+const ROUNDS: usize = 5;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn parse(page: &str) -> ObjectList<Pod> {
+    serde_json::from_str(page).expect("a PodList page")
+}
+
+#[test]
+#[ignore = "benchmark: prints ingestion against parsing at scale S"]
+fn pod_ingestion_at_scale() {
+    let world = World::S;
+    let pods: Vec<_> = world.pod_values().collect();
+    let pages: Vec<String> = pods
+        .chunks(PAGE)
+        .map(|items| {
+            json!({"apiVersion": "v1", "kind": "PodList",
+                   "metadata": {"resourceVersion": "1"}, "items": items})
+            .to_string()
+        })
+        .collect();
+    // The share of Pods that take the fast path (nothing to clean).
+    let clean = pods
+        .iter()
+        .filter(|v| {
+            let pod: Pod = serde_json::from_value((*v).clone()).expect("a Pod");
+            match super::compact::compact(pod.into()) {
+                super::Object::Pod(mut p) => {
+                    ingest::strip(p.as_mut());
+                    berth_shared::sanitize::is_clean_serialized(&p)
+                }
+                _ => false,
+            }
+        })
+        .count();
+    println!("{clean} of {} Pods have nothing to clean", pods.len());
+    drop(pods);
+    let bytes: usize = pages.iter().map(String::len).sum();
+    let (mut floor, mut console) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        for page in &pages {
+            black_box(parse(page).items.len());
+        }
+        floor.push(t.elapsed());
+
+        let t = Instant::now();
+        let mut store = Store::default();
+        for page in &pages {
+            for pod in parse(page).items {
+                if let Some(obj) = ingest::admit(pod) {
+                    store.apply(obj);
+                }
+            }
+        }
+        console.push(t.elapsed());
+        assert_eq!(store.count(Kind::Pod), world.runtimes * world.replicas);
+    }
+    let (f, c) = (median(floor), median(console));
+    println!(
+        "{} Pods in {} pages ({} MB of JSON): parsed {f:.2?}, parsed and stored {c:.2?}: {:.2}× (median of {ROUNDS})",
+        world.runtimes * world.replicas,
+        pages.len(),
+        bytes / 1_000_000,
+        c.as_secs_f64() / f.as_secs_f64()
+    );
+}
