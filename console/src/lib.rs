@@ -46,3 +46,12 @@ mod readme_tests;
 pub(crate) mod scale_world;
 #[cfg(test)]
 pub(crate) mod test_rng;
+
+/// The unit tests allocate as the `berth` binary does (console/src/main.rs),
+/// so that the benchmarks among them (`frame_time_at_scale`,
+/// `pod_ingestion_at_scale`) measure the allocator that ships: under
+/// glibc's malloc, `berth-bench` measured the allocator more than the
+/// console (issue 32).
+#[cfg(all(test, not(feature = "system-allocator")))]
+#[global_allocator]
+static TEST_ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
