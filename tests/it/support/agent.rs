@@ -275,7 +275,7 @@ impl Drop for Agent {
     }
 }
 
-pub use berth_tests::bench::process::{metric_sum, reconciles, writes};
+pub use berth_tests::bench::process::{grant_status_writes, metric_sum, reconciles, writes};
 
 /// A namespace with berth identity labels, CRDs installed, and a
 /// RuntimeClass `<ns>-bounded` (handler `bounded-runc`).

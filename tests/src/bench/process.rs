@@ -202,6 +202,15 @@ pub fn writes(metrics: &str) -> f64 {
     })
 }
 
+/// Of [`writes`], those of RuntimeGrant status: a grant's node coverage
+/// counts every Node, so other tests adding Nodes to a shared cluster
+/// make the agent write them (idle checks allow them only then).
+pub fn grant_status_writes(metrics: &str) -> f64 {
+    metric_sum(metrics, "berth_agent_api_requests_total", |l| {
+        !l.contains("method=\"GET\"") && l.contains("resource=\"runtimegrants\"")
+    })
+}
+
 /// Reconciles done so far.
 pub fn reconciles(metrics: &str) -> f64 {
     metric_sum(metrics, "berth_agent_reconciles_total", |_| true)
