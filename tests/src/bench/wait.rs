@@ -1,15 +1,18 @@
 //! Waiting on the Runtimes (until the agent has observed them, or they
 //! reached a condition) and on the floor's Deployments (until they rolled
-//! out as a Runtime's Ready judges its Deployment).
+//! out as a Runtime's Ready judges its Deployment), each through a watch.
 
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 use berth_shared::api::{RolloutPhase, Runtime};
 use berth_shared::status;
+use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::ListParams;
-use kube::{Api, Client, ResourceExt};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 
 /// How long a wait took; when it timed out, how many of how many were
 /// done by then (the time is then the timeout's, a lower bound).
@@ -69,8 +72,6 @@ pub async fn until_runtimes(
 }
 
 /// [`until_runtimes`], but a timeout is an answer: how many of how many.
-/// Polls every 250 ms, as [`until_rolled_out`] does: both waits load the
-/// apiserver alike.
 pub async fn until_runtimes_or_count(
     client: &Client,
     since: Instant,
@@ -78,31 +79,24 @@ pub async fn until_runtimes_or_count(
     names: &[(String, String)],
     pred: impl Fn(&Runtime) -> bool,
 ) -> Result<Duration, (usize, usize)> {
-    let api: Api<Runtime> = Api::all(client.clone());
-    loop {
-        if let Ok(list) = api.list(&ListParams::default()).await {
-            let relevant: Vec<&Runtime> = list
-                .items
+    let relevant = |r: &Runtime| {
+        names.is_empty()
+            || names
                 .iter()
-                .filter(|r| {
-                    names.is_empty()
-                        || names.iter().any(|(ns, n)| {
-                            r.namespace().as_deref() == Some(ns.as_str()) && &r.name_any() == n
-                        })
-                })
-                .collect();
-            let done = relevant.iter().filter(|r| pred(r)).count();
-            if !relevant.is_empty() && done == relevant.len() {
-                return Ok(since.elapsed());
-            }
-            if since.elapsed() > timeout {
-                return Err((done, relevant.len()));
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+                .any(|(ns, n)| r.namespace().as_deref() == Some(ns.as_str()) && &r.name_any() == n)
+    };
+    let api: Api<Runtime> = Api::all(client.clone());
+    until_every(
+        api,
+        watcher::Config::default(),
+        since,
+        timeout,
+        relevant,
+        pred,
+        None,
+    )
+    .await
 }
-
 /// Whether `d` (rendered from `runtime`) has rolled out as the agent
 /// judges it for the Runtime's Ready condition: the same shared functions
 /// (the rollout Complete, the Deployment's Available condition True).
@@ -115,7 +109,7 @@ pub fn rolled_out(runtime: &Runtime, d: &Deployment) -> bool {
     complete && status::available(runtime, Some(d)).status == "True"
 }
 
-/// Polls the Deployments `selector` selects until each of `expected`
+/// Watches the Deployments `selector` selects until each of `expected`
 /// (`(namespace, name)` → the Runtime it was rendered from) has
 /// [`rolled_out`]; the time since `since`, or at the timeout how many of
 /// how many had.
@@ -127,25 +121,127 @@ pub async fn until_rolled_out(
     expected: &HashMap<(String, String), Runtime>,
 ) -> Result<Duration, (usize, usize)> {
     let api: Api<Deployment> = Api::all(client.clone());
-    let lp = ListParams::default().labels(selector);
+    let runtime = |d: &Deployment| expected.get(&(d.namespace().unwrap_or_default(), d.name_any()));
+    until_every(
+        api,
+        watcher::Config::default().labels(selector),
+        since,
+        timeout,
+        |d| runtime(d).is_some(),
+        |d| runtime(d).is_some_and(|rt| rolled_out(rt, d)),
+        Some(expected.len()),
+    )
+    .await
+}
+
+/// Whether each object `relevant` picks is `done`, as a watch tells it
+/// (one LIST, then events): until `need` of them are (or, without `need`,
+/// every one seen, at least one), or `since + timeout`.
+///
+/// A watch, not a LIST polled every 250 ms: at S one LIST of the floor's
+/// 2,000 Deployments is about 15 MB of JSON for the apiserver to encode,
+/// the Runtimes' a fraction of that, so polling loaded the apiserver
+/// heavily and the two phases unequally (issue 32: a floor must do the same
+/// work as berth, and its observer must not add work of its own).
+async fn until_every<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    since: Instant,
+    timeout: Duration,
+    relevant: impl Fn(&K) -> bool,
+    done: impl Fn(&K) -> bool,
+    need: Option<usize>,
+) -> Result<Duration, (usize, usize)>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    let deadline = tokio::time::Instant::from_std(since + timeout);
+    let mut events = watcher(api, config).default_backoff().boxed();
+    let mut seen = Seen::default();
     loop {
-        if let Ok(list) = api.list(&lp).await {
-            let done = list
-                .items
-                .iter()
-                .filter(|d| {
-                    let key = (d.namespace().unwrap_or_default(), d.name_any());
-                    expected.get(&key).is_some_and(|rt| rolled_out(rt, d))
-                })
-                .count();
-            if done == expected.len() {
-                return Ok(since.elapsed());
+        let event = match tokio::time::timeout_at(deadline, events.next()).await {
+            Ok(Some(Ok(event))) => event,
+            // The watcher retries with its backoff; a stream that ends
+            // cannot be waited on any longer.
+            Ok(Some(Err(_))) => continue,
+            Ok(None) | Err(_) => return Err(seen.counts(need)),
+        };
+        let entry = |o: &K| relevant(o).then(|| (key(o), done(o)));
+        match event {
+            watcher::Event::Init => seen.relist = Some(HashMap::new()),
+            watcher::Event::InitApply(o) => {
+                if let (Some(relist), Some((k, d))) = (seen.relist.as_mut(), entry(&o)) {
+                    relist.insert(k, d);
+                }
             }
-            if since.elapsed() > timeout {
-                return Err((done, expected.len()));
+            watcher::Event::InitDone => seen.listed(),
+            watcher::Event::Apply(o) => {
+                if let Some((k, d)) = entry(&o) {
+                    seen.set(k, d);
+                }
             }
+            watcher::Event::Delete(o) => seen.remove(&key(&o)),
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        if seen.complete(need) {
+            return Ok(since.elapsed());
+        }
+    }
+}
+
+fn key<K: Resource>(o: &K) -> (String, String) {
+    (
+        o.meta().namespace.clone().unwrap_or_default(),
+        o.meta().name.clone().unwrap_or_default(),
+    )
+}
+
+/// What a watch has shown: whether each relevant object is done, with the
+/// count kept as events arrive (an event must not cost a scan of 2,000).
+#[derive(Default)]
+struct Seen {
+    /// Once the first LIST is complete.
+    current: Option<HashMap<(String, String), bool>>,
+    done: usize,
+    /// A LIST in progress (the first or a relist), swapped in at its end.
+    relist: Option<HashMap<(String, String), bool>>,
+}
+
+impl Seen {
+    fn listed(&mut self) {
+        let listed = self.relist.take().unwrap_or_default();
+        self.done = listed.values().filter(|d| **d).count();
+        self.current = Some(listed);
+    }
+
+    fn set(&mut self, k: (String, String), d: bool) {
+        let Some(current) = self.current.as_mut() else {
+            return;
+        };
+        if current.insert(k, d) == Some(true) {
+            self.done -= 1;
+        }
+        if d {
+            self.done += 1;
+        }
+    }
+
+    fn remove(&mut self, k: &(String, String)) {
+        if let Some(current) = self.current.as_mut()
+            && current.remove(k) == Some(true)
+        {
+            self.done -= 1;
+        }
+    }
+
+    /// Done of how many: of `need`, or of every one seen.
+    fn counts(&self, need: Option<usize>) -> (usize, usize) {
+        let seen = self.current.as_ref().map_or(0, HashMap::len);
+        (self.done, need.unwrap_or(seen))
+    }
+
+    fn complete(&self, need: Option<usize>) -> bool {
+        let (done, of) = self.counts(need);
+        self.current.is_some() && of > 0 && done >= of
     }
 }
 
@@ -190,6 +286,54 @@ mod tests {
             !rolled_out(&rt, &deployment(2, 2, "False")),
             "not Available"
         );
+    }
+
+    fn k(n: &str) -> (String, String) {
+        ("ns".into(), n.into())
+    }
+
+    #[test]
+    fn a_watch_counts_done_objects_as_events_arrive() {
+        let mut seen = Seen::default();
+        seen.set(k("early"), true);
+        assert!(
+            !seen.complete(None),
+            "nothing before the first LIST is done"
+        );
+        seen.relist = Some(HashMap::from([(k("a"), true), (k("b"), false)]));
+        seen.listed();
+        assert_eq!(seen.counts(None), (1, 2));
+        assert!(!seen.complete(None));
+        assert!(seen.complete(Some(1)), "one of one needed is done");
+        seen.set(k("b"), true);
+        seen.set(k("b"), true);
+        assert_eq!(
+            seen.counts(None),
+            (2, 2),
+            "an object done twice counts once"
+        );
+        assert!(seen.complete(None));
+        assert!(!seen.complete(Some(3)), "one expected object not yet seen");
+        seen.set(k("a"), false);
+        assert_eq!(seen.counts(None), (1, 2), "an object can be undone");
+        seen.remove(&k("b"));
+        assert_eq!(seen.counts(None), (0, 1));
+        // A relist replaces what the watch showed, and recounts.
+        seen.relist = Some(HashMap::from([(k("c"), true)]));
+        seen.listed();
+        assert_eq!(seen.counts(Some(2)), (1, 2));
+        assert!(seen.complete(None));
+    }
+
+    #[test]
+    fn an_empty_world_is_never_complete_without_a_count() {
+        let mut seen = Seen {
+            relist: Some(HashMap::new()),
+            ..Seen::default()
+        };
+        seen.listed();
+        assert!(!seen.complete(None));
+        assert!(!seen.complete(Some(1)));
     }
 
     #[test]
