@@ -349,3 +349,11 @@ fn node(n: usize) -> Node {
         },
     }))
 }
+
+/// The middle of a benchmark's samples (the upper middle of an even count;
+/// zero for none): what `frame_time_at_scale` and `pod_ingestion_at_scale`
+/// report.
+pub(crate) fn median(mut v: Vec<std::time::Duration>) -> std::time::Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}

@@ -20,6 +20,8 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         console_idle_seconds: 3,
         churn_pods: 20,
         presses: 5,
+        // The median path runs too.
+        samples: 2,
         no_console: false,
         floor_paused: false,
         profile: false,

@@ -8,23 +8,18 @@
 //! `cargo test -p berth-console --release -- --ignored --nocapture pod_ingestion_at_scale`.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::ObjectList;
 use serde_json::json;
 
 use super::{Kind, Store, ingest};
-use crate::scale_world::World;
+use crate::scale_world::{World, median};
 
 /// Objects per LIST page (the console's page size).
 const PAGE: usize = 500;
 const ROUNDS: usize = 5;
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
 
 fn parse(page: &str) -> ObjectList<Pod> {
     serde_json::from_str(page).expect("a PodList page")

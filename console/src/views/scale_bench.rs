@@ -14,15 +14,10 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 use crate::model::{App, Kind, ListView, Msg, update};
-use crate::scale_world::World;
+use crate::scale_world::{World, median};
 
 /// Frames measured per view.
 const FRAMES: usize = 21;
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v.get(v.len() / 2).copied().unwrap_or_default()
-}
 
 /// Resident set size of this process, kB (Linux; 0 elsewhere).
 pub(crate) fn rss_kb() -> u64 {

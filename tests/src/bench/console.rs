@@ -109,7 +109,7 @@ impl Console {
 }
 
 /// The tabs in order with their keys.
-const TABS: [(&str, ListView); 4] = [
+pub const TABS: [(&str, ListView); 4] = [
     ("1", ListView::Runtimes),
     ("2", ListView::Grants),
     ("3", ListView::Handlers),
@@ -119,25 +119,27 @@ const TABS: [(&str, ListView); 4] = [
 /// How long a first complete frame may take before the bench gives up.
 const FRAME_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The first complete frame of each tab, in tab order: Runtimes from the
-/// console's start, every other tab from its key press in a console of
-/// its own once Runtimes is complete. (One console visiting the tabs in
-/// turn would find Retained's kinds already listed for Handlers and time a
-/// key press, not a first frame.)
-pub fn first_frames(berth: &Path, kubeconfig: &Path, dir: &Path) -> Vec<Duration> {
-    TABS.iter()
-        .map(|(key, view)| {
-            let tui = Console::start(berth, kubeconfig, dir);
-            let t = Instant::now();
-            let runtimes = tui.until_complete(ListView::Runtimes, t, FRAME_TIMEOUT);
-            if *view == ListView::Runtimes {
-                return runtimes;
-            }
-            let t = Instant::now();
-            tui.send(key);
-            tui.until_complete(*view, t, FRAME_TIMEOUT)
-        })
-        .collect()
+/// One sample of a tab's first complete frame, in a console of its own:
+/// Runtimes from the console's start, every other tab from its key press
+/// once Runtimes is complete. (One console visiting the tabs in turn would
+/// find Retained's kinds already listed for Handlers and time a key press,
+/// not a first frame.)
+pub fn first_frame(
+    berth: &Path,
+    kubeconfig: &Path,
+    dir: &Path,
+    key: &str,
+    view: ListView,
+) -> Duration {
+    let tui = Console::start(berth, kubeconfig, dir);
+    let t = Instant::now();
+    let runtimes = tui.until_complete(ListView::Runtimes, t, FRAME_TIMEOUT);
+    if view == ListView::Runtimes {
+        return runtimes;
+    }
+    let t = Instant::now();
+    tui.send(key);
+    tui.until_complete(view, t, FRAME_TIMEOUT)
 }
 
 /// A console that has shown every tab complete (for its memory and CPU).
@@ -196,7 +198,8 @@ pub struct ModelTimes {
     pub event_to_frame_by_view: Vec<(&'static str, Duration)>,
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
+/// The middle of `v` (the upper middle of an even count).
+pub fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v.get(v.len() / 2).copied().unwrap_or_default()
 }

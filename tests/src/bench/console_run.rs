@@ -6,7 +6,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use berth_console::get::What;
-use berth_console::model::ListView;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::PostParams;
 use kube::{Api, Client};
@@ -26,6 +25,11 @@ pub async fn console_figures(
     work: &Path,
 ) -> Vec<Figure> {
     let mut figures = Vec::new();
+    // Each `berth get` and each first frame is the median of `--samples`,
+    // every sample right after a floor of its own: a single sample of a
+    // few-second figure swings across its target between runs of the same
+    // binary, and floor and figure taken in turn share the machine's drift.
+    let n = opts.samples.max(1);
     // `berth get` against the parallel LIST of what it shows.
     for (what, kinds) in [
         ("runtimes", What::Runtimes),
@@ -33,58 +37,60 @@ pub async fn console_figures(
         ("retained", What::Retained),
         ("rollouts", What::Rollouts),
     ] {
-        let floor = console::get_floor(client, kinds).await;
-        let (b, k) = (berth_bin.to_path_buf(), kubeconfig.to_path_buf());
-        let w = what.to_string();
-        let took = tokio::task::spawn_blocking(move || console::berth_get(&b, &k, &w))
-            .await
-            .expect("berth get");
+        let (mut floors, mut took) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for _ in 0..n {
+            floors.push(console::get_floor(client, kinds).await);
+            let (b, k) = (berth_bin.to_path_buf(), kubeconfig.to_path_buf());
+            let w = what.to_string();
+            took.push(
+                tokio::task::spawn_blocking(move || console::berth_get(&b, &k, &w))
+                    .await
+                    .expect("berth get"),
+            );
+        }
         figures.push(Figure::time(
-            &format!("console: `berth get {what} -A`"),
-            took,
-            Some(floor),
+            &format!("console: `berth get {what} -A`{}", of_samples(n)),
+            console::median(took),
+            Some(console::median(floors)),
             Target::RatioAtMost(1.5),
         ));
     }
 
     // The TUI: first complete frame of each view, against its LIST floor.
-    let floors = [
-        (
-            ListView::Runtimes,
-            console::list_floor(client, ListView::Runtimes).await,
-        ),
-        (
-            ListView::Grants,
-            console::list_floor(client, ListView::Grants).await,
-        ),
-        (
-            ListView::Handlers,
-            console::list_floor(client, ListView::Handlers).await,
-        ),
-        (
-            ListView::Retained,
-            console::list_floor(client, ListView::Retained).await,
-        ),
-    ];
+    for (key, view) in console::TABS {
+        let (mut floors, mut took) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for _ in 0..n {
+            floors.push(console::list_floor(client, view).await);
+            let (b, k, w) = (
+                berth_bin.to_path_buf(),
+                kubeconfig.to_path_buf(),
+                work.to_path_buf(),
+            );
+            took.push(
+                tokio::task::spawn_blocking(move || console::first_frame(&b, &k, &w, key, view))
+                    .await
+                    .expect("console thread"),
+            );
+        }
+        figures.push(Figure::time(
+            &format!(
+                "console: first complete {} frame{}",
+                view.title(),
+                of_samples(n)
+            ),
+            console::median(took),
+            Some(console::median(floors)),
+            Target::RatioAtMost(1.2),
+        ));
+    }
     let (b, k, w) = (
         berth_bin.to_path_buf(),
         kubeconfig.to_path_buf(),
         work.to_path_buf(),
     );
-    let (frames, tui) = tokio::task::spawn_blocking(move || {
-        let frames = console::first_frames(&b, &k, &w);
-        (frames, console::visit_all(&b, &k, &w))
-    })
-    .await
-    .expect("console thread");
-    for ((view, floor), took) in floors.iter().zip(frames) {
-        figures.push(Figure::time(
-            &format!("console: first complete {} frame", view.title()),
-            took,
-            Some(*floor),
-            Target::RatioAtMost(1.2),
-        ));
-    }
+    let tui = tokio::task::spawn_blocking(move || console::visit_all(&b, &k, &w))
+        .await
+        .expect("console thread");
     let rss = process::rss(tui.pid).unwrap_or_default();
     figures.push(rss_figure(
         "console: RSS with every view visited",
@@ -200,4 +206,13 @@ pub async fn console_figures(
         ));
     }
     figures
+}
+
+/// How a median row says how many samples it took (nothing for one).
+fn of_samples(n: usize) -> String {
+    if n > 1 {
+        format!(" (median of {n})")
+    } else {
+        String::new()
+    }
 }

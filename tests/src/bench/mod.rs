@@ -66,6 +66,10 @@ pub struct Options {
     /// measured.
     #[arg(long, default_value_t = 2000)]
     pub churn_pods: usize,
+    /// Samples of each `berth get` and each first frame, every one right
+    /// after a floor of its own; the table gives the median of each.
+    #[arg(long, default_value_t = 3)]
+    pub samples: usize,
     /// Key presses (and watch events) timed on the model.
     #[arg(long, default_value_t = 30)]
     pub presses: usize,
