@@ -19,7 +19,7 @@ pub fn now() -> Timestamp {
 
 fn obj<K>(v: Value) -> K
 where
-    K: kube::ResourceExt + serde::Serialize + serde::de::DeserializeOwned,
+    K: kube::ResourceExt + serde::Serialize + serde::de::DeserializeOwned + Clone,
 {
     let parsed: K = serde_json::from_value(v).unwrap_or_else(|e| panic!("fixture: {e}"));
     prepare(parsed).unwrap_or_else(|| panic!("fixture did not survive ingest"))

@@ -16,7 +16,7 @@ const NASTY: &str = "x\u{1b}[31mESC\u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{07}OSC\u{1b}P
 
 fn o<K>(v: serde_json::Value) -> Object
 where
-    K: kube::ResourceExt + serde::Serialize + serde::de::DeserializeOwned,
+    K: kube::ResourceExt + serde::Serialize + serde::de::DeserializeOwned + Clone,
     Object: From<K>,
 {
     let k: K = serde_json::from_value(v).expect("fixture");
