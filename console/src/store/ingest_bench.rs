@@ -2,9 +2,11 @@
 //! part that is berth's own: the 20,000 Pods of scale S
 //! ([`crate::scale_world`]) as LIST pages of JSON text, parsed into typed
 //! `Pod`s as `berth-bench`'s LIST floor does, against parsed and taken
-//! into the store as the console does ([`super::ingest::admit`], then
-//! [`super::Store::apply`]). Prints the ratio (no timing assertion);
-//! asserts every Pod is stored. Run:
+//! into the store as the console does (read as [`super::wire::WirePod`]s,
+//! then [`super::ingest::admit`] and [`super::Store::apply`]), and as it
+//! did before it read Pods off the wire (typed `Pod`s, then the same).
+//! Prints the ratios (no timing assertion); asserts every Pod is stored.
+//! Run:
 //! `cargo test -p berth-console --release -- --ignored --nocapture pod_ingestion_at_scale`.
 
 use std::hint::black_box;
@@ -14,6 +16,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::ObjectList;
 use serde_json::json;
 
+use super::wire::WirePod;
 use super::{Kind, Store, ingest};
 use crate::scale_world::{World, median};
 
@@ -21,7 +24,7 @@ use crate::scale_world::{World, median};
 const PAGE: usize = 500;
 const ROUNDS: usize = 5;
 
-fn parse(page: &str) -> ObjectList<Pod> {
+fn parse<K: serde::de::DeserializeOwned + Clone>(page: &str) -> ObjectList<K> {
     serde_json::from_str(page).expect("a PodList page")
 }
 
@@ -55,19 +58,32 @@ fn pod_ingestion_at_scale() {
     println!("{clean} of {} Pods have nothing to clean", pods.len());
     drop(pods);
     let bytes: usize = pages.iter().map(String::len).sum();
-    let (mut floor, mut console) = (Vec::new(), Vec::new());
+    let (mut floor, mut typed, mut console) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         let t = Instant::now();
         for page in &pages {
-            black_box(parse(page).items.len());
+            black_box(parse::<Pod>(page).items.len());
         }
         floor.push(t.elapsed());
 
         let t = Instant::now();
         let mut store = Store::default();
         for page in &pages {
-            for pod in parse(page).items {
+            for pod in parse::<Pod>(page).items {
                 if let Some(obj) = ingest::admit(pod) {
+                    store.apply(obj);
+                }
+            }
+        }
+        typed.push(t.elapsed());
+        assert_eq!(store.count(Kind::Pod), world.runtimes * world.replicas);
+        drop(store);
+
+        let t = Instant::now();
+        let mut store = Store::default();
+        for page in &pages {
+            for pod in parse::<WirePod>(page).items {
+                if let Some(obj) = ingest::admit(Pod::from(pod)) {
                     store.apply(obj);
                 }
             }
@@ -75,12 +91,15 @@ fn pod_ingestion_at_scale() {
         console.push(t.elapsed());
         assert_eq!(store.count(Kind::Pod), world.runtimes * world.replicas);
     }
-    let (f, c) = (median(floor), median(console));
+    let (f, t, c) = (median(floor), median(typed), median(console));
+    let ratio = |d: std::time::Duration| d.as_secs_f64() / f.as_secs_f64();
     println!(
-        "{} Pods in {} pages ({} MB of JSON): parsed {f:.2?}, parsed and stored {c:.2?}: {:.2}× (median of {ROUNDS})",
+        "{} Pods in {} pages ({} MB of JSON), median of {ROUNDS}: parsed as Pods {f:.2?}; \
+         read as WirePods and stored {c:.2?} ({:.2}×); parsed as Pods and stored {t:.2?} ({:.2}×)",
         world.runtimes * world.replicas,
         pages.len(),
         bytes / 1_000_000,
-        c.as_secs_f64() / f.as_secs_f64()
+        ratio(c),
+        ratio(t),
     );
 }

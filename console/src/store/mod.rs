@@ -18,6 +18,7 @@ pub mod meta;
 pub mod slim;
 pub mod slim_apps;
 pub mod visit;
+pub mod wire;
 
 use std::collections::BTreeMap;
 
@@ -32,6 +33,7 @@ use kube::ResourceExt;
 use kept::Kept;
 use slim::SlimPod;
 use slim_apps::{SlimDeployment, SlimReplicaSet};
+use wire::WirePod;
 
 /// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
 pub type ObjKey = (String, String);
@@ -42,7 +44,7 @@ pub fn key_of<K: ResourceExt>(obj: &K) -> ObjKey {
 }
 
 macro_rules! kinds {
-    ($( $variant:ident => $ty:ty as $kept:ty, $field:ident, $label:literal, $namespaced:literal, $links:path, $classed:path; )*) => {
+    ($( $variant:ident => $ty:ty [read $wire:ty] as $kept:ty, $field:ident, $label:literal, $namespaced:literal, $links:path, $classed:path; )*) => {
         /// Every kind the console watches.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Kind { $( $variant, )* }
@@ -67,7 +69,7 @@ macro_rules! kinds {
             }
         }
 
-        visit::watched!($( $ty ),*);
+        visit::watched!($( $ty => $wire ),*);
 
         /// One object of any watched kind.
         #[derive(Clone, Debug)]
@@ -239,26 +241,27 @@ macro_rules! kinds {
     };
 }
 
-// Per kind: the `Object` variant => the object's type as the store keeps
-// it ([`kept`]), the map's field, the kind's name, whether it is
+// Per kind: the `Object` variant => the object's type [read as what a LIST
+// page or watch event is parsed into ([`wire`])] as the store keeps it
+// ([`kept`]), the map's field, the kind's name, whether it is
 // namespaced, its links ([`index`]) and whether it references a class
 // ([`classed`]).
 kinds! {
-    Runtime => Runtime as Runtime, runtimes, "Runtime", true, index::none, classed::never;
-    RuntimeGrant => RuntimeGrant as RuntimeGrant, grants, "RuntimeGrant", false, index::none, classed::never;
-    RuntimeClass => RuntimeClass as RuntimeClass, classes, "RuntimeClass", false, index::none, classed::never;
-    Node => Node as Node, nodes, "Node", false, index::none, classed::never;
-    Pod => Pod as SlimPod, pods, "Pod", true, index::owners, classed::pod;
-    Deployment => Deployment as SlimDeployment, deployments, "Deployment", true, index::owners, classed::deployment;
-    ReplicaSet => ReplicaSet as SlimReplicaSet, replicasets, "ReplicaSet", true, index::owners, classed::replica_set;
-    StatefulSet => StatefulSet as StatefulSet, statefulsets, "StatefulSet", true, index::none, classed::stateful_set;
-    DaemonSet => DaemonSet as DaemonSet, daemonsets, "DaemonSet", true, index::none, classed::daemon_set;
-    Job => Job as Job, jobs, "Job", true, index::none, classed::job;
-    CronJob => CronJob as CronJob, cronjobs, "CronJob", true, index::none, classed::cron_job;
-    Event => Event as Event, events, "Event", true, index::involved, classed::never;
-    Lease => Lease as Lease, leases, "Lease", true, index::none, classed::never;
-    Namespace => Namespace as Namespace, namespaces, "Namespace", false, index::none, classed::never;
-    PendingGrantsFile => PendingGrantsFile as PendingGrantsFile, pending_files, "PendingGrantsFile", false, index::none, classed::never;
+    Runtime => Runtime [read Runtime] as Runtime, runtimes, "Runtime", true, index::none, classed::never;
+    RuntimeGrant => RuntimeGrant [read RuntimeGrant] as RuntimeGrant, grants, "RuntimeGrant", false, index::none, classed::never;
+    RuntimeClass => RuntimeClass [read RuntimeClass] as RuntimeClass, classes, "RuntimeClass", false, index::none, classed::never;
+    Node => Node [read Node] as Node, nodes, "Node", false, index::none, classed::never;
+    Pod => Pod [read WirePod] as SlimPod, pods, "Pod", true, index::owners, classed::pod;
+    Deployment => Deployment [read Deployment] as SlimDeployment, deployments, "Deployment", true, index::owners, classed::deployment;
+    ReplicaSet => ReplicaSet [read ReplicaSet] as SlimReplicaSet, replicasets, "ReplicaSet", true, index::owners, classed::replica_set;
+    StatefulSet => StatefulSet [read StatefulSet] as StatefulSet, statefulsets, "StatefulSet", true, index::none, classed::stateful_set;
+    DaemonSet => DaemonSet [read DaemonSet] as DaemonSet, daemonsets, "DaemonSet", true, index::none, classed::daemon_set;
+    Job => Job [read Job] as Job, jobs, "Job", true, index::none, classed::job;
+    CronJob => CronJob [read CronJob] as CronJob, cronjobs, "CronJob", true, index::none, classed::cron_job;
+    Event => Event [read Event] as Event, events, "Event", true, index::involved, classed::never;
+    Lease => Lease [read Lease] as Lease, leases, "Lease", true, index::none, classed::never;
+    Namespace => Namespace [read Namespace] as Namespace, namespaces, "Namespace", false, index::none, classed::never;
+    PendingGrantsFile => PendingGrantsFile [read PendingGrantsFile] as PendingGrantsFile, pending_files, "PendingGrantsFile", false, index::none, classed::never;
 }
 
 /// The kinds the workload analysis (Handlers, Retained, the plan) reads:

@@ -33,9 +33,24 @@ pub trait Watched:
     + Into<Object>
     + 'static
 {
+    /// What a LIST page or a watch event is parsed into: the type itself,
+    /// or for Pods only the fields the store keeps ([`super::wire`]).
+    type Wire: Resource<DynamicType = (), Scope = <Self as Resource>::Scope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + Into<Self>
+        + 'static;
+
     /// The API of this type in `namespace` (all namespaces if `None`);
     /// cluster-scoped types have one API and ignore the namespace.
     fn api(client: Client, namespace: Option<&str>) -> Api<Self>;
+
+    /// The same API, read as [`Watched::Wire`] (lists and watches; a GET
+    /// of one whole object uses [`Watched::api`]).
+    fn wire_api(client: Client, namespace: Option<&str>) -> Api<Self::Wire>;
 }
 
 /// Builds an API by the scope of its type (kube's `Api::namespaced` only
@@ -66,10 +81,19 @@ impl ScopeApi for ClusterResourceScope {
 }
 
 macro_rules! watched {
-    ($($ty:ty),* $(,)?) => {
+    ($($ty:ty => $wire:ty),* $(,)?) => {
         $(
             impl $crate::store::visit::Watched for $ty {
+                type Wire = $wire;
                 fn api(client: kube::Client, namespace: Option<&str>) -> kube::Api<Self> {
+                    <<Self as kube::Resource>::Scope as $crate::store::visit::ScopeApi>::api(
+                        client, namespace,
+                    )
+                }
+                fn wire_api(
+                    client: kube::Client,
+                    namespace: Option<&str>,
+                ) -> kube::Api<$wire> {
                     <<Self as kube::Resource>::Scope as $crate::store::visit::ScopeApi>::api(
                         client, namespace,
                     )

@@ -140,17 +140,23 @@ struct List<'a> {
 impl<'a> KindFn for List<'a> {
     type Out = BoxFuture<'a, Result<Vec<Object>, kube::Error>>;
     fn call<K: Watched>(self) -> Self::Out {
-        list(K::api(self.client, self.namespace), self.page).boxed()
+        list::<K>(K::wire_api(self.client, self.namespace), self.page).boxed()
     }
 }
 
-/// Every object of `api`, page by page.
-async fn list<K: Watched>(api: Api<K>, page: u32) -> Result<Vec<Object>, kube::Error> {
+/// Every object of `api`, page by page, each parsed as `K::Wire`
+/// ([`crate::store::wire`]).
+async fn list<K: Watched>(api: Api<K::Wire>, page: u32) -> Result<Vec<Object>, kube::Error> {
     let mut out = Vec::new();
     let mut params = ListParams::default().limit(page);
     loop {
         let page = api.list(&params).await?;
-        out.extend(page.items.into_iter().filter_map(admit));
+        out.extend(
+            page.items
+                .into_iter()
+                .map(Into::<K>::into)
+                .filter_map(admit),
+        );
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => return Ok(out),

@@ -348,8 +348,10 @@ fn spawn_kind(
         .timeout(WATCH_TIMEOUT_SECONDS)
         .fields(&format!("metadata.name={}", lease.1));
     match key.kind {
-        Kind::Lease => spawn(Api::<Lease>::namespaced(client, &lease.0), agents, s, tx),
-        Kind::PendingGrantsFile => spawn(Api::<PendingGrantsFile>::all(client), agents, s, tx),
+        Kind::Lease => spawn::<Lease>(Api::<Lease>::namespaced(client, &lease.0), agents, s, tx),
+        Kind::PendingGrantsFile => {
+            spawn::<PendingGrantsFile>(Api::<PendingGrantsFile>::all(client), agents, s, tx)
+        }
         kind => kind.visit(Spawn {
             client,
             namespace: namespace_of(scope, key),
@@ -372,8 +374,8 @@ struct Spawn<'a> {
 impl KindFn for Spawn<'_> {
     type Out = JoinHandle<()>;
     fn call<K: Watched>(self) -> JoinHandle<()> {
-        spawn(
-            K::api(self.client, self.namespace),
+        spawn::<K>(
+            K::wire_api(self.client, self.namespace),
             self.cfg,
             self.starts,
             self.tx,
@@ -381,8 +383,10 @@ impl KindFn for Spawn<'_> {
     }
 }
 
+/// Watches `api`, each object parsed as `K::Wire` and sent on as `K`
+/// ([`crate::store::wire`]).
 fn spawn<K: Watched>(
-    api: Api<K>,
+    api: Api<K::Wire>,
     cfg: watcher::Config,
     starts: WatchStarts,
     tx: Sender,
@@ -424,15 +428,15 @@ fn spawn<K: Watched>(
             let ev = match item {
                 Ok(watcher::Event::Init) => WatchEvent::Init,
                 Ok(watcher::Event::InitDone) => WatchEvent::InitDone,
-                Ok(watcher::Event::InitApply(o)) => match admit(o) {
+                Ok(watcher::Event::InitApply(o)) => match admit::<K>(o.into()) {
                     Some(o) => WatchEvent::InitApply(o),
                     None => continue,
                 },
-                Ok(watcher::Event::Apply(o)) => match admit(o) {
+                Ok(watcher::Event::Apply(o)) => match admit::<K>(o.into()) {
                     Some(o) => WatchEvent::Apply(o),
                     None => continue,
                 },
-                Ok(watcher::Event::Delete(o)) => match admit(o) {
+                Ok(watcher::Event::Delete(o)) => match admit::<K>(o.into()) {
                     Some(o) => WatchEvent::Delete(o),
                     None => continue,
                 },
