@@ -142,7 +142,7 @@ pub async fn publish(
         pacing(old, new_status, || first_pass_backlog(ctx))
     });
     let wait = pacing
-        .interval()
+        .interval(|| ctx.status_pacer.progress_interval(now))
         .and_then(|interval| ctx.status_pacer.wait(&key, now, interval));
     if wait.is_some() && pacing == Pacing::BehindBacklog {
         // Woken as soon as the backlog clears, not only at the interval's end.
@@ -164,7 +164,9 @@ pub async fn publish(
 enum Pacing {
     /// Written at once.
     AtOnce,
-    /// Progress: at most once per [`context::PROGRESS_INTERVAL`].
+    /// Progress: at most once per [`context::PROGRESS_INTERVAL`], longer
+    /// while many Runtimes roll out at once
+    /// ([`super::status_pacer::StatusPacer::progress_interval`]).
     Progress,
     /// Progress or a rollout transition while other Runtimes wait for
     /// their first pass: at most once per
@@ -174,11 +176,12 @@ enum Pacing {
 }
 
 impl Pacing {
-    /// At most how often such a change is written (`None`: at once).
-    fn interval(self) -> Option<Duration> {
+    /// At most how often such a change is written (`None`: at once);
+    /// `progress` gives the current progress interval.
+    fn interval(self, progress: impl FnOnce() -> Duration) -> Option<Duration> {
         match self {
             Pacing::AtOnce => None,
-            Pacing::Progress => Some(context::PROGRESS_INTERVAL),
+            Pacing::Progress => Some(progress()),
             Pacing::BehindBacklog => Some(context::FIRST_PASS_PROGRESS_INTERVAL),
         }
     }
@@ -293,15 +296,16 @@ mod tests {
         assert_eq!(pacing(&one, &four, || true), Pacing::BehindBacklog);
         assert_eq!(pacing(&one, &ready, || false), Pacing::AtOnce);
         assert_eq!(pacing(&one, &ready, || true), Pacing::BehindBacklog);
+        let progress = || context::PROGRESS_INTERVAL * 3;
         assert_eq!(
-            Pacing::Progress.interval(),
-            Some(context::PROGRESS_INTERVAL)
+            Pacing::Progress.interval(progress),
+            Some(context::PROGRESS_INTERVAL * 3)
         );
         assert_eq!(
-            Pacing::BehindBacklog.interval(),
+            Pacing::BehindBacklog.interval(|| panic!("not asked")),
             Some(context::FIRST_PASS_PROGRESS_INTERVAL)
         );
-        assert_eq!(Pacing::AtOnce.interval(), None);
+        assert_eq!(Pacing::AtOnce.interval(|| panic!("not asked")), None);
         let mut revoked = ready.clone();
         revoked.conditions[0].status = "False".into();
         revoked.conditions[0].reason = "NotGranted".into();

@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use berth_shared::api::RuntimeStatus;
 
-use super::context::{FIRST_PASS_PROGRESS_INTERVAL, cache_lags};
+use super::context::{
+    FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, PROGRESS_WRITES_PER_SECOND, cache_lags,
+};
 
 /// The last status write of each Runtime, keyed `namespace/name`. Only
 /// entries younger than [`FIRST_PASS_PROGRESS_INTERVAL`] (the longer
@@ -53,6 +55,21 @@ impl StatusPacer {
         interval
             .checked_sub(now.saturating_duration_since(last.at))
             .filter(|d| !d.is_zero())
+    }
+
+    /// The interval of progress-only writes at `now`: [`PROGRESS_INTERVAL`],
+    /// stretched while many Runtimes have been written recently (those
+    /// written within the last [`FIRST_PASS_PROGRESS_INTERVAL`], a rollout
+    /// in progress) so that their progress writes together stay near
+    /// [`PROGRESS_WRITES_PER_SECOND`], and never beyond
+    /// [`FIRST_PASS_PROGRESS_INTERVAL`]. Transitions are not paced by it.
+    pub fn progress_interval(&self, now: Instant) -> Duration {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let active = map
+            .values()
+            .filter(|w| now.saturating_duration_since(w.at) < FIRST_PASS_PROGRESS_INTERVAL)
+            .count();
+        stretched(active)
     }
 
     /// The status last written for `key` while a cache at `cached_version`
@@ -103,10 +120,19 @@ impl StatusPacer {
     }
 }
 
+/// The progress interval when `active` Runtimes share the budget.
+fn stretched(active: usize) -> Duration {
+    let shared = Duration::from_secs(1) * u32::try_from(active).unwrap_or(u32::MAX)
+        / PROGRESS_WRITES_PER_SECOND;
+    shared.clamp(PROGRESS_INTERVAL, FIRST_PASS_PROGRESS_INTERVAL)
+}
+
 #[cfg(test)]
 mod tests {
     use super::StatusPacer;
-    use crate::controller::context::{FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL};
+    use crate::controller::context::{
+        FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, PROGRESS_WRITES_PER_SECOND,
+    };
     use berth_shared::api::RuntimeStatus;
     use std::time::{Duration, Instant};
 
@@ -147,6 +173,44 @@ mod tests {
         }
         assert!(p.wait("ns/new", later, PROGRESS_INTERVAL).is_some());
         assert_eq!(p.wait("ns/5", later, PROGRESS_INTERVAL), None);
+    }
+
+    #[test]
+    fn progress_slows_while_many_runtimes_roll_out_at_once() {
+        let p = StatusPacer::default();
+        let t0 = Instant::now();
+        let s = status(1);
+        assert_eq!(p.progress_interval(t0), PROGRESS_INTERVAL, "none written");
+        for i in 0..10 {
+            p.wrote(&format!("ns/{i}"), t0, None, None, &s);
+        }
+        assert_eq!(
+            p.progress_interval(t0),
+            PROGRESS_INTERVAL,
+            "a few Runtimes: every {PROGRESS_INTERVAL:?} each"
+        );
+        for i in 10..500 {
+            p.wrote(&format!("ns/{i}"), t0, None, None, &s);
+        }
+        // 500 Runtimes share the budget: together about its rate.
+        let interval = p.progress_interval(t0);
+        assert_eq!(
+            interval,
+            Duration::from_secs(500 / u64::from(PROGRESS_WRITES_PER_SECOND))
+        );
+        assert!(interval > PROGRESS_INTERVAL);
+        for i in 500..5000 {
+            p.wrote(&format!("ns/{i}"), t0, None, None, &s);
+        }
+        assert_eq!(
+            p.progress_interval(t0),
+            FIRST_PASS_PROGRESS_INTERVAL,
+            "never longer than the first passes' hold"
+        );
+        // Runtimes written long ago no longer count: the rollout is over.
+        let later = t0 + FIRST_PASS_PROGRESS_INTERVAL;
+        p.wrote("ns/late", later, None, None, &s);
+        assert_eq!(p.progress_interval(later), PROGRESS_INTERVAL);
     }
 
     #[test]
