@@ -126,6 +126,60 @@ fn fresh_workers(cluster: &harness::SharedCluster, started: Instant) {
     }
 }
 
+/// Waits until the restarted workers serve again, end to end: a probe
+/// Deployment of one pod made (controller-manager), scheduled (scheduler)
+/// and Ready (kwok), then deleted. Started before that, the agent's clock
+/// would run while the controller-manager still syncs its informers.
+async fn workers_serve(client: &kube::Client, started: Instant) {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{DeleteParams, PostParams};
+    const PROBE: &str = "berth-bench-workers-probe";
+    let deps: kube::Api<Deployment> = kube::Api::namespaced(client.clone(), "default");
+    let probe: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": PROBE},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": PROBE}},
+            "template": {
+                "metadata": {"labels": {"app": PROBE}},
+                "spec": {"containers": [{"name": "c", "image": "registry.invalid/probe:1"}]},
+            },
+        },
+    }))
+    .expect("probe Deployment");
+    let t = Instant::now();
+    deps.create(&PostParams::default(), &probe)
+        .await
+        .expect("create the workers' probe");
+    loop {
+        let ready = deps
+            .get(PROBE)
+            .await
+            .ok()
+            .and_then(|d| d.status)
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0);
+        if ready >= 1 {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(300),
+            "the restarted workers made no Ready pod in 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    progress(
+        started,
+        &format!(
+            "the restarted workers serve: a probe pod Ready after {:.2}s",
+            t.elapsed().as_secs_f64()
+        ),
+    );
+    deps.delete(PROBE, &DeleteParams::foreground())
+        .await
+        .expect("delete the workers' probe");
+}
+
 /// What a run measured.
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -189,6 +243,7 @@ pub async fn run(opts: &Options) -> Report {
     let floor = floor::run(&client, &cluster.dir, &stored, &size, opts, started).await;
     if !floor.paused {
         fresh_workers(&cluster, started);
+        workers_serve(&client, started).await;
     }
 
     let AgentOutcome {
