@@ -121,7 +121,11 @@ fn fresh_workers(cluster: &harness::SharedCluster, started: Instant) {
             started,
             &format!("restarting {component} before the agent's half"),
         );
-        tokio::task::block_in_place(|| cluster.restart(component, Duration::from_secs(120)))
+        // Blocking, called as is: `block_in_place` needs a multi-threaded
+        // runtime, and `bench_smoke` runs the bench on a current-thread
+        // one; nothing else of the bench runs while the workers restart.
+        cluster
+            .restart(component, Duration::from_secs(120))
             .unwrap_or_else(|e| panic!("restart {component}: {e}"));
     }
 }
