@@ -182,6 +182,17 @@ async fn workers_serve(client: &kube::Client, started: Instant) {
     deps.delete(PROBE, &DeleteParams::foreground())
         .await
         .expect("delete the workers' probe");
+    // Gone before the agent starts: the garbage collector's last writes to
+    // it (its finalizer, its deletion) are Deployment writes, which the
+    // idle window counts.
+    let t = Instant::now();
+    while deps.get_opt(PROBE).await.ok().flatten().is_some() {
+        assert!(
+            t.elapsed() < Duration::from_secs(300),
+            "the workers' probe not deleted in 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// What a run measured.
