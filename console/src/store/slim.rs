@@ -44,8 +44,10 @@ pub struct SlimSpec {
     pub container: Option<SlimContainer>,
 }
 
-/// The first container of a Pod (or of a pod template).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The first container of a Pod (or of a pod template); also what
+/// [`super::wire`] reads of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct SlimContainer {
     /// `name`.
     pub name: String,
@@ -58,6 +60,23 @@ impl From<Container> for SlimContainer {
         SlimContainer {
             name: c.name,
             image: c.image,
+        }
+    }
+}
+
+impl SlimContainer {
+    /// The container as [`super::compact`] reduces it.
+    pub fn to_container(&self) -> Container {
+        Container::from(self.clone())
+    }
+}
+
+impl From<SlimContainer> for Container {
+    fn from(c: SlimContainer) -> Self {
+        Container {
+            name: c.name,
+            image: c.image,
+            ..Default::default()
         }
     }
 }
@@ -134,11 +153,7 @@ impl SlimPod {
                 containers: s
                     .container
                     .iter()
-                    .map(|c| Container {
-                        name: c.name.clone(),
-                        image: c.image.clone(),
-                        ..Default::default()
-                    })
+                    .map(SlimContainer::to_container)
                     .collect(),
                 ..Default::default()
             }),

@@ -17,7 +17,7 @@ use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentCondition, DeploymentSpec, DeploymentStatus, ReplicaSet, ReplicaSetSpec,
     ReplicaSetStatus,
 };
-use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use kube::api::ObjectMeta;
 
 use super::intern;
@@ -60,11 +60,7 @@ impl SlimTemplate {
                 containers: self
                     .container
                     .iter()
-                    .map(|c| Container {
-                        name: c.name.clone(),
-                        image: c.image.clone(),
-                        ..Default::default()
-                    })
+                    .map(SlimContainer::to_container)
                     .collect(),
                 ..Default::default()
             }),

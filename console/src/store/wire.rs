@@ -27,6 +27,8 @@ use kube::api::ObjectMeta;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 
+use super::slim::SlimContainer;
+
 /// A Pod as parsed from the wire (see the module's comment).
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct WirePod {
@@ -77,15 +79,7 @@ pub struct WireSpec {
     pub node_name: Option<String>,
     /// The first container only: the others are skipped unparsed.
     #[serde(rename = "containers", deserialize_with = "first_container")]
-    pub container: Option<WireContainer>,
-}
-
-/// The first container's name and image.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct WireContainer {
-    pub name: String,
-    pub image: Option<String>,
+    pub container: Option<SlimContainer>,
 }
 
 /// What is read of `status`.
@@ -106,10 +100,10 @@ pub struct WireCondition {
 }
 
 /// The first element of a sequence (or of `null`), the rest skipped.
-fn first_container<'de, D: Deserializer<'de>>(d: D) -> Result<Option<WireContainer>, D::Error> {
+fn first_container<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SlimContainer>, D::Error> {
     struct First;
     impl<'de> Visitor<'de> for First {
-        type Value = Option<WireContainer>;
+        type Value = Option<SlimContainer>;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("a list of containers")
         }
@@ -123,7 +117,7 @@ fn first_container<'de, D: Deserializer<'de>>(d: D) -> Result<Option<WireContain
             d.deserialize_seq(First)
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let first = seq.next_element::<WireContainer>()?;
+            let first = seq.next_element::<SlimContainer>()?;
             while seq.next_element::<IgnoredAny>()?.is_some() {}
             Ok(first)
         }
@@ -163,15 +157,7 @@ impl From<WirePod> for Pod {
             spec: w.spec.map(|s| PodSpec {
                 runtime_class_name: s.runtime_class_name,
                 node_name: s.node_name,
-                containers: s
-                    .container
-                    .into_iter()
-                    .map(|c| Container {
-                        name: c.name,
-                        image: c.image,
-                        ..Default::default()
-                    })
-                    .collect(),
+                containers: s.container.into_iter().map(Container::from).collect(),
                 ..Default::default()
             }),
             status: w.status.map(|s| PodStatus {
