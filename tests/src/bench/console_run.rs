@@ -9,11 +9,10 @@ use berth_console::get::What;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use serde_json::json;
 
 use super::figures::{CONSOLE_RSS_TARGET, growth_figures, rss_figure};
 use super::table::{Figure, Target, Unit};
-use super::{Options, console, process, progress};
+use super::{Options, console, plain, process, progress};
 use crate::harness;
 
 pub async fn console_figures(
@@ -117,36 +116,21 @@ pub async fn console_figures(
     if opts.churn_pods > 0 {
         harness::TestNamespace::create(client.clone(), "churn".into(), &[]).await;
         let deps: Api<Deployment> = Api::namespaced(client.clone(), "churn");
-        let dep: Deployment = serde_json::from_value(json!({
-            "metadata": {"name": "churn"},
-            "spec": {
-                "replicas": opts.churn_pods,
-                "selector": {"matchLabels": {"app": "churn"}},
-                "template": {
-                    "metadata": {"labels": {"app": "churn"}},
-                    "spec": {"containers": [{"name": "c", "image": "registry.invalid/churn:1"}]},
-                },
-            },
-        }))
-        .expect("churn Deployment");
+        let dep = plain::deployment("churn", opts.churn_pods);
         let cpu0 = process::cpu_time(tui.pid).unwrap_or_default();
         let t = Instant::now();
         deps.create(&PostParams::default(), &dep)
             .await
             .expect("create churn");
-        loop {
-            let d = deps.get("churn").await.ok();
-            let ready = d
-                .and_then(|d| d.status)
-                .and_then(|s| s.ready_replicas)
-                .unwrap_or(0);
-            if usize::try_from(ready).unwrap_or(0) >= opts.churn_pods
-                || t.elapsed() > Duration::from_secs(900)
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+        // Measured until every churn pod is Ready, or for at most 900 s.
+        plain::until_ready(
+            &deps,
+            "churn",
+            opts.churn_pods,
+            Duration::from_millis(500),
+            Duration::from_secs(900),
+        )
+        .await;
         let took = t.elapsed();
         let cpu1 = process::cpu_time(tui.pid).unwrap_or_default();
         figures.push(Figure::of(

@@ -10,6 +10,7 @@ pub mod cpu;
 mod figures;
 pub mod floor;
 pub mod peers;
+mod plain;
 pub mod process;
 pub mod table;
 mod wait;
@@ -139,39 +140,15 @@ async fn workers_serve(client: &kube::Client, started: Instant) {
     use kube::api::{DeleteParams, PostParams};
     const PROBE: &str = "berth-bench-workers-probe";
     let deps: kube::Api<Deployment> = kube::Api::namespaced(client.clone(), "default");
-    let probe: Deployment = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": PROBE},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": PROBE}},
-            "template": {
-                "metadata": {"labels": {"app": PROBE}},
-                "spec": {"containers": [{"name": "c", "image": "registry.invalid/probe:1"}]},
-            },
-        },
-    }))
-    .expect("probe Deployment");
     let t = Instant::now();
-    deps.create(&PostParams::default(), &probe)
+    deps.create(&PostParams::default(), &plain::deployment(PROBE, 1))
         .await
         .expect("create the workers' probe");
-    loop {
-        let ready = deps
-            .get(PROBE)
-            .await
-            .ok()
-            .and_then(|d| d.status)
-            .and_then(|s| s.ready_replicas)
-            .unwrap_or(0);
-        if ready >= 1 {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(300),
-            "the restarted workers made no Ready pod in 300 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let every = Duration::from_millis(200);
+    assert!(
+        plain::until_ready(&deps, PROBE, 1, every, Duration::from_secs(300)).await,
+        "the restarted workers made no Ready pod in 300 s"
+    );
     progress(
         started,
         &format!(
