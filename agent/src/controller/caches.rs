@@ -12,8 +12,8 @@ use berth_shared::analysis::NodeInfo;
 use berth_shared::api::Runtime;
 use berth_shared::api::meta::managed_selector;
 use futures::stream::BoxStream;
-use futures::{Stream, StreamExt};
-use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment};
+use futures::{Stream, StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
@@ -65,7 +65,7 @@ pub struct Owned {
     /// Services.
     pub services: Applied<Service>,
     /// Deployments.
-    pub deployments: Applied<Deployment>,
+    pub deployments: Applied<reduce::KeptDeployment>,
     /// PodDisruptionBudgets.
     pub pdbs: Applied<PodDisruptionBudget>,
     /// NetworkPolicies.
@@ -115,17 +115,17 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         Some(Changes::new(wake, f))
     }
     let (deployments, dep_s) = cache(
-        ns_api(c, &scope),
+        ns_api::<Deployment>(c, &scope),
         all(),
-        reduce::deployment,
+        reduce::KeptDeployment::from,
         Some(b.deployments.clone()),
         None,
         w(wake, fingerprint::deployment),
     );
     let (replica_sets, rs_s) = cache(
-        ns_api(c, &scope),
+        ns_api::<ReplicaSet>(c, &scope),
         all(),
-        reduce::replica_set,
+        reduce::KeptReplicaSet::from,
         None,
         Some(o.replica_sets.clone()),
         w(wake, fingerprint::replica_set),
@@ -133,7 +133,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let (jobs, job_s) = cache(
         ns_api(c, &scope),
         all(),
-        reduce::job,
+        in_place(reduce::job),
         None,
         Some(o.jobs.clone()),
         w(wake, fingerprint::job),
@@ -141,7 +141,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let (cron_jobs, cron_s) = cache(
         ns_api(c, &scope),
         all(),
-        reduce::cron_job,
+        in_place(reduce::cron_job),
         None,
         Some(o.cron_jobs.clone()),
         w(wake, fingerprint::cron_job),
@@ -149,7 +149,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let (stateful_sets, sts_s) = cache(
         ns_api(c, &scope),
         all(),
-        reduce::stateful_set,
+        in_place(reduce::stateful_set),
         None,
         None,
         w(wake, fingerprint::stateful_set),
@@ -157,7 +157,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let (daemon_sets, ds_s) = cache(
         ns_api(c, &scope),
         all(),
-        reduce::daemon_set,
+        in_place(reduce::daemon_set),
         None,
         None,
         w(wake, fingerprint::daemon_set),
@@ -165,7 +165,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let (controller_revisions, cr_s) = cache(
         ns_api(c, &scope),
         all(),
-        strip_revision,
+        in_place(strip_revision),
         None,
         None,
         w(wake, fingerprint::controller_revision),
@@ -174,7 +174,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let (classes, class_s) = cache(
         Api::all(c.clone()),
         all(),
-        reduce::strip,
+        in_place(reduce::strip),
         None,
         None,
         w(wake, fingerprint::runtime_class),
@@ -182,7 +182,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let (nodes, node_s) = cache(
         Api::all(c.clone()),
         all(),
-        reduce::node,
+        in_place(reduce::node),
         None,
         None,
         w(wake, fingerprint::node),
@@ -193,7 +193,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let (namespaces, ns_s) = cache(
         Api::all(c.clone()),
         all(),
-        reduce::strip,
+        in_place(reduce::strip),
         None,
         None,
         w(wake, fingerprint::namespace),
@@ -313,22 +313,23 @@ fn strip_revision(rev: &mut ControllerRevision) {
     }
 }
 
-/// One cache: a reflector of `api` whose objects are reduced by `reduce`
+/// One cache: a reflector of `api` whose objects are reduced by `keep`
 /// before they enter the store (the whole ones of the Runtimes' own
 /// objects first kept compact in `bodies`, if any), feeding the owner
 /// `index` (if any) and the grants publisher's `changes` (if any) from the
 /// same events right after the store applied each. Returns the store
-/// and its (to be polled) stream of applied objects.
-fn cache<K>(
-    api: Api<K>,
+/// and its (to be polled) stream of applied objects. The store may hold
+/// another type than the watch parses (`reduce::KeptDeployment`).
+fn cache<W, K>(
+    api: Api<W>,
     config: watcher::Config,
-    reduce: fn(&mut K),
-    bodies: Option<Bodies<K>>,
+    keep: impl Fn(W) -> K + Send + 'static,
+    bodies: Option<Bodies<W>>,
     index: Option<index::OwnerIndex<K>>,
     changes: Option<Arc<Changes<K>>>,
 ) -> (Store<K>, Applied<K>)
 where
-    K: Resource<DynamicType = ()>
+    W: Resource<DynamicType = ()>
         + Clone
         + Serialize
         + DeserializeOwned
@@ -336,6 +337,7 @@ where
         + Send
         + Sync
         + 'static,
+    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
     let stream = cache_watch(api, config)
@@ -347,7 +349,7 @@ where
                 bodies.observe(event);
             }
         })
-        .modify(reduce)
+        .map_ok(move |event| kept_event(event, &keep))
         .reflect(writer)
         .inspect(move |event| {
             if let Ok(event) = event {
@@ -362,6 +364,25 @@ where
         .applied_objects()
         .boxed();
     (reader, stream)
+}
+
+/// A reduction in place, as a [`cache`]'s `keep`.
+fn in_place<K: 'static>(reduce: fn(&mut K)) -> impl Fn(K) -> K + Send + 'static {
+    move |mut obj| {
+        reduce(&mut obj);
+        obj
+    }
+}
+
+/// The watch event with its object turned into what the store keeps.
+fn kept_event<W, K>(event: watcher::Event<W>, keep: impl Fn(W) -> K) -> watcher::Event<K> {
+    match event {
+        watcher::Event::Apply(o) => watcher::Event::Apply(keep(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(keep(o)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(keep(o)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
 }
 
 /// A label-filtered kind (only berth's objects are cached): its cache, and
@@ -389,7 +410,7 @@ where
     cache(
         ns_api::<K>(client, scope),
         watch_config().labels(&managed_selector()),
-        reduce::managed::<K>,
+        in_place(reduce::managed::<K>),
         Some(bodies.clone()),
         index,
         None,

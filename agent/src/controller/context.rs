@@ -7,9 +7,7 @@ use std::time::Duration;
 use berth_shared::api::Runtime;
 use berth_shared::decide::GrantBinding;
 use berth_shared::grants::LoadedGrants;
-use k8s_openapi::api::apps::v1::{
-    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
-};
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
@@ -24,6 +22,7 @@ use kube::runtime::reflector::Store;
 use super::bodies::Bodies;
 use super::index::OwnerIndex;
 use super::names::NameIndex;
+use super::reduce::{KeptDeployment, KeptReplicaSet};
 use crate::metrics::Metrics;
 
 pub use super::first_passes::FailedFirstPasses;
@@ -77,9 +76,9 @@ pub struct Stores {
     /// Managed HPAs (label-filtered).
     pub hpas: Store<HorizontalPodAutoscaler>,
     /// Every Deployment (retained analysis needs unmanaged ones too).
-    pub deployments: Store<Deployment>,
-    /// Every ReplicaSet.
-    pub replica_sets: Store<ReplicaSet>,
+    pub deployments: Store<KeptDeployment>,
+    /// Every ReplicaSet, in the form the cache keeps it.
+    pub replica_sets: Store<KeptReplicaSet>,
     /// Every Job.
     pub jobs: Store<Job>,
     /// Every CronJob.
@@ -146,7 +145,7 @@ pub struct TakenNames {
 #[derive(Clone, Default)]
 pub struct OwnerIndexes {
     /// ReplicaSets by Deployment uid.
-    pub replica_sets: OwnerIndex<ReplicaSet>,
+    pub replica_sets: OwnerIndex<KeptReplicaSet>,
     /// Jobs by controller uid (a Runtime's own one-time Jobs).
     pub jobs: OwnerIndex<Job>,
     /// CronJobs by Runtime uid.
@@ -159,7 +158,7 @@ pub struct OwnerIndexes {
 
 impl Stores {
     /// The ReplicaSets the Deployment with `uid` controls.
-    pub fn replica_sets_of(&self, deployment_uid: &str) -> Vec<Arc<ReplicaSet>> {
+    pub fn replica_sets_of(&self, deployment_uid: &str) -> Vec<Arc<KeptReplicaSet>> {
         self.owners
             .replica_sets
             .controlled_by(&self.replica_sets, deployment_uid)

@@ -26,7 +26,7 @@ use super::bodies::Bodies;
 use super::context::Stores;
 use super::index::OwnerIndex;
 use super::names::NameIndex;
-use super::reduce::owned_by_runtime;
+use super::reduce::{KeptDeployment, owned_by_runtime};
 
 /// The cached objects of one kind that matter to one Runtime, by name.
 #[derive(Debug)]
@@ -61,6 +61,25 @@ enum Absence<'a> {
     Names(&'a NameIndex),
 }
 
+/// What a store holds, as the apply step reads it: the kind itself, or a
+/// kept form of it (`reduce::KeptDeployment`) made whole.
+pub trait Held<K> {
+    /// The object as a `K`.
+    fn held(obj: &Arc<Self>) -> Arc<K>;
+}
+
+impl<K> Held<K> for K {
+    fn held(obj: &Arc<K>) -> Arc<K> {
+        obj.clone()
+    }
+}
+
+impl Held<Deployment> for KeptDeployment {
+    fn held(obj: &Arc<Self>) -> Arc<Deployment> {
+        Arc::new(obj.whole())
+    }
+}
+
 impl<K> Cached<K>
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned,
@@ -69,30 +88,33 @@ where
     /// object in `ns` controlled by `uid` (looked up, not scanned). With
     /// `bodies`, a Runtime's own objects are the whole ones from there
     /// (the store holds them reduced).
-    fn read(
-        store: &Store<K>,
+    fn read<S>(
+        store: &Store<S>,
         bodies: Option<&Bodies<K>>,
         ns: &str,
         uid: &str,
         names: &[String],
-        owned: Option<&OwnerIndex<K>>,
+        owned: Option<&OwnerIndex<S>>,
         absence: Absence<'_>,
-    ) -> Self {
+    ) -> Self
+    where
+        S: Resource<DynamicType = ()> + Clone + Held<K>,
+    {
         let mut by_name = BTreeMap::new();
         let mut unread = BTreeSet::new();
         let mut free = BTreeSet::new();
-        let mut put = |name: String, obj: Arc<K>| match bodies {
+        let mut put = |name: String, obj: Arc<S>| match bodies {
             Some(bodies) if owned_by_runtime(obj.meta()) => match bodies.get(ns, &name) {
                 Some(whole) => {
                     by_name.insert(name, Arc::new(whole));
                 }
                 None => {
                     unread.insert(name.clone());
-                    by_name.insert(name, obj);
+                    by_name.insert(name, S::held(&obj));
                 }
             },
             _ => {
-                by_name.insert(name, obj);
+                by_name.insert(name, S::held(&obj));
             }
         };
         for name in names {

@@ -14,7 +14,7 @@ use berth_shared::api::meta::controlled_by_uid;
 use berth_shared::claims::{self, Claim};
 use berth_shared::decide::{self, DecideInput, Decision, Identity, IdentityError, ObservedClass};
 use berth_shared::render::Names;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -22,6 +22,7 @@ use kube::{Resource, ResourceExt};
 
 use super::context::Context;
 use super::live::{self, Live};
+use super::reduce::KeptReplicaSet;
 
 /// What was read and decided for one Runtime.
 #[derive(Debug)]
@@ -36,7 +37,7 @@ pub struct Snapshot {
     /// The Runtime's Deployment, if it exists and is the Runtime's own.
     pub deployment: Option<Arc<Deployment>>,
     /// The ReplicaSets that Deployment controls.
-    pub replica_sets: Vec<Arc<ReplicaSet>>,
+    pub replica_sets: Vec<Arc<KeptReplicaSet>>,
     /// Every node, reduced to what placement reads.
     pub nodes: Vec<NodeInfo>,
     /// The cached objects the apply step compares against.
@@ -103,7 +104,10 @@ pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
 }
 
 /// The Runtime's own Deployment and the ReplicaSets it controls.
-fn workload(ctx: &Context, runtime: &Runtime) -> (Option<Arc<Deployment>>, Vec<Arc<ReplicaSet>>) {
+fn workload(
+    ctx: &Context,
+    runtime: &Runtime,
+) -> (Option<Arc<Deployment>>, Vec<Arc<KeptReplicaSet>>) {
     let ns = runtime.namespace().unwrap_or_default();
     let uid = runtime.uid().unwrap_or_default();
     let names = Names::for_runtime(&runtime.name_any());
@@ -111,7 +115,8 @@ fn workload(ctx: &Context, runtime: &Runtime) -> (Option<Arc<Deployment>>, Vec<A
         .stores
         .deployments
         .get(&ObjectRef::new(&names.workload).within(&ns))
-        .filter(|d| controlled_by_uid(d.meta(), &uid));
+        .filter(|d| controlled_by_uid(d.meta(), &uid))
+        .map(|d| Arc::new(d.whole()));
     let replica_sets = match &deployment {
         Some(d) => ctx.stores.replica_sets_of(&d.uid().unwrap_or_default()),
         None => Vec::new(),

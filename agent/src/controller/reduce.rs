@@ -43,6 +43,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::watcher;
 
+mod kept_deployment;
+mod kept_replica_set;
+mod kept_template;
+pub use kept_deployment::KeptDeployment;
+pub use kept_replica_set::KeptReplicaSet;
+
 /// kubectl's copy of the whole object as last applied: often the largest
 /// field of an object, and never read.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -187,7 +193,8 @@ pub fn deployment(d: &mut Deployment) {
 
 /// ReplicaSets (the Deployment controller's, never compared for drift):
 /// always reduced; the rollout summary reads ready counts, the revision
-/// annotation and the first container's image.
+/// annotation and the first container's image. The cache holds the result
+/// as a [`KeptReplicaSet`].
 pub fn replica_set(rs: &mut ReplicaSet) {
     let metadata = foreign_meta(std::mem::take(&mut rs.metadata));
     let spec = rs.spec.take().map(|s| ReplicaSetSpec {

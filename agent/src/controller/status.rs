@@ -76,7 +76,8 @@ pub fn compute(
                 .collect()
         })
         .unwrap_or_default();
-    let replica_sets: Vec<_> = snapshot.replica_sets.iter().map(|r| &**r).collect();
+    let whole: Vec<_> = snapshot.replica_sets.iter().map(|r| r.whole()).collect();
+    let replica_sets: Vec<_> = whole.iter().collect();
     let mut status = pure::compute(&Observed {
         runtime,
         identity: snapshot.identity.as_ref().ok(),

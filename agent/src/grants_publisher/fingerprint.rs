@@ -6,13 +6,13 @@ use berth_shared::analysis::{NodeInfo, Workload};
 use berth_shared::api::Runtime;
 use berth_shared::api::condition_types::BLOCKED;
 use berth_shared::decide::{ENVIRONMENT_LABEL, ObservedClass, PROJECT_LABEL};
-use k8s_openapi::api::apps::v1::{
-    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
-};
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::core::PartialObjectMeta;
+
+use crate::controller::reduce::{KeptDeployment, KeptReplicaSet};
 
 /// A workload with a RuntimeClass, as the retained analysis sees it, with
 /// its counts reduced to "any": a rollout's ready counts move all the
@@ -25,14 +25,14 @@ fn workload(mut w: Workload) -> Option<String> {
 }
 
 /// A Deployment.
-pub fn deployment(d: &Deployment) -> Option<String> {
-    workload(Workload::from_deployment(d))
+pub fn deployment(d: &KeptDeployment) -> Option<String> {
+    workload(Workload::from_deployment(&d.whole()))
 }
 
 /// A ReplicaSet (a rollback revision is told by its replicas here; the
 /// pass itself reads the Deployment's revision).
-pub fn replica_set(r: &ReplicaSet) -> Option<String> {
-    workload(Workload::from_replica_set(r, None))
+pub fn replica_set(r: &KeptReplicaSet) -> Option<String> {
+    workload(Workload::from_replica_set(&r.whole(), None))
 }
 
 /// A StatefulSet.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use berth_shared::analysis::{self, NodeInfo, WorkloadSources};
+use berth_shared::analysis::{self, DeploymentRevisions, NodeInfo, Workload, WorkloadSources};
 use berth_shared::api::{GrantSource, ObjectRef as ApiObjectRef, RuntimeGrant, WorkloadRef};
 use berth_shared::decide::{self, ObservedClass};
 use berth_shared::status::{FileState, GrantUser};
@@ -76,9 +76,9 @@ pub(super) fn read(ctx: &Context, grants: &Store<RuntimeGrant>, file: FileState)
             })
             .map(|p| &**p)
             .collect();
-        let workloads = WorkloadSources {
-            deployments: &refs(&deps),
-            replica_sets: &refs(&rss),
+        let mut workloads = WorkloadSources {
+            deployments: &[],
+            replica_sets: &[],
             stateful_sets: &refs(&stss),
             daemon_sets: &refs(&dss),
             jobs: &refs(&jobs),
@@ -87,6 +87,15 @@ pub(super) fn read(ctx: &Context, grants: &Store<RuntimeGrant>, file: FileState)
             controller_revisions: &refs(&revisions),
         }
         .collect();
+        // Deployments and ReplicaSets are cached in a smaller form than
+        // the analysis takes: each is made whole for its turn only, so a
+        // pass never holds thousands of whole ones at once.
+        let revisions = DeploymentRevisions::of(deps.iter().map(|d| kube::Resource::meta(&**d)));
+        workloads.extend(deps.iter().map(|d| Workload::from_deployment(&d.whole())));
+        workloads.extend(rss.iter().map(|kept| {
+            let rs = kept.whole();
+            Workload::from_replica_set(&rs, revisions.of_owner(&rs.metadata))
+        }));
         retained_by_class(ctx, &workloads)
     };
     let ns_labels: BTreeMap<String, BTreeMap<String, String>> = s

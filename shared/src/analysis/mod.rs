@@ -42,5 +42,6 @@ pub use report::{
     class_usage, covered_by_grant, handler_reports, removal_verdict, retained,
 };
 pub use workload::{
-    Labels, MANAGED_BY_LABEL, Owner, REVISION_ANNOTATION, Workload, WorkloadKind, WorkloadSources,
+    DeploymentRevisions, Labels, MANAGED_BY_LABEL, Owner, REVISION_ANNOTATION, Workload,
+    WorkloadKind, WorkloadSources,
 };

@@ -386,43 +386,18 @@ pub struct WorkloadSources<'a> {
 impl WorkloadSources<'_> {
     /// Converts everything, in kind order then the input order.
     pub fn collect(&self) -> Vec<Workload> {
-        let revisions: BTreeMap<(String, String), String> = self
-            .deployments
-            .iter()
-            .filter_map(|d| {
-                let rev = d.metadata.annotations.as_ref()?.get(REVISION_ANNOTATION)?;
-                Some((
-                    (
-                        d.metadata.namespace.clone().unwrap_or_default(),
-                        d.metadata.name.clone().unwrap_or_default(),
-                    ),
-                    rev.clone(),
-                ))
-            })
-            .collect();
+        let revisions = DeploymentRevisions::of(self.deployments.iter().map(|d| &d.metadata));
         let mut out = Vec::new();
         out.extend(
             self.deployments
                 .iter()
                 .map(|w| Workload::from_deployment(w)),
         );
-        out.extend(self.replica_sets.iter().map(|rs| {
-            let owner_rev = rs
-                .metadata
-                .owner_references
-                .as_ref()
-                .and_then(|refs| {
-                    refs.iter()
-                        .find(|r| r.controller == Some(true) && r.kind == "Deployment")
-                })
-                .and_then(|r| {
-                    revisions.get(&(
-                        rs.metadata.namespace.clone().unwrap_or_default(),
-                        r.name.clone(),
-                    ))
-                });
-            Workload::from_replica_set(rs, owner_rev.map(String::as_str))
-        }));
+        out.extend(
+            self.replica_sets
+                .iter()
+                .map(|rs| Workload::from_replica_set(rs, revisions.of_owner(&rs.metadata))),
+        );
         out.extend(
             self.stateful_sets
                 .iter()
@@ -442,5 +417,51 @@ impl WorkloadSources<'_> {
                 .map(|w| Workload::from_controller_revision(w)),
         );
         out
+    }
+}
+
+/// The current revision (`deployment.kubernetes.io/revision`) of each
+/// Deployment, by namespace and name: what
+/// [`Workload::from_replica_set`] judges a ReplicaSet against. For callers
+/// that hold their ReplicaSets in another form and convert them one at a
+/// time instead of passing them to [`WorkloadSources`].
+#[derive(Clone, Debug, Default)]
+pub struct DeploymentRevisions(BTreeMap<(String, String), String>);
+
+impl DeploymentRevisions {
+    /// The revisions of the Deployments with metadata `deployments`
+    /// (those without one are left out).
+    pub fn of<'a>(deployments: impl IntoIterator<Item = &'a ObjectMeta>) -> Self {
+        Self(
+            deployments
+                .into_iter()
+                .filter_map(|m| {
+                    let rev = m.annotations.as_ref()?.get(REVISION_ANNOTATION)?;
+                    Some((
+                        (
+                            m.namespace.clone().unwrap_or_default(),
+                            m.name.clone().unwrap_or_default(),
+                        ),
+                        rev.clone(),
+                    ))
+                })
+                .collect(),
+        )
+    }
+
+    /// The revision of the Deployment that controls the object with
+    /// `meta` (a ReplicaSet), when it is known.
+    pub fn of_owner(&self, meta: &ObjectMeta) -> Option<&str> {
+        let owner = meta
+            .owner_references
+            .as_ref()?
+            .iter()
+            .find(|r| r.controller == Some(true) && r.kind == "Deployment")?;
+        self.0
+            .get(&(
+                meta.namespace.clone().unwrap_or_default(),
+                owner.name.clone(),
+            ))
+            .map(String::as_str)
     }
 }

@@ -20,7 +20,7 @@ fn map(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
     )
 }
 
-fn controller(api_version: &str, kind: &str, uid: &str) -> Option<Vec<OwnerReference>> {
+pub(super) fn controller(api_version: &str, kind: &str, uid: &str) -> Option<Vec<OwnerReference>> {
     Some(vec![OwnerReference {
         api_version: api_version.into(),
         kind: kind.into(),
@@ -130,7 +130,7 @@ fn template(spec: PodSpec) -> PodTemplateSpec {
     }
 }
 
-fn busy_deployment(owner: Option<Vec<OwnerReference>>) -> Deployment {
+pub(super) fn busy_deployment(owner: Option<Vec<OwnerReference>>) -> Deployment {
     Deployment {
         metadata: busy_meta(owner),
         spec: Some(DeploymentSpec {
