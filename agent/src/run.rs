@@ -369,12 +369,15 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         use futures::StreamExt;
         use kube::runtime::WatchStreamExt;
         // Every change of a grant (its own status writes too: the pass
-        // they wake computes the same status and writes nothing).
+        // they wake computes the same status and writes nothing). Without
+        // managedFields, like every cache: nothing reads them, and the
+        // publisher's status writes make them most of a grant's size.
         let woken = wake.clone();
         let stream = controller::cache_watch(
             Api::<RuntimeGrant>::all(client.clone()),
             controller::watch_config(),
         )
+        .modify(controller::strip)
         .reflect(grant_writer)
         .inspect(move |_| woken.wake())
         .applied_objects();

@@ -441,11 +441,20 @@ async fn contract_adversary_every_foreign_addition_is_removed_in_one_write() {
         n,
         "web",
         "poddisruptionbudgets",
-        vec![attack(
-            "extra selector key (the budget covers no pod)",
-            json!({"spec": {"selector": {"matchLabels": {"extra": "x"}}}}),
-            |v| !v["spec"]["selector"]["matchLabels"]["extra"].is_null(),
-        )],
+        vec![
+            attack(
+                "extra selector key (the budget covers no pod)",
+                json!({"spec": {"selector": {"matchLabels": {"extra": "x"}}}}),
+                |v| !v["spec"]["selector"]["matchLabels"]["extra"].is_null(),
+            ),
+            // Metadata only: no new generation, and the agent's store
+            // keeps the labels as a digest (`reduce::managed`).
+            attack(
+                "berth's runtime label rewritten",
+                json!({"metadata": {"labels": {"berth.dev/runtime": "other"}}}),
+                |v| v["metadata"]["labels"]["berth.dev/runtime"] == json!("other"),
+            ),
+        ],
     )
     .await;
     play::<ConfigMap>(

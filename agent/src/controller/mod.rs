@@ -41,6 +41,7 @@ use kube::{Client, ResourceExt};
 pub use self::caches::{cache_watch, unsynced, wait_synced, watch_config};
 use self::context::{Context, Stores};
 use self::reconcile::reconcile;
+pub use self::reduce::strip;
 use self::triggers::spec_fingerprint;
 
 /// Everything started: the stores (for the grants publisher and health) and

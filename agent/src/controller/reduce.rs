@@ -145,15 +145,38 @@ pub fn reduce_template(t: PodTemplateSpec) -> PodTemplateSpec {
 
 /// A label-filtered kind's object: a Runtime's own keeps only its
 /// metadata here (its whole body is in `bodies`; the owner indexes, the
-/// triggers and pruning read metadata), anyone else's is kept whole (the
-/// apply step reports it as a conflict).
+/// triggers and pruning read metadata), with its labels and annotations
+/// folded into one digest ([`KEPT_METADATA_DIGEST_ANNOTATION`]); anyone
+/// else's is kept whole (the apply step reports it as a conflict).
 pub fn managed<K: Resource + Default>(obj: &mut K) {
     strip(obj);
     if owned_by_runtime(obj.meta()) {
-        let metadata = std::mem::take(obj.meta_mut());
+        let mut metadata = std::mem::take(obj.meta_mut());
+        digest_labels_and_annotations(&mut metadata);
         *obj = K::default();
         *obj.meta_mut() = metadata;
     }
+}
+
+/// The one annotation a Runtime's own label-filtered object keeps in the
+/// store, in place of its labels and annotations: a digest of both. Nothing
+/// reads those maps from the store (the diff and the contract read the
+/// body, pruning and the owner indexes read identity and owners), but the
+/// triggers must still see them change (`triggers::spec_fingerprint`
+/// hashes the annotations): someone else's edit of berth's labels is drift.
+/// Two maps per object were most of its metadata (a B-tree leaf each,
+/// about half a kilobyte, before any string).
+pub const KEPT_METADATA_DIGEST_ANNOTATION: &str = "berth.dev/kept-metadata-digest";
+
+fn digest_labels_and_annotations(meta: &mut ObjectMeta) {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut h = DefaultHasher::new();
+    meta.labels.take().hash(&mut h);
+    meta.annotations.take().hash(&mut h);
+    meta.annotations = Some(BTreeMap::from([(
+        KEPT_METADATA_DIGEST_ANNOTATION.to_string(),
+        format!("{:016x}", h.finish()),
+    )]));
 }
 
 /// Deployments: the Runtime's own keep their metadata and status (what
@@ -420,5 +443,7 @@ where
     reader
 }
 
+#[cfg(test)]
+mod managed_tests;
 #[cfg(test)]
 mod tests;

@@ -33,7 +33,7 @@ pub(super) fn controller(api_version: &str, kind: &str, uid: &str) -> Option<Vec
 
 /// Metadata as a busy cluster has it: managed fields, kubectl's copy,
 /// others' labels and annotations next to berth's.
-fn busy_meta(owner: Option<Vec<OwnerReference>>) -> ObjectMeta {
+pub(super) fn busy_meta(owner: Option<Vec<OwnerReference>>) -> ObjectMeta {
     ObjectMeta {
         name: Some("web".into()),
         namespace: Some("team".into()),
