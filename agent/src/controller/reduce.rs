@@ -446,4 +446,6 @@ where
 #[cfg(test)]
 mod managed_tests;
 #[cfg(test)]
+mod node_pod_tests;
+#[cfg(test)]
 mod tests;
