@@ -105,11 +105,21 @@ pub struct RunArgs {
     /// that bare pods were not checked.
     #[arg(long, env = "BERTH_WATCH_BARE_PODS")]
     pub watch_bare_pods: bool,
-    /// Fill every cache with a streaming list (a watch with
-    /// `sendInitialEvents`: the apiserver's WatchList feature) instead of paged lists: no
-    /// list page is parsed whole (README "How the agent's memory grows").
-    #[arg(long, env = "BERTH_STREAMING_LISTS")]
-    pub streaming_lists: bool,
+    /// Fill the caches with streaming lists (watches with
+    /// `sendInitialEvents`: the apiserver's WatchList feature) instead of
+    /// paged lists, so that no list page is parsed whole (README "How the
+    /// agent's memory grows"). `auto` probes the apiserver once at start
+    /// and falls back to paged lists where it does not serve them; a bare
+    /// `--streaming-lists` means `true`.
+    #[arg(
+        long,
+        env = "BERTH_STREAMING_LISTS",
+        value_enum,
+        default_value = "auto",
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub streaming_lists: controller::list_strategy::StreamingLists,
     /// Serve the validating admission webhook (HTTPS) on this address.
     #[arg(long, value_name = "ADDR")]
     pub webhook_listen: Option<SocketAddr>,
@@ -306,6 +316,13 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     // Grants loaded (before the client existed) and the webhook, if any,
     // listening: this replica can take its share of traffic.
     readiness.set(true);
+    // Asked while standing by, so that a failover does not wait for it.
+    let streaming_lists = controller::list_strategy::resolve(
+        &client,
+        args.namespace.as_deref(),
+        args.streaming_lists,
+    )
+    .await;
 
     let elector = Elector::new(
         client.clone(),
@@ -345,7 +362,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             instance: Some(identity.clone()),
         },
     );
-    controller::caches::set_streaming_lists(args.streaming_lists);
+    controller::caches::set_streaming_lists(streaming_lists);
     let started = controller::start(
         client.clone(),
         grants.clone(),

@@ -35,3 +35,38 @@ fn both_binaries_print_their_version_and_commit() {
         );
     }
 }
+
+/// The agent's allocator is configured when jemalloc is built
+/// (`.cargo/config.toml`): one arena and a background thread. jemalloc
+/// prints the options it runs with when asked to print its statistics at
+/// exit (`_RJEM_MALLOC_CONF` is read at run time and adds to the built-in
+/// configuration, so it is not what is checked).
+#[test]
+fn the_agent_runs_with_one_arena_and_a_background_thread() {
+    if std::env::var_os("BERTH_AGENT_BIN").is_some() {
+        return; // a prebuilt binary may come from another build
+    }
+    let path = workspace_binary("berth-agent", "berth-agent", "BERTH_AGENT_BIN");
+    let out = Command::new(&path)
+        .arg("crds")
+        .env("_RJEM_MALLOC_CONF", "stats_print:true")
+        .output()
+        .expect("run berth-agent crds");
+    assert!(out.status.success(), "berth-agent crds: {out:?}");
+    let stats = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stats.contains("___ Begin jemalloc statistics ___"),
+        "the agent is not running on jemalloc: {stats}"
+    );
+    for option in ["opt.narenas: 1\n", "opt.background_thread: true"] {
+        assert!(
+            stats.contains(option),
+            "jemalloc's options lack {option:?}:\n{}",
+            stats
+                .lines()
+                .filter(|l| l.trim_start().starts_with("opt."))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}

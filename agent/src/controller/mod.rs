@@ -14,6 +14,7 @@ pub mod held_status;
 pub mod identity;
 pub mod index;
 pub mod list_progress;
+pub mod list_strategy;
 pub mod live;
 pub mod names;
 pub mod pace;

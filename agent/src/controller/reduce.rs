@@ -146,7 +146,7 @@ pub fn reduce_template(t: PodTemplateSpec) -> PodTemplateSpec {
 /// A label-filtered kind's object: a Runtime's own keeps only its
 /// metadata here (its whole body is in `bodies`; the owner indexes, the
 /// triggers and pruning read metadata), with its labels and annotations
-/// folded into one digest ([`KEPT_METADATA_DIGEST_ANNOTATION`]); anyone
+/// folded into one digest ([`kept_metadata_digest`]); anyone
 /// else's is kept whole (the apply step reports it as a conflict).
 pub fn managed<K: Resource + Default>(obj: &mut K) {
     strip(obj);
@@ -158,25 +158,31 @@ pub fn managed<K: Resource + Default>(obj: &mut K) {
     }
 }
 
-/// The one annotation a Runtime's own label-filtered object keeps in the
-/// store, in place of its labels and annotations: a digest of both. Nothing
+/// The digest of the labels and annotations of a Runtime's own
+/// label-filtered object, which the store keeps in their place. Nothing
 /// reads those maps from the store (the diff and the contract read the
 /// body, pruning and the owner indexes read identity and owners), but the
 /// triggers must still see them change (`triggers::spec_fingerprint`
-/// hashes the annotations): someone else's edit of berth's labels is drift.
-/// Two maps per object were most of its metadata (a B-tree leaf each,
-/// about half a kilobyte, before any string).
-pub const KEPT_METADATA_DIGEST_ANNOTATION: &str = "berth.dev/kept-metadata-digest";
+/// hashes it): someone else's edit of berth's labels is drift. Two maps
+/// per object were most of its metadata (a B-tree leaf each, about half a
+/// kilobyte, before any string). The digest is kept in
+/// `metadata.selfLink`, which apiservers no longer set (since v1.20), as
+/// one short string: as an annotation it still took a whole B-tree leaf
+/// (640 bytes in jemalloc's size classes) for one entry.
+pub fn kept_metadata_digest(meta: &ObjectMeta) -> Option<&str> {
+    meta.self_link
+        .as_deref()
+        .and_then(|s| s.strip_prefix(KEPT_DIGEST_PREFIX))
+}
+
+const KEPT_DIGEST_PREFIX: &str = "berth-kept-metadata-digest:";
 
 fn digest_labels_and_annotations(meta: &mut ObjectMeta) {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut h = DefaultHasher::new();
     meta.labels.take().hash(&mut h);
     meta.annotations.take().hash(&mut h);
-    meta.annotations = Some(BTreeMap::from([(
-        KEPT_METADATA_DIGEST_ANNOTATION.to_string(),
-        format!("{:016x}", h.finish()),
-    )]));
+    meta.self_link = Some(format!("{KEPT_DIGEST_PREFIX}{:016x}", h.finish()));
 }
 
 /// Deployments: the Runtime's own keep their metadata and status (what

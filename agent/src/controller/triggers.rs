@@ -30,6 +30,9 @@ pub fn spec_fingerprint<K: Resource>(obj: &K) -> Option<u64> {
     m.generation.hash(&mut h);
     m.labels.hash(&mut h);
     m.annotations.hash(&mut h);
+    // A Runtime's own object keeps a digest of its labels and annotations
+    // in the store in their place.
+    super::reduce::kept_metadata_digest(m).hash(&mut h);
     for r in m.owner_references.iter().flatten() {
         r.uid.hash(&mut h);
         r.controller.hash(&mut h);

@@ -49,11 +49,10 @@ fn a_runtimes_own_object_keeps_identity_owners_and_a_digest_only() {
     assert_eq!(m.deletion_timestamp, l.deletion_timestamp);
     assert_eq!(m.managed_fields, None);
     assert_eq!(m.labels, None);
-    let annotations = m.annotations.clone().unwrap_or_default();
-    assert_eq!(
-        annotations.keys().collect::<Vec<_>>(),
-        vec![KEPT_METADATA_DIGEST_ANNOTATION]
-    );
+    assert_eq!(m.annotations, None);
+    let digest = kept_metadata_digest(m).expect("a digest");
+    assert_eq!(digest.len(), 16, "{digest}");
+    assert_eq!(kept_metadata_digest(l), None);
     assert!(owned_by_runtime(m));
 }
 
