@@ -31,6 +31,8 @@ use clap::{CommandFactory, Parser, Subcommand};
 /// restarted into the converged cluster held 108 MB under glibc, 101 MB
 /// with `glibc.malloc.arena_max=2` and 75 MB under jemalloc (57 MB after
 /// convergence under all three). mimalloc held more than glibc here.
+/// Its options (one arena, a background thread) are set when jemalloc is
+/// built: `.cargo/config.toml` (issue 32).
 #[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
