@@ -37,7 +37,10 @@ fn files(root: &Path) -> Vec<String> {
             let path = entry.path();
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if name.starts_with('.') || name == "target" {
+            // Dot directories are VCS data or local state, except the
+            // repository's own configuration (`.cargo/config.toml`, `.ci/run`).
+            let own_config = matches!(name.as_ref(), ".cargo" | ".ci");
+            if (name.starts_with('.') && !own_config) || name == "target" {
                 continue;
             }
             if path.is_dir() {
