@@ -9,6 +9,7 @@
 //! certificate. `docs/metrics.md` says why the prefix is not
 //! controller-runtime's.
 
+mod allocator;
 mod catalog;
 mod labels;
 pub mod state;
@@ -80,6 +81,8 @@ pub struct Metrics {
     pub webhook_certificate_expiry: Gauge,
     /// Build information (value 1).
     pub build_info: Family<BuildLabels, Gauge>,
+    /// The allocator's account of the process's memory, read at scrape.
+    pub allocator: Family<AllocatorLabels, Gauge>,
     /// The pending file's content key and when it was first seen.
     pending_seen: Mutex<Option<(String, i64)>>,
 }
@@ -192,6 +195,9 @@ impl Metrics {
                 Gauge::default()),
             build_info: c.add("build_info", G, &["version", "commit"],
                 "Value 1, labelled with the agent's version and git commit",
+                Family::default()),
+            allocator: c.add("allocator_bytes", G, &["state"],
+                "jemalloc's account of the agent's memory, read at each scrape: allocated (live objects), active (the pages holding them; active minus allocated is fragmentation), resident (active plus jemalloc's metadata and freed pages not yet handed back), metadata, mapped, retained (address space kept, not resident)",
                 Family::default()),
             pending_seen: Mutex::new(None),
             catalog: c,
@@ -309,8 +315,15 @@ impl Metrics {
             .set(since);
     }
 
-    /// The text exposition.
+    /// The text exposition (the allocator's figures read now).
     pub fn encode(&self) -> String {
+        for figure in allocator::figures() {
+            self.allocator
+                .get_or_create(&AllocatorLabels {
+                    state: figure.state.to_string(),
+                })
+                .set(i64::try_from(figure.bytes).unwrap_or(i64::MAX));
+        }
         let mut out = String::new();
         if encode(&mut out, &self.catalog.registry).is_err() {
             out.clear();

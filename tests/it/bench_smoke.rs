@@ -78,6 +78,21 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
             .is_some_and(|f| f.measured > 1e6),
         "the agent's RSS was read from /proc"
     );
+    // Each agent RSS figure carries jemalloc's split of it, scraped from
+    // the agent's own /metrics at the same moment.
+    for name in [
+        "agent: RSS after convergence, the moment",
+        "agent: RSS after convergence, 10 s later",
+        "agent: RSS after the idle window",
+    ] {
+        let f = report
+            .figure(name)
+            .unwrap_or_else(|| panic!("no figure {name:?} in\n{}", report.render()));
+        assert!(
+            f.name.contains("jemalloc: live ") && f.measured > 1e6,
+            "{f:?}"
+        );
+    }
     // Where the CPU went in each phase: the control plane's processes
     // were found by their command lines, each with its share in the
     // floor's same phase.

@@ -124,3 +124,11 @@ pub struct BuildLabels {
     /// The git commit the binary was built from.
     pub commit: String,
 }
+
+/// `state` label of the allocator's figures.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AllocatorLabels {
+    /// `allocated`, `active`, `resident`, `metadata`, `mapped` or
+    /// `retained` (jemalloc's `stats.*`).
+    pub state: String,
+}
