@@ -28,6 +28,8 @@ use crate::metrics::Metrics;
 pub use super::first_passes::FailedFirstPasses;
 pub use super::held_status::HeldStatus;
 pub use super::status_pacer::StatusPacer;
+pub use super::write_memory::WriteMemory;
+pub(super) use super::write_memory::cache_lags;
 
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "berth-agent";
@@ -183,82 +185,6 @@ pub struct Settings {
     pub watch_bare_pods: bool,
 }
 
-/// What the agent last wrote, per object: the resourceVersion of the cached
-/// object it acted on, the resourceVersion its write produced, and the hash
-/// of what it sent. Two reconciles can run back to back before the cache
-/// has seen the first one's write (a Deployment event and a status event of
-/// the same change, or another controller's status update landing between
-/// the foreign change and berth's correction); the second must not send the
-/// same write again. Keyed `Kind/namespace/name`.
-#[derive(Debug, Default)]
-pub struct WriteMemory(std::sync::Mutex<std::collections::HashMap<String, SentWrite>>);
-
-/// One remembered write.
-#[derive(Debug, Clone)]
-pub struct SentWrite {
-    /// The cached version the write was sent from; `None`: it created the
-    /// object.
-    from: Option<String>,
-    produced: Option<String>,
-    hash: String,
-}
-
-/// Whether a cache at `cached` has not caught up with a write sent from
-/// `from` that produced `produced`: it still shows the version the write was
-/// sent from, or any version older than the one it produced. Since
-/// Kubernetes 1.35 resourceVersions are comparable integers (KEP-5504); a
-/// version that does not parse compares as "not older", so the check falls
-/// back to the exact version the write was sent from.
-pub(super) fn cache_lags(cached: Option<&str>, from: Option<&str>, produced: Option<&str>) -> bool {
-    cached.is_some_and(|v| {
-        from == Some(v)
-            || produced.is_some_and(|p| match (v.parse::<u64>(), p.parse::<u64>()) {
-                (Ok(c), Ok(p)) => c < p,
-                _ => false,
-            })
-    })
-}
-
-impl WriteMemory {
-    /// Whether this write was already sent and the cache has not caught up
-    /// with it yet: the cached version is the one the write was sent from,
-    /// or any version older than the one the write produced.
-    pub fn already_sent(&self, key: &str, cached_version: Option<&str>, sent: &str) -> bool {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(key).is_some_and(|w| {
-            w.hash == sent && cache_lags(cached_version, w.from.as_deref(), w.produced.as_deref())
-        })
-    }
-
-    /// Remembers a write sent from `cached_version` that produced
-    /// `produced_version` (the version in the write's response).
-    pub fn sent(
-        &self,
-        key: &str,
-        cached_version: Option<&str>,
-        produced_version: Option<&str>,
-        sent: &str,
-    ) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.insert(
-            key.to_string(),
-            SentWrite {
-                from: cached_version.map(str::to_string),
-                produced: produced_version.map(str::to_string),
-                hash: sent.to_string(),
-            },
-        );
-    }
-
-    /// Whether the last write remembered for `key` created the object: a
-    /// cache that still lacks it lags (or someone deleted it since), so it
-    /// is read before anything is sent again.
-    pub fn created(&self, key: &str) -> bool {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(key).is_some_and(|w| w.from.is_none())
-    }
-}
-
 /// The reconcile context.
 pub struct Context {
     /// The API client (with the counting/gating layer).
@@ -336,48 +262,5 @@ impl Synced {
     pub async fn wait(&self) {
         let mut rx = self.0.subscribe();
         let _ = rx.wait_for(|v| *v).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::WriteMemory;
-
-    #[test]
-    fn a_write_is_not_sent_twice_from_the_same_cached_version() {
-        let m = WriteMemory::default();
-        assert!(!m.already_sent("Deployment/web/ns", Some("7"), "h1"));
-        m.sent("Deployment/web/ns", Some("7"), None, "h1");
-        assert!(m.already_sent("Deployment/web/ns", Some("7"), "h1"));
-        // The cache caught up (new version), or the content changed: send.
-        assert!(!m.already_sent("Deployment/web/ns", Some("8"), "h1"));
-        assert!(!m.already_sent("Deployment/web/ns", Some("7"), "h2"));
-        // Created objects (no cached version) are never skipped, but the
-        // memory says they were created: a cache still lacking one is read
-        // before anything is sent again.
-        assert!(!m.created("ConfigMap/c/ns"));
-        m.sent("ConfigMap/c/ns", None, Some("3"), "h");
-        assert!(!m.already_sent("ConfigMap/c/ns", None, "h"));
-        assert!(m.created("ConfigMap/c/ns"));
-        assert!(!m.created("Deployment/web/ns"), "updated, not created");
-        // Once the cache shows the created object, it is compared as usual.
-        assert!(!m.already_sent("ConfigMap/c/ns", Some("3"), "h"));
-    }
-
-    #[test]
-    fn a_version_between_the_write_and_its_result_is_the_cache_lagging() {
-        // Sent from 7, the write produced 10; another controller's status
-        // update made 8 in between. A reconcile on 8 must not send again.
-        let m = WriteMemory::default();
-        m.sent("PodDisruptionBudget/web/ns", Some("7"), Some("10"), "h");
-        assert!(m.already_sent("PodDisruptionBudget/web/ns", Some("8"), "h"));
-        assert!(m.already_sent("PodDisruptionBudget/web/ns", Some("9"), "h"));
-        // The cache shows the write (or anything after it): decide afresh.
-        assert!(!m.already_sent("PodDisruptionBudget/web/ns", Some("10"), "h"));
-        assert!(!m.already_sent("PodDisruptionBudget/web/ns", Some("11"), "h"));
-        // Versions that are not integers fall back to the exact check.
-        m.sent("Service/web/ns", Some("a"), Some("c"), "h");
-        assert!(m.already_sent("Service/web/ns", Some("a"), "h"));
-        assert!(!m.already_sent("Service/web/ns", Some("b"), "h"));
     }
 }

@@ -25,6 +25,7 @@ pub mod status;
 pub mod status_pacer;
 pub mod triggers;
 pub mod watch_backoff;
+pub mod write_memory;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -144,6 +145,9 @@ pub fn start(
                 .await;
         });
     }
+    // What was written is remembered while the caches may lag behind it,
+    // then forgotten (see `write_memory`).
+    tokio::spawn(write_memory::forget_old_writes(context.clone()));
     // Reconciles (and the grants publisher) wait for this: a cache that
     // has not listed yet reads as "absent" (no namespace labels, no class,
     // no node), which would block or revoke a granted Runtime for nothing.

@@ -21,11 +21,13 @@ use berth_shared::api::RuntimeStatus;
 use super::context::{
     FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, PROGRESS_WRITES_PER_SECOND, cache_lags,
 };
+use super::write_memory::REMEMBER_WRITES_FOR;
 
 /// The last status write of each Runtime, keyed `namespace/name`. Only
 /// entries younger than [`FIRST_PASS_PROGRESS_INTERVAL`] (the longer
 /// pacing interval) matter for pacing; older ones are dropped as the map
-/// grows. The status sent is kept only until the cache shows the write.
+/// grows and by [`StatusPacer::forget_old`]. The status sent is kept only
+/// until the cache shows the write, or for [`REMEMBER_WRITES_FOR`].
 #[derive(Debug, Default)]
 pub struct StatusPacer(Mutex<HashMap<String, LastWrite>>);
 
@@ -117,6 +119,31 @@ impl StatusPacer {
                 })),
             },
         );
+    }
+
+    /// Forgets at `now` what no longer matters: a status sent more than
+    /// [`REMEMBER_WRITES_FOR`] ago (nothing asked for it again, so the
+    /// cache may never have been compared with it: after a rollout, the
+    /// last status of every Runtime), and whole entries older than
+    /// [`FIRST_PASS_PROGRESS_INTERVAL`], which no pacing interval reaches.
+    pub fn forget_old(&self, now: Instant) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, w| {
+            let age = now.saturating_duration_since(w.at);
+            if age >= REMEMBER_WRITES_FOR {
+                w.sent = None;
+            }
+            age < FIRST_PASS_PROGRESS_INTERVAL
+        });
+        map.shrink_to_fit();
+    }
+
+    /// How many Runtimes' writes are remembered, and how many of them
+    /// with the status sent.
+    #[cfg(test)]
+    fn remembered(&self) -> (usize, usize) {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        (map.len(), map.values().filter(|w| w.sent.is_some()).count())
     }
 }
 
@@ -211,6 +238,42 @@ mod tests {
         let later = t0 + FIRST_PASS_PROGRESS_INTERVAL;
         p.wrote("ns/late", later, None, None, &s);
         assert_eq!(p.progress_interval(later), PROGRESS_INTERVAL);
+    }
+
+    #[test]
+    fn what_no_longer_matters_is_forgotten() {
+        use crate::controller::write_memory::REMEMBER_WRITES_FOR;
+        let p = StatusPacer::default();
+        let t0 = Instant::now();
+        // The cache never caught up as far as the pacer knows: nothing
+        // reconciled these Runtimes again after their last write.
+        p.wrote("ns/a", t0, Some("7"), Some("10"), &status(1));
+        p.wrote(
+            "ns/b",
+            t0 + REMEMBER_WRITES_FOR,
+            Some("7"),
+            Some("10"),
+            &status(1),
+        );
+        p.forget_old(t0 + REMEMBER_WRITES_FOR);
+        assert_eq!(p.remembered(), (2, 1), "a's status forgotten, b's kept");
+        assert_eq!(
+            p.stored("ns/a", Some("7")),
+            None,
+            "a: compared with the cache"
+        );
+        assert_eq!(p.stored("ns/b", Some("7")), Some(status(1)));
+        // a still paces its progress until no interval reaches it.
+        let later = t0 + FIRST_PASS_PROGRESS_INTERVAL - Duration::from_secs(1);
+        p.forget_old(later);
+        assert!(
+            p.wait("ns/a", later, FIRST_PASS_PROGRESS_INTERVAL)
+                .is_some()
+        );
+        p.forget_old(t0 + FIRST_PASS_PROGRESS_INTERVAL);
+        assert_eq!(p.remembered(), (1, 0), "a gone, b's status forgotten");
+        p.forget_old(t0 + REMEMBER_WRITES_FOR + FIRST_PASS_PROGRESS_INTERVAL);
+        assert_eq!(p.remembered(), (0, 0));
     }
 
     #[test]
