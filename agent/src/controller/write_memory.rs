@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 /// How long a write is remembered. A hundred times the cache lag measured
 /// under load; forgetting a write the cache still does not show costs at
-/// most that write sent again (an identical apply), or, for a create, one
-/// read before it.
+/// most that write sent again (an identical server-side apply, creates
+/// included, which changes nothing).
 pub const REMEMBER_WRITES_FOR: Duration = Duration::from_secs(60);
 
 /// How often old writes are forgotten.

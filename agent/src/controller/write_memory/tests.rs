@@ -55,7 +55,7 @@ fn old_writes_are_forgotten_and_recent_ones_kept() {
     assert!(m.already_sent("Deployment/web/ns", Some("7"), "h"));
     assert!(m.created("ConfigMap/c/ns"));
     // A cutoff after them forgets both: the same write would be sent
-    // again (an identical apply), and a created object is read first.
+    // again (an identical apply), a create too.
     m.forget_before(Instant::now() + Duration::from_millis(1));
     assert_eq!(m.len(), 0);
     assert!(!m.already_sent("Deployment/web/ns", Some("7"), "h"));
