@@ -103,11 +103,11 @@ impl WriteMemory {
         map.get(key).is_some_and(|w| w.from.is_none())
     }
 
-    /// Forgets the writes sent before `cutoff`, and the table's room for
-    /// them.
-    pub fn forget_before(&self, cutoff: Instant) {
+    /// Forgets at `now` the writes sent [`REMEMBER_WRITES_FOR`] ago or
+    /// earlier, and the table's room for them.
+    pub fn forget_old(&self, now: Instant) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, w| w.at >= cutoff);
+        map.retain(|_, w| now.saturating_duration_since(w.at) < REMEMBER_WRITES_FOR);
         map.shrink_to_fit();
     }
 
@@ -128,9 +128,7 @@ pub async fn forget_old_writes(ctx: std::sync::Arc<super::context::Context>) {
     loop {
         tick.tick().await;
         let now = Instant::now();
-        if let Some(cutoff) = now.checked_sub(REMEMBER_WRITES_FOR) {
-            ctx.written.forget_before(cutoff);
-        }
+        ctx.written.forget_old(now);
         ctx.status_pacer.forget_old(now);
     }
 }

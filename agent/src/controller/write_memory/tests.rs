@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::WriteMemory;
+use super::{REMEMBER_WRITES_FOR, WriteMemory};
 
 #[test]
 fn a_write_is_not_sent_twice_from_the_same_cached_version() {
@@ -46,17 +46,17 @@ fn a_version_between_the_write_and_its_result_is_the_cache_lagging() {
 #[test]
 fn old_writes_are_forgotten_and_recent_ones_kept() {
     let m = WriteMemory::default();
-    let before = Instant::now();
     m.sent("Deployment/web/ns", Some("7"), Some("9"), "h");
     m.sent("ConfigMap/c/ns", None, Some("3"), "h");
-    // A cutoff before the writes keeps them: still deduplicated.
-    m.forget_before(before);
+    // Younger than REMEMBER_WRITES_FOR: kept, still deduplicated.
+    let sent = Instant::now();
+    m.forget_old(sent);
     assert_eq!(m.len(), 2);
     assert!(m.already_sent("Deployment/web/ns", Some("7"), "h"));
     assert!(m.created("ConfigMap/c/ns"));
-    // A cutoff after them forgets both: the same write would be sent
+    // As old as that: both forgotten; the same write would be sent
     // again (an identical apply), a create too.
-    m.forget_before(Instant::now() + Duration::from_millis(1));
+    m.forget_old(sent + REMEMBER_WRITES_FOR + Duration::from_millis(1));
     assert_eq!(m.len(), 0);
     assert!(!m.already_sent("Deployment/web/ns", Some("7"), "h"));
     assert!(!m.created("ConfigMap/c/ns"));
