@@ -53,9 +53,7 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         "console model: key press",
         "console model: watch event",
     ] {
-        let f = report
-            .figure(name)
-            .unwrap_or_else(|| panic!("no figure {name:?} in\n{}", report.render()));
+        let f = figure(&report, name);
         assert!(f.measured.is_finite() && f.measured >= 0.0, "{name}: {f:?}");
     }
     // Both convergence figures against a floor that did the same work
@@ -85,9 +83,7 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         "agent: RSS after convergence, 10 s later",
         "agent: RSS after the idle window",
     ] {
-        let f = report
-            .figure(name)
-            .unwrap_or_else(|| panic!("no figure {name:?} in\n{}", report.render()));
+        let f = figure(&report, name);
         assert!(
             f.name.contains("jemalloc: live ") && f.measured > 1e6,
             "{f:?}"
@@ -121,4 +117,12 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         "{}",
         report.render()
     );
+}
+
+/// The figure whose name starts with `name`; fails the test, with the
+/// whole table, when there is none.
+fn figure<'a>(report: &'a bench::Report, name: &str) -> &'a bench::table::Figure {
+    report
+        .figure(name)
+        .unwrap_or_else(|| panic!("no figure {name:?} in\n{}", report.render()))
 }

@@ -108,7 +108,8 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
     // The allocator hands freed pages back over about ten seconds
     // (jemalloc's dirty decay, run by its background thread): what the
     // converged agent still holds once that has run, before it is stopped.
-    tokio::time::sleep(Duration::from_secs(opts.idle_seconds.min(30))).await;
+    let settle_seconds = opts.idle_seconds.min(30);
+    tokio::time::sleep(Duration::from_secs(settle_seconds)).await;
     let agent_rss_settled = process::rss(agent.pid()).unwrap_or_default();
     let agent_metrics_settled = agent.metrics().await;
 
@@ -211,10 +212,7 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
             &agent_metrics,
         ),
         agent_rss_figure(
-            &format!(
-                "agent: RSS after convergence, {} s later",
-                opts.idle_seconds.min(30)
-            ),
+            &format!("agent: RSS after convergence, {settle_seconds} s later"),
             agent_rss_settled,
             &agent_metrics_settled,
         ),
