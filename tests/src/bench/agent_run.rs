@@ -15,7 +15,7 @@ use super::floor::Floor;
 use super::table::{Figure, Target, Unit};
 use super::wait::{Reached, has_condition, observed, until_runtimes, until_runtimes_or_count};
 use super::world::{self, Planned, Size};
-use super::{Options, cpu, process, progress};
+use super::{Options, cpu, process, progress, requests};
 use crate::harness;
 
 /// Where the agent runs and on what.
@@ -55,6 +55,7 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
     });
     let agent_started = Instant::now();
     let agent_cpu0 = cpu::sample(w.cluster_dir, Some(agent.pid()));
+    let requests0 = requests::sample(client).await;
     progress(
         started,
         "agent started; waiting until every Runtime is observed",
@@ -96,6 +97,7 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
     )
     .await;
     let cpu_ready = cpu::usage(&agent_cpu0, &cpu::sample(w.cluster_dir, Some(agent.pid())));
+    let requests_ready = requests::delta(&requests0, &requests::sample(client).await);
     let ready = Reached::from(agent_started, answer);
     if let Some((done, total)) = ready.short_of {
         progress(
@@ -238,6 +240,11 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
         "agent start → every Runtime Ready (floor: start → every pod Ready)",
         &cpu_ready,
         floor.cpu_ready.as_ref(),
+    ));
+    figures.extend(requests::request_figures(
+        "agent start → every Runtime Ready (floor: start → every pod Ready)",
+        &requests_ready,
+        floor.requests_ready.as_ref(),
     ));
     figures.extend(class_deletion);
     AgentOutcome {

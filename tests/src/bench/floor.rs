@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 
 use super::wait::{Reached, until_rolled_out};
 use super::world::{Planned, Size};
-use super::{Options, cpu, progress};
+use super::{Options, cpu, progress, requests};
 
 const FIELD_MANAGER: &str = "berth-bench-floor";
 /// Selects what the floor applied (the rendered objects carry berth's
@@ -124,6 +124,8 @@ pub struct Floor {
     pub cpu_applied: cpu::Usage,
     /// CPU from its start until every pod was Ready.
     pub cpu_ready: Option<cpu::Usage>,
+    /// The apiserver's requests from its start until every pod was Ready.
+    pub requests_ready: Option<requests::Sample>,
 }
 
 /// Runs the floor on the created world, then clears what it made.
@@ -146,6 +148,7 @@ pub async fn run(
     );
     let t0 = Instant::now();
     let cpu0 = cpu::sample(cluster_dir, None);
+    let requests0 = requests::sample(client).await;
     let expected = apply_all(client, stored, &size.plan(), opts.concurrency, !paused).await;
     let applied = t0.elapsed();
     let cpu_applied = cpu::usage(&cpu0, &cpu::sample(cluster_dir, None));
@@ -154,8 +157,8 @@ pub async fn run(
         started,
         &format!("floor: {objects} objects applied in {applied:.2?}"),
     );
-    let (ready, cpu_ready) = if paused {
-        (None, None)
+    let (ready, cpu_ready, requests_ready) = if paused {
+        (None, None, None)
     } else {
         progress(started, "floor: waiting until every pod is Ready");
         // As generous as the agent's wait for every Runtime Ready: the
@@ -163,6 +166,7 @@ pub async fn run(
         let timeout = Duration::from_secs(opts.ready_timeout_seconds);
         let answer = until_rolled_out(client, MANAGED, t0, timeout, &expected).await;
         let cpu_ready = cpu::usage(&cpu0, &cpu::sample(cluster_dir, None));
+        let requests_ready = requests::delta(&requests0, &requests::sample(client).await);
         let ready = Reached::from(t0, answer);
         progress(
             started,
@@ -173,7 +177,7 @@ pub async fn run(
                 ),
             },
         );
-        (Some(ready), Some(cpu_ready))
+        (Some(ready), Some(cpu_ready), Some(requests_ready))
     };
     progress(
         started,
@@ -191,6 +195,7 @@ pub async fn run(
         ready,
         cpu_applied,
         cpu_ready,
+        requests_ready,
     }
 }
 

@@ -12,6 +12,7 @@ pub mod floor;
 pub mod peers;
 mod plain;
 pub mod process;
+mod requests;
 pub mod table;
 mod wait;
 pub mod world;

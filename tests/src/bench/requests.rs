@@ -1,0 +1,182 @@
+//! What the apiserver was asked during a measured window, by its own
+//! counters (`apiserver_request_total`, summed over codes and versions):
+//! the Ready phase of the agent's half against the floor's. Both halves
+//! make the same 20,000 pods; CPU alone (`cpu.rs`) shows that the control
+//! plane worked harder in one of them, these counts show on what: more
+//! pods or ReplicaSets made (a second rollout), more status writes, or
+//! more reads.
+
+use std::collections::BTreeMap;
+
+use kube::Client;
+
+use super::table::{Figure, Target, Unit};
+
+/// Request counts at one instant: "VERB resource[/subresource]" → count.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sample(BTreeMap<String, f64>);
+
+/// The apiserver's request counters now. An unreadable `/metrics` gives
+/// an empty sample (the figures then show nothing rather than stop the
+/// run).
+pub async fn sample(client: &Client) -> Sample {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("metrics request");
+    match client.request_text(request).await {
+        Ok(text) => parse(&text),
+        Err(e) => {
+            eprintln!("bench: apiserver /metrics unreadable: {e}");
+            Sample::default()
+        }
+    }
+}
+
+/// Sums `apiserver_request_total` by verb, resource and subresource.
+fn parse(text: &str) -> Sample {
+    let mut by_key = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let Ok(value) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        let label = |name: &str| {
+            let start = labels.find(&format!("{name}=\""))? + name.len() + 2;
+            let len = labels[start..].find('"')?;
+            Some(&labels[start..start + len])
+        };
+        let (Some(verb), Some(resource)) = (label("verb"), label("resource")) else {
+            continue;
+        };
+        let key = match label("subresource").unwrap_or("") {
+            "" => format!("{verb} {resource}"),
+            sub => format!("{verb} {resource}/{sub}"),
+        };
+        *by_key.entry(key).or_insert(0.0) += value;
+    }
+    Sample(by_key)
+}
+
+/// The requests made between `a` and `b`.
+pub fn delta(a: &Sample, b: &Sample) -> Sample {
+    Sample(
+        b.0.iter()
+            .map(|(k, v)| (k.clone(), (v - a.0.get(k).copied().unwrap_or(0.0)).max(0.0)))
+            .filter(|(_, v)| *v > 0.0)
+            .collect(),
+    )
+}
+
+fn is_write(key: &str) -> bool {
+    [
+        "POST ",
+        "PUT ",
+        "PATCH ",
+        "APPLY ",
+        "DELETE ",
+        "DELETECOLLECTION ",
+    ]
+    .iter()
+    .any(|v| key.starts_with(v))
+}
+
+/// The rows of one phase: every request, the writes, and each kind of
+/// write that is at least 1 % of the writes in either half, the agent's
+/// count against the floor's.
+pub fn request_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Figure> {
+    let total = |s: &Sample, writes: bool| -> f64 {
+        s.0.iter()
+            .filter(|(k, _)| !writes || is_write(k))
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let row = |name: String, measured: f64, floor: Option<f64>| {
+        let mut f = Figure::of(&name, Unit::Count, measured, Target::None);
+        f.floor = floor;
+        f
+    };
+    let mut out = vec![
+        row(
+            format!("apiserver requests, {phase}: all"),
+            total(agent, false),
+            floor.map(|s| total(s, false)),
+        ),
+        row(
+            format!("apiserver requests, {phase}: writes"),
+            total(agent, true),
+            floor.map(|s| total(s, true)),
+        ),
+    ];
+    let writes = total(agent, true).max(floor.map_or(0.0, |s| total(s, true)));
+    let mut keys: Vec<&String> = agent.0.keys().collect();
+    keys.extend(floor.into_iter().flat_map(|s| s.0.keys()));
+    keys.sort();
+    keys.dedup();
+    for key in keys.into_iter().filter(|k| is_write(k)) {
+        let measured = agent.0.get(key).copied().unwrap_or(0.0);
+        let in_floor = floor.map(|s| s.0.get(key).copied().unwrap_or(0.0));
+        if measured.max(in_floor.unwrap_or(0.0)) * 100.0 < writes {
+            continue;
+        }
+        out.push(row(
+            format!("apiserver requests, {phase}: {key}"),
+            measured,
+            in_floor,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const METRICS: &str = "# TYPE apiserver_request_total counter\n\
+        apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"} 90\n\
+        apiserver_request_total{code=\"409\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"} 10\n\
+        apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"status\",verb=\"PATCH\",version=\"v1\"} 300\n\
+        apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"apps\",resource=\"replicasets\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 7\n\
+        apiserver_request_duration_seconds_count{verb=\"POST\",resource=\"pods\"} 5\n";
+
+    #[test]
+    fn counters_are_summed_by_verb_resource_and_subresource() {
+        let s = parse(METRICS);
+        assert_eq!(s.0.get("POST pods"), Some(&100.0));
+        assert_eq!(s.0.get("PATCH pods/status"), Some(&300.0));
+        assert_eq!(s.0.get("LIST replicasets"), Some(&7.0));
+        assert_eq!(s.0.len(), 3, "{s:?}");
+    }
+
+    #[test]
+    fn figures_compare_each_kind_of_write_with_the_floor() {
+        let before = Sample(BTreeMap::from([("POST pods".into(), 10.0)]));
+        let agent = delta(&before, &parse(METRICS));
+        assert_eq!(agent.0.get("POST pods"), Some(&90.0));
+        let floor = Sample(BTreeMap::from([
+            ("POST pods".into(), 80.0),
+            ("PATCH pods/status".into(), 300.0),
+            ("PUT leases".into(), 1.0),
+        ]));
+        let rows = request_figures("Ready", &agent, Some(&floor));
+        let names: Vec<&str> = rows.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "apiserver requests, Ready: all",
+                "apiserver requests, Ready: writes",
+                "apiserver requests, Ready: PATCH pods/status",
+                "apiserver requests, Ready: POST pods",
+            ],
+            "leases (under 1 % of the writes) are left out"
+        );
+        assert_eq!(rows[0].measured, 397.0);
+        assert_eq!(rows[1].measured, 390.0);
+        assert_eq!(rows[1].floor, Some(381.0));
+        assert_eq!(rows[3].floor, Some(80.0));
+    }
+}
