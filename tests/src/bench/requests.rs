@@ -3,8 +3,10 @@
 //! the Ready phase of the agent's half against the floor's. Both halves
 //! make the same 20,000 pods; CPU alone (`cpu.rs`) shows that the control
 //! plane worked harder in one of them, these counts show on what: more
-//! pods or ReplicaSets made (a second rollout), more status writes, or
-//! more reads.
+//! pods or ReplicaSets made (a second rollout), more status writes, more
+//! reads, or more watch events sent (`apiserver_watch_events_total` and
+//! `_sizes_sum`: every watcher, the agent's caches among them, gets each
+//! event of its kind encoded and sent).
 
 use std::collections::BTreeMap;
 
@@ -32,11 +34,16 @@ pub async fn sample(client: &Client) -> Sample {
     }
 }
 
-/// Sums `apiserver_request_total` by verb, resource and subresource.
+/// Sums `apiserver_request_total` by verb, resource and subresource
+/// ("VERB resource[/subresource]"), and the watch events the apiserver
+/// sent by resource: their count (`apiserver_watch_events_total`,
+/// "events resource") and bytes (`apiserver_watch_events_sizes_sum`,
+/// "event bytes resource"). An event sent to four watchers counts four
+/// times: a watcher more costs the apiserver every event again.
 fn parse(text: &str) -> Sample {
     let mut by_key = BTreeMap::new();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+        let Some((metric, rest)) = line.split_once('{') else {
             continue;
         };
         let Some((labels, value)) = rest.rsplit_once("} ") else {
@@ -50,16 +57,31 @@ fn parse(text: &str) -> Sample {
             let len = labels[start..].find('"')?;
             Some(&labels[start..start + len])
         };
-        let (Some(verb), Some(resource)) = (label("verb"), label("resource")) else {
+        let Some(resource) = label("resource") else {
             continue;
         };
-        let key = match label("subresource").unwrap_or("") {
-            "" => format!("{verb} {resource}"),
-            sub => format!("{verb} {resource}/{sub}"),
+        let key = match metric {
+            "apiserver_request_total" => {
+                let Some(verb) = label("verb") else { continue };
+                match label("subresource").unwrap_or("") {
+                    "" => format!("{verb} {resource}"),
+                    sub => format!("{verb} {resource}/{sub}"),
+                }
+            }
+            "apiserver_watch_events_total" => format!("{WATCH_EVENTS}{resource}"),
+            "apiserver_watch_events_sizes_sum" => format!("{WATCH_BYTES}{resource}"),
+            _ => continue,
         };
         *by_key.entry(key).or_insert(0.0) += value;
     }
     Sample(by_key)
+}
+
+const WATCH_EVENTS: &str = "events ";
+const WATCH_BYTES: &str = "event bytes ";
+
+fn is_request(key: &str) -> bool {
+    !key.starts_with(WATCH_EVENTS) && !key.starts_with(WATCH_BYTES)
 }
 
 /// The requests made between `a` and `b`.
@@ -85,13 +107,14 @@ fn is_write(key: &str) -> bool {
     .any(|v| key.starts_with(v))
 }
 
-/// The rows of one phase: every request, the writes, and each kind of
-/// write that is at least 1 % of the writes in either half, the agent's
-/// count against the floor's.
+/// The rows of one phase, the agent's count against the floor's: every
+/// request, the writes, each kind of write that is at least 1 % of the
+/// writes in either half; then the watch events sent and their bytes, and
+/// each resource's that is at least 1 % of either half's bytes.
 pub fn request_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Figure> {
     let total = |s: &Sample, writes: bool| -> f64 {
         s.0.iter()
-            .filter(|(k, _)| !writes || is_write(k))
+            .filter(|(k, _)| is_request(k) && (!writes || is_write(k)))
             .map(|(_, v)| v)
             .sum()
     };
@@ -129,6 +152,73 @@ pub fn request_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> V
             in_floor,
         ));
     }
+    out.extend(watch_figures(phase, agent, floor));
+    out
+}
+
+/// Watch events sent in the phase: all, their bytes, and the resources
+/// that are at least 1 % of either half's bytes (count and bytes each).
+fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Figure> {
+    let sum = |s: &Sample, prefix: &str| -> f64 {
+        s.0.iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let get = |s: &Sample, key: &str| s.0.get(key).copied().unwrap_or(0.0);
+    let row = |name: String, unit: Unit, measured: f64, floor: Option<f64>| {
+        let mut f = Figure::of(&name, unit, measured, Target::None);
+        f.floor = floor;
+        f
+    };
+    let mut out = vec![
+        row(
+            format!("apiserver watch events sent, {phase}: all"),
+            Unit::Count,
+            sum(agent, WATCH_EVENTS),
+            floor.map(|s| sum(s, WATCH_EVENTS)),
+        ),
+        row(
+            format!("apiserver watch events sent, {phase}: all, bytes"),
+            Unit::Bytes,
+            sum(agent, WATCH_BYTES),
+            floor.map(|s| sum(s, WATCH_BYTES)),
+        ),
+    ];
+    let bytes = sum(agent, WATCH_BYTES).max(floor.map_or(0.0, |s| sum(s, WATCH_BYTES)));
+    let mut resources: Vec<&str> = agent.0.keys().map(String::as_str).collect();
+    resources.extend(
+        floor
+            .into_iter()
+            .flat_map(|s| s.0.keys().map(String::as_str)),
+    );
+    let mut resources: Vec<&str> = resources
+        .into_iter()
+        .filter_map(|k| k.strip_prefix(WATCH_BYTES))
+        .collect();
+    resources.sort();
+    resources.dedup();
+    for resource in resources {
+        let key = format!("{WATCH_BYTES}{resource}");
+        let measured = get(agent, &key);
+        let in_floor = floor.map(|s| get(s, &key));
+        if measured.max(in_floor.unwrap_or(0.0)) * 100.0 < bytes {
+            continue;
+        }
+        let events = format!("{WATCH_EVENTS}{resource}");
+        out.push(row(
+            format!("apiserver watch events sent, {phase}: {resource}"),
+            Unit::Count,
+            get(agent, &events),
+            floor.map(|s| get(s, &events)),
+        ));
+        out.push(row(
+            format!("apiserver watch events sent, {phase}: {resource}, bytes"),
+            Unit::Bytes,
+            measured,
+            in_floor,
+        ));
+    }
     out
 }
 
@@ -141,7 +231,11 @@ mod tests {
         apiserver_request_total{code=\"409\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"} 10\n\
         apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"status\",verb=\"PATCH\",version=\"v1\"} 300\n\
         apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"apps\",resource=\"replicasets\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 7\n\
-        apiserver_request_duration_seconds_count{verb=\"POST\",resource=\"pods\"} 5\n";
+        apiserver_request_duration_seconds_count{verb=\"POST\",resource=\"pods\"} 5\n\
+        apiserver_watch_events_total{group=\"\",resource=\"pods\",version=\"v1\"} 40\n\
+        apiserver_watch_events_sizes_sum{group=\"\",resource=\"pods\",version=\"v1\"} 160000\n\
+        apiserver_watch_events_sizes_count{group=\"\",resource=\"pods\",version=\"v1\"} 40\n\
+        apiserver_watch_events_sizes_sum{group=\"\",resource=\"leases\",version=\"v1\"} 100\n";
 
     #[test]
     fn counters_are_summed_by_verb_resource_and_subresource() {
@@ -149,7 +243,9 @@ mod tests {
         assert_eq!(s.0.get("POST pods"), Some(&100.0));
         assert_eq!(s.0.get("PATCH pods/status"), Some(&300.0));
         assert_eq!(s.0.get("LIST replicasets"), Some(&7.0));
-        assert_eq!(s.0.len(), 3, "{s:?}");
+        assert_eq!(s.0.get("events pods"), Some(&40.0));
+        assert_eq!(s.0.get("event bytes pods"), Some(&160000.0));
+        assert_eq!(s.0.len(), 6, "{s:?}");
     }
 
     #[test]
@@ -171,10 +267,17 @@ mod tests {
                 "apiserver requests, Ready: writes",
                 "apiserver requests, Ready: PATCH pods/status",
                 "apiserver requests, Ready: POST pods",
+                "apiserver watch events sent, Ready: all",
+                "apiserver watch events sent, Ready: all, bytes",
+                "apiserver watch events sent, Ready: pods",
+                "apiserver watch events sent, Ready: pods, bytes",
             ],
-            "leases (under 1 % of the writes) are left out"
+            "leases (under 1 % of the writes, and of the bytes) are left out"
         );
-        assert_eq!(rows[0].measured, 397.0);
+        assert_eq!(rows[5].measured, 160100.0);
+        assert_eq!(rows[6].measured, 40.0);
+        assert_eq!(rows[6].floor, Some(0.0));
+        assert_eq!(rows[0].measured, 397.0, "watch events are not requests");
         assert_eq!(rows[1].measured, 390.0);
         assert_eq!(rows[1].floor, Some(381.0));
         assert_eq!(rows[3].floor, Some(80.0));
