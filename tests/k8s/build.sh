@@ -19,7 +19,9 @@
 # application's image; the kwok-only tests never need them.
 #
 # With --peers it also builds the peer consoles that `berth-bench --peers`
-# measures beside berth's console: k9s, from its Go module in the same way.
+# measures beside berth's console: k9s, from its Go module in the same way,
+# and kdash, from crates.io (cargo install --locked; about 6 minutes on two
+# cores with the registry warm).
 # CI does not pass it (the build costs minutes CI does not spend).
 #
 # BERTH_K8S_BIN_DIR=/some/dir skips building altogether: that directory must
@@ -53,6 +55,7 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   [[ -x "$BERTH_K8S_BIN_DIR/kube-score" ]] && echo "kube-score=$BERTH_K8S_BIN_DIR/kube-score"
   [[ -x "$BERTH_K8S_BIN_DIR/promtool" ]] && echo "promtool=$BERTH_K8S_BIN_DIR/promtool"
   [[ -x "$BERTH_K8S_BIN_DIR/k9s" ]] && echo "k9s=$BERTH_K8S_BIN_DIR/k9s"
+  [[ -x "$BERTH_K8S_BIN_DIR/kdash" ]] && echo "kdash=$BERTH_K8S_BIN_DIR/kdash"
   # The real node's components are not taken from here (--real-node then
   # reports its kubelet missing): they are always built.
   (( real_node )) && echo "BERTH_K8S_BIN_DIR covers the control plane only; unset it for a real node" >&2
@@ -125,9 +128,25 @@ if (( peers )); then
   # k9s, the peer console (tests/src/bench/peers.rs). Its main package is
   # the module's root.
   build k9s "$K9S_VERSION" k9s k9s github.com/derailed/k9s "-X github.com/derailed/k9s/cmd.version=$K9S_VERSION -X github.com/derailed/k9s/cmd.commit=$K9S_VERSION -X github.com/derailed/k9s/cmd.date=1970-01-01T00:00:00Z"
-elif [[ -x "$cache/k9s-$K9S_VERSION/k9s" ]]; then
-  # Built by an earlier `--peers`: named, so that berth-bench finds it.
-  echo "k9s=$cache/k9s-$K9S_VERSION/k9s"
+  # kdash, the second peer, a Rust crate: its own target directory,
+  # removed once the binary is in place.
+  kdash_dir="$cache/kdash-$KDASH_VERSION"
+  if [[ ! -x "$kdash_dir/bin/kdash" ]]; then
+    command -v cargo >/dev/null || { echo "build.sh: cargo is needed to build kdash (--peers)" >&2; exit 1; }
+    echo "building kdash $KDASH_VERSION (cached in $kdash_dir) ..." >&2
+    t0=$SECONDS
+    rm -rf "$kdash_dir.tmp" "$cache/kdash-target"
+    cargo install --locked --quiet kdash --version "=$KDASH_VERSION" \
+      --root "$kdash_dir.tmp" --target-dir "$cache/kdash-target" >&2
+    rm -rf "$cache/kdash-target"
+    mv "$kdash_dir.tmp" "$kdash_dir"
+    echo "built kdash $KDASH_VERSION in $(( SECONDS - t0 ))s" >&2
+  fi
+  echo "kdash=$kdash_dir/bin/kdash"
+else
+  # Built by an earlier `--peers`: named, so that berth-bench finds them.
+  if [[ -x "$cache/k9s-$K9S_VERSION/k9s" ]]; then echo "k9s=$cache/k9s-$K9S_VERSION/k9s"; fi
+  if [[ -x "$cache/kdash-$KDASH_VERSION/bin/kdash" ]]; then echo "kdash=$cache/kdash-$KDASH_VERSION/bin/kdash"; fi
 fi
 if (( real_node )); then
   # shellcheck source=node-build.sh

@@ -4,12 +4,15 @@
 //! after use and its CPU while idle. Their rows go beside berth's Handlers
 //! and Retained first frames.
 //!
-//! The peers are built only by `tests/k8s/build.sh --peers` (CI does not
-//! pay for it); a missing one fails the run at its start, naming that
-//! command.
+//! The peers: k9s (Go, watches) and kdash (Rust and ratatui, as berth;
+//! polls with LISTs). They are built only by `tests/k8s/build.sh --peers`
+//! (CI does not pay for it); a missing one fails the run at its start,
+//! naming that command.
 
 mod k9s;
+mod kdash;
 mod screen;
+mod session;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -26,29 +29,34 @@ use crate::localcluster::binaries::{Binaries, pinned_version};
 #[derive(Clone, Debug)]
 pub struct Peers {
     k9s: PathBuf,
+    kdash: PathBuf,
 }
 
 /// The command that builds the peers.
 pub const BUILD_COMMAND: &str = "tests/k8s/build.sh --peers";
 
 impl Peers {
-    /// Finds k9s as `build.sh` reports it (cached by `build.sh --peers`, or
-    /// in `BERTH_K8S_BIN_DIR`). Panics naming the build command when it is
-    /// missing: a run at scale takes an hour, and must not find out at its
-    /// end.
+    /// Finds k9s and kdash as `build.sh` reports them (cached by `build.sh
+    /// --peers`, or in `BERTH_K8S_BIN_DIR`). Panics naming the build
+    /// command when one is missing: a run at scale takes an hour, and must
+    /// not find out at its end.
     pub fn find(log_dir: &Path) -> Peers {
         std::fs::create_dir_all(log_dir).expect("the peers' log directory");
-        let k9s = Binaries::resolve(log_dir)
-            .unwrap_or_else(|e| panic!("--peers: the local cluster's binaries: {e}"))
-            .optional("k9s")
-            .map(Path::to_path_buf);
-        let Some(k9s) = k9s else {
-            panic!(
-                "--peers: k9s {} is not built; build it with `{BUILD_COMMAND}` (a few minutes, cached in ~/.cache/berth/k8s)",
-                pinned_version("K9S_VERSION").unwrap_or("?")
-            );
+        let binaries = Binaries::resolve(log_dir)
+            .unwrap_or_else(|e| panic!("--peers: the local cluster's binaries: {e}"));
+        let find = |name: &str, version: &str| {
+            let Some(path) = binaries.optional(name) else {
+                panic!(
+                    "--peers: {name} {} is not built; build it with `{BUILD_COMMAND}` (minutes, cached in ~/.cache/berth/k8s)",
+                    pinned_version(version).unwrap_or("?")
+                );
+            };
+            path.to_path_buf()
         };
-        Peers { k9s }
+        Peers {
+            k9s: find("k9s", "K9S_VERSION"),
+            kdash: find("kdash", "KDASH_VERSION"),
+        }
     }
 }
 
@@ -87,22 +95,37 @@ pub async fn measure(
     peers: &Peers,
     figures: &mut Vec<Figure>,
 ) {
-    let (floor, pods) = pods_floor(client).await;
-    progress(
-        started,
-        &format!("peer k9s: pods view of {pods} pods (LIST floor {floor:.2?})"),
-    );
-    let (bin, k, w, idle) = (
-        peers.k9s.clone(),
-        kubeconfig.to_path_buf(),
-        work.join("peer-k9s"),
-        Duration::from_secs(opts.console_idle_seconds),
-    );
-    let run = tokio::task::spawn_blocking(move || k9s::run(&bin, &k, &w, pods, idle))
-        .await
-        .expect("the k9s measurement");
-    let rows = rows("k9s", &run, pods, floor, opts.console_idle_seconds, figures);
-    place(figures, rows);
+    type Run = fn(&Path, &Path, &Path, usize, Duration) -> PeerRun;
+    let mut all = Vec::new();
+    for (peer, bin, run) in [
+        ("k9s", &peers.k9s, k9s::run as Run),
+        ("kdash", &peers.kdash, kdash::run as Run),
+    ] {
+        // Each peer against a LIST taken just before it starts.
+        let (floor, pods) = pods_floor(client).await;
+        progress(
+            started,
+            &format!("peer {peer}: pods view of {pods} pods (LIST floor {floor:.2?})"),
+        );
+        let (bin, k, w, idle) = (
+            bin.clone(),
+            kubeconfig.to_path_buf(),
+            work.join(format!("peer-{peer}")),
+            Duration::from_secs(opts.console_idle_seconds),
+        );
+        let measured = tokio::task::spawn_blocking(move || run(&bin, &k, &w, pods, idle))
+            .await
+            .unwrap_or_else(|e| panic!("the {peer} measurement: {e}"));
+        all.extend(rows(
+            peer,
+            &measured,
+            pods,
+            floor,
+            opts.console_idle_seconds,
+            figures,
+        ));
+    }
+    place(figures, all);
 }
 
 /// The peer's rows, and berth's first frames and memory against it.

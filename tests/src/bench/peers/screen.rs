@@ -9,12 +9,30 @@ pub fn k9s_count(screen: &str, resource: &str) -> Option<usize> {
     screen.lines().find_map(|line| {
         let (_, rest) = line.split_once(heading.as_str())?;
         let (count, _) = rest.split_once(']')?;
-        let digits: String = count.chars().filter(|c| *c != ',').collect();
-        if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        digits.parse().ok()
+        parse_count(count)
     })
+}
+
+/// The row count in a kdash table's title, `Title (ns: all) [N]`, when
+/// the screen shows that table for every namespace. kdash counts the rows
+/// its table holds, and replaces them only once a LIST has returned, so
+/// the count equals the cluster's once every object is on it.
+pub fn kdash_count(screen: &str, title: &str) -> Option<usize> {
+    let heading = format!(" {title} (ns: all) [");
+    screen.lines().find_map(|line| {
+        let (_, rest) = line.split_once(heading.as_str())?;
+        let (count, _) = rest.split_once(']')?;
+        parse_count(count)
+    })
+}
+
+/// A count as a peer writes it: digits, perhaps with thousands' commas.
+fn parse_count(count: &str) -> Option<usize> {
+    let digits: String = count.chars().filter(|c| *c != ',').collect();
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 #[cfg(test)]
@@ -51,5 +69,34 @@ mod tests {
             Some(7)
         );
         assert_eq!(k9s_count("", "pods"), None);
+    }
+
+    /// A kdash v2.1.1 screen (160×50, tmux capture-pane) on its overview
+    /// of a bench cluster holding 7,000 pods (500 Runtimes of 10 replicas
+    /// and 2,000 churn pods), started as `berth-bench --peers` starts it,
+    /// once it showed every pod.
+    const KDASH_FIXTURE_PODS: usize = 7000;
+    const KDASH_COMPLETE: &str = include_str!("fixtures/kdash-pods-complete.txt");
+
+    #[test]
+    fn reads_kdash_counts_of_every_namespace_only() {
+        assert_eq!(
+            kdash_count(KDASH_COMPLETE, "Pods"),
+            Some(KDASH_FIXTURE_PODS)
+        );
+        // The tab header (`7:Deployments [501]`) is not the table.
+        assert_eq!(kdash_count(KDASH_COMPLETE, "Deployments"), None);
+        let title = |t: &str| format!("│ {t} ⏎:pods · d:describe ───│");
+        assert_eq!(
+            kdash_count(&title("Deployments (ns: all) [501]"), "Deployments"),
+            Some(501)
+        );
+        assert_eq!(
+            kdash_count(&title("Pods (ns: all) [20,000]"), "Pods"),
+            Some(20_000)
+        );
+        // One namespace's table is not every namespace's.
+        assert_eq!(kdash_count(&title("Pods (ns: bench-0) [10]"), "Pods"), None);
+        assert_eq!(kdash_count(&title("Pods (ns: all) []"), "Pods"), None);
     }
 }
