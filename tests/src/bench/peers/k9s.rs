@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::PeerRun;
 use super::screen::k9s_count;
 use super::session::{Session, quote};
-use super::{PeerRun, process};
 
 /// What the RSS row says was done before it was read.
 const USED: &str = "after every pod showed: scrolled to the last row and back, \
@@ -47,13 +47,7 @@ pub fn run(k9s: &Path, kubeconfig: &Path, dir: &Path, pods: usize, idle: Duratio
     });
     prompt(&s, "pods");
     s.wait("every pod again", Instant::now(), every_pod);
-    let rss = process::rss(s.pid).expect("k9s's RSS");
-    PeerRun {
-        pods_view,
-        rss,
-        idle_cpu: s.idle_cpu(idle),
-        used: USED,
-    }
+    s.measured(pods_view, USED, idle)
 }
 
 /// Types `:WHAT` and Enter at k9s's command prompt.

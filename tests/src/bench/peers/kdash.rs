@@ -9,9 +9,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::PeerRun;
 use super::screen::kdash_count;
 use super::session::{Session, quote};
-use super::{PeerRun, process};
 
 /// What the RSS row says was done before it was read.
 const USED: &str = "after every pod showed: to the last row and back, \
@@ -42,13 +42,7 @@ pub fn run(kdash: &Path, kubeconfig: &Path, dir: &Path, pods: usize, idle: Durat
     });
     s.keys(&["1"], Duration::ZERO);
     s.wait("every pod again", Instant::now(), every_pod);
-    let rss = process::rss(s.pid).expect("kdash's RSS");
-    PeerRun {
-        pods_view,
-        rss,
-        idle_cpu: s.idle_cpu(idle),
-        used: USED,
-    }
+    s.measured(pods_view, USED, idle)
 }
 
 #[cfg(test)]

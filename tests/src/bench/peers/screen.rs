@@ -5,12 +5,7 @@
 /// all-namespaces view of `resource`. k9s counts the rows its table holds,
 /// so the count equals the cluster's only once every object is on it.
 pub fn k9s_count(screen: &str, resource: &str) -> Option<usize> {
-    let heading = format!(" {resource}(all)[");
-    screen.lines().find_map(|line| {
-        let (_, rest) = line.split_once(heading.as_str())?;
-        let (count, _) = rest.split_once(']')?;
-        parse_count(count)
-    })
+    count_after(screen, &format!(" {resource}(all)["))
 }
 
 /// The row count in a kdash table's title, `Title (ns: all) [N]`, when
@@ -18,9 +13,14 @@ pub fn k9s_count(screen: &str, resource: &str) -> Option<usize> {
 /// its table holds, and replaces them only once a LIST has returned, so
 /// the count equals the cluster's once every object is on it.
 pub fn kdash_count(screen: &str, title: &str) -> Option<usize> {
-    let heading = format!(" {title} (ns: all) [");
+    count_after(screen, &format!(" {title} (ns: all) ["))
+}
+
+/// The count that follows `heading` up to `]` on the first line holding
+/// it.
+fn count_after(screen: &str, heading: &str) -> Option<usize> {
     screen.lines().find_map(|line| {
-        let (_, rest) = line.split_once(heading.as_str())?;
+        let (_, rest) = line.split_once(heading)?;
         let (count, _) = rest.split_once(']')?;
         parse_count(count)
     })

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::process;
+use super::{PeerRun, process};
 use crate::tmux::Server;
 
 /// How long a view may take before the run gives up (as long as berth's
@@ -112,13 +112,21 @@ impl Session {
         file
     }
 
-    /// The peer's CPU share of a core over `idle`, its screen saved after.
-    pub fn idle_cpu(&self, idle: Duration) -> f64 {
+    /// What the peer measured: `pods_view` as timed, its RSS now (after
+    /// the use `used` names), then its CPU share of a core over `idle`
+    /// (its screen saved after).
+    pub fn measured(&self, pods_view: Duration, used: &'static str, idle: Duration) -> PeerRun {
+        let rss = process::rss(self.pid).expect("the peer's RSS");
         let cpu0 = process::cpu_time(self.pid).expect("the peer's CPU time");
         std::thread::sleep(idle);
         let cpu1 = process::cpu_time(self.pid).expect("the peer's CPU time");
         self.save_screen("after-idle.txt");
-        (cpu1 - cpu0).as_secs_f64() / idle.as_secs_f64().max(0.001)
+        PeerRun {
+            pods_view,
+            rss,
+            idle_cpu: (cpu1 - cpu0).as_secs_f64() / idle.as_secs_f64().max(0.001),
+            used,
+        }
     }
 }
 
