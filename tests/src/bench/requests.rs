@@ -6,7 +6,10 @@
 //! pods or ReplicaSets made (a second rollout), more status writes, more
 //! reads, or more watch events sent (`apiserver_watch_events_total` and
 //! `_sizes_sum`: every watcher, the agent's caches among them, gets each
-//! event of its kind encoded and sent).
+//! event of its kind encoded and sent), and the watchers it closed for
+//! falling behind (`apiserver_terminated_watchers_total`: each such
+//! watcher starts over, and with streaming lists its new start is every
+//! object of its kind sent again as events).
 
 use std::collections::BTreeMap;
 
@@ -38,8 +41,9 @@ pub async fn sample(client: &Client) -> Sample {
 /// ("VERB resource[/subresource]"), and the watch events the apiserver
 /// sent by resource: their count (`apiserver_watch_events_total`,
 /// "events resource") and bytes (`apiserver_watch_events_sizes_sum`,
-/// "event bytes resource"). An event sent to four watchers counts four
-/// times: a watcher more costs the apiserver every event again.
+/// "event bytes resource"), and the watchers it closed for falling
+/// behind ("watchers closed resource"). An event sent to four watchers
+/// counts four times: a watcher more costs the apiserver every event again.
 fn parse(text: &str) -> Sample {
     let mut by_key = BTreeMap::new();
     for line in text.lines() {
@@ -70,6 +74,7 @@ fn parse(text: &str) -> Sample {
             }
             "apiserver_watch_events_total" => format!("{WATCH_EVENTS}{resource}"),
             "apiserver_watch_events_sizes_sum" => format!("{WATCH_BYTES}{resource}"),
+            "apiserver_terminated_watchers_total" => format!("{WATCHERS_CLOSED}{resource}"),
             _ => continue,
         };
         *by_key.entry(key).or_insert(0.0) += value;
@@ -79,9 +84,12 @@ fn parse(text: &str) -> Sample {
 
 const WATCH_EVENTS: &str = "events ";
 const WATCH_BYTES: &str = "event bytes ";
+const WATCHERS_CLOSED: &str = "watchers closed ";
 
 fn is_request(key: &str) -> bool {
-    !key.starts_with(WATCH_EVENTS) && !key.starts_with(WATCH_BYTES)
+    ![WATCH_EVENTS, WATCH_BYTES, WATCHERS_CLOSED]
+        .iter()
+        .any(|p| key.starts_with(p))
 }
 
 /// The requests made between `a` and `b`.
@@ -157,7 +165,9 @@ pub fn request_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> V
 }
 
 /// Watch events sent in the phase: all, their bytes, and the resources
-/// that are at least 1 % of either half's bytes (count and bytes each).
+/// that are at least 1 % of either half's bytes (count and bytes each);
+/// then the watchers closed for falling behind: all (zero included, so
+/// that none is a finding) and each resource that had one in either half.
 fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Figure> {
     let sum = |s: &Sample, prefix: &str| -> f64 {
         s.0.iter()
@@ -186,19 +196,7 @@ fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Fig
         ),
     ];
     let bytes = sum(agent, WATCH_BYTES).max(floor.map_or(0.0, |s| sum(s, WATCH_BYTES)));
-    let mut resources: Vec<&str> = agent.0.keys().map(String::as_str).collect();
-    resources.extend(
-        floor
-            .into_iter()
-            .flat_map(|s| s.0.keys().map(String::as_str)),
-    );
-    let mut resources: Vec<&str> = resources
-        .into_iter()
-        .filter_map(|k| k.strip_prefix(WATCH_BYTES))
-        .collect();
-    resources.sort();
-    resources.dedup();
-    for resource in resources {
+    for resource in resources(WATCH_BYTES, agent, floor) {
         let key = format!("{WATCH_BYTES}{resource}");
         let measured = get(agent, &key);
         let in_floor = floor.map(|s| get(s, &key));
@@ -219,6 +217,34 @@ fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Fig
             in_floor,
         ));
     }
+    out.push(row(
+        format!("apiserver watchers closed for falling behind, {phase}: all"),
+        Unit::Count,
+        sum(agent, WATCHERS_CLOSED),
+        floor.map(|s| sum(s, WATCHERS_CLOSED)),
+    ));
+    for resource in resources(WATCHERS_CLOSED, agent, floor) {
+        let key = format!("{WATCHERS_CLOSED}{resource}");
+        out.push(row(
+            format!("apiserver watchers closed for falling behind, {phase}: {resource}"),
+            Unit::Count,
+            get(agent, &key),
+            floor.map(|s| get(s, &key)),
+        ));
+    }
+    out
+}
+
+/// The resources either half has a `prefix` key for, sorted, once each.
+fn resources<'a>(prefix: &str, agent: &'a Sample, floor: Option<&'a Sample>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = agent
+        .0
+        .keys()
+        .chain(floor.into_iter().flat_map(|s| s.0.keys()))
+        .filter_map(|k| k.strip_prefix(prefix))
+        .collect();
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -235,7 +261,8 @@ mod tests {
         apiserver_watch_events_total{group=\"\",resource=\"pods\",version=\"v1\"} 40\n\
         apiserver_watch_events_sizes_sum{group=\"\",resource=\"pods\",version=\"v1\"} 160000\n\
         apiserver_watch_events_sizes_count{group=\"\",resource=\"pods\",version=\"v1\"} 40\n\
-        apiserver_watch_events_sizes_sum{group=\"\",resource=\"leases\",version=\"v1\"} 100\n";
+        apiserver_watch_events_sizes_sum{group=\"\",resource=\"leases\",version=\"v1\"} 100\n\
+        apiserver_terminated_watchers_total{group=\"\",resource=\"pods\"} 2\n";
 
     #[test]
     fn counters_are_summed_by_verb_resource_and_subresource() {
@@ -245,7 +272,8 @@ mod tests {
         assert_eq!(s.0.get("LIST replicasets"), Some(&7.0));
         assert_eq!(s.0.get("events pods"), Some(&40.0));
         assert_eq!(s.0.get("event bytes pods"), Some(&160000.0));
-        assert_eq!(s.0.len(), 6, "{s:?}");
+        assert_eq!(s.0.get("watchers closed pods"), Some(&2.0));
+        assert_eq!(s.0.len(), 7, "{s:?}");
     }
 
     #[test]
@@ -271,6 +299,8 @@ mod tests {
                 "apiserver watch events sent, Ready: all, bytes",
                 "apiserver watch events sent, Ready: pods",
                 "apiserver watch events sent, Ready: pods, bytes",
+                "apiserver watchers closed for falling behind, Ready: all",
+                "apiserver watchers closed for falling behind, Ready: pods",
             ],
             "leases (under 1 % of the writes, and of the bytes) are left out"
         );
@@ -281,5 +311,8 @@ mod tests {
         assert_eq!(rows[1].measured, 390.0);
         assert_eq!(rows[1].floor, Some(381.0));
         assert_eq!(rows[3].floor, Some(80.0));
+        assert_eq!(rows[8].measured, 2.0, "watchers closed are not requests");
+        assert_eq!(rows[8].floor, Some(0.0));
+        assert_eq!(rows[9].measured, 2.0);
     }
 }
