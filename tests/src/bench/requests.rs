@@ -195,6 +195,10 @@ fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Fig
             floor.map(|s| sum(s, WATCH_BYTES)),
         ),
     ];
+    // One key's count in each half.
+    let compare = |name: String, unit: Unit, key: &str| {
+        row(name, unit, get(agent, key), floor.map(|s| get(s, key)))
+    };
     let bytes = sum(agent, WATCH_BYTES).max(floor.map_or(0.0, |s| sum(s, WATCH_BYTES)));
     for resource in resources(WATCH_BYTES, agent, floor) {
         let key = format!("{WATCH_BYTES}{resource}");
@@ -203,12 +207,10 @@ fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Fig
         if measured.max(in_floor.unwrap_or(0.0)) * 100.0 < bytes {
             continue;
         }
-        let events = format!("{WATCH_EVENTS}{resource}");
-        out.push(row(
+        out.push(compare(
             format!("apiserver watch events sent, {phase}: {resource}"),
             Unit::Count,
-            get(agent, &events),
-            floor.map(|s| get(s, &events)),
+            &format!("{WATCH_EVENTS}{resource}"),
         ));
         out.push(row(
             format!("apiserver watch events sent, {phase}: {resource}, bytes"),
@@ -224,12 +226,10 @@ fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Fig
         floor.map(|s| sum(s, WATCHERS_CLOSED)),
     ));
     for resource in resources(WATCHERS_CLOSED, agent, floor) {
-        let key = format!("{WATCHERS_CLOSED}{resource}");
-        out.push(row(
+        out.push(compare(
             format!("apiserver watchers closed for falling behind, {phase}: {resource}"),
             Unit::Count,
-            get(agent, &key),
-            floor.map(|s| get(s, &key)),
+            &format!("{WATCHERS_CLOSED}{resource}"),
         ));
     }
     out
