@@ -74,7 +74,7 @@ pub async fn connecting_floor(kubeconfig: &Path, kinds: Vec<Kind>) -> Duration {
     let client = client_from_kubeconfig(kubeconfig)
         .await
         .expect("a client from the kubeconfig");
-    join_all(kinds.into_iter().map(|k| raw_list(&client, k))).await;
+    kinds_floor(&client, kinds).await;
     started.elapsed()
 }
 

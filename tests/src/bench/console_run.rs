@@ -66,12 +66,13 @@ pub async fn console_figures(
     for (key, view) in console::TABS {
         let (mut floors, mut took) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let mut warm = Vec::with_capacity(n);
+        let connects = view == ListView::Runtimes;
         for _ in 0..n {
             // The Runtimes frame is a new console's first: its floor
             // connects as that console does. The others follow a key
             // press in a console already connected.
             warm.push(console::list_floor(client, view).await);
-            if view == ListView::Runtimes {
+            if connects {
                 let kinds = Screen::List(view).kinds();
                 floors.push(console::connecting_floor(kubeconfig, kinds).await);
             }
@@ -86,7 +87,7 @@ pub async fn console_figures(
                     .expect("console thread"),
             );
         }
-        let (floor, name) = if view == ListView::Runtimes {
+        let (floor, name) = if connects {
             let n = format!(" (floor connects; {})", warm_floor(warm));
             (console::median(floors), n)
         } else {
