@@ -27,6 +27,7 @@ use kube::runtime::watcher;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::object_key::ObjectKey as Key;
 use super::reduce::owned_by_runtime;
 
 /// Deflate level: the fastest (1) already takes a Deployment's JSON to
@@ -35,8 +36,6 @@ const LEVEL: u8 = 1;
 
 /// No body inflates past this (a corrupt one fails instead of growing).
 const MAX_BODY: usize = 16 << 20;
-
-type Key = (String, String);
 
 #[derive(Default)]
 struct State {
@@ -73,11 +72,7 @@ impl<K> Default for Bodies<K> {
 }
 
 fn key<K: Resource>(obj: &K) -> Key {
-    let m = obj.meta();
-    (
-        m.namespace.clone().unwrap_or_default(),
-        m.name.clone().unwrap_or_default(),
-    )
+    Key::of(obj.meta())
 }
 
 /// An object as deflated JSON.
@@ -136,7 +131,7 @@ where
     /// The whole object `ns`/`name`, if a body is kept for it.
     pub fn get(&self, ns: &str, name: &str) -> Option<K> {
         let s = self.state.read().unwrap_or_else(|e| e.into_inner());
-        let body = s.current.get(&(ns.to_string(), name.to_string()))?;
+        let body = s.current.get(&Key::new(ns, name))?;
         expand(body)
     }
 

@@ -31,6 +31,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
+use super::object_key::ObjectKey;
 use super::triggers::spec_fingerprint;
 
 /// The controller's trigger stream: every applied Runtime whose spec,
@@ -43,7 +44,8 @@ pub fn with_rivals<S>(
 where
     S: Stream<Item = Result<watcher::Event<Runtime>, watcher::Error>> + Send + 'static,
 {
-    let mut seen: HashMap<ObjectRef<Runtime>, Option<u64>> = HashMap::new();
+    // A spec fingerprint per Runtime, keyed compactly (see `object_key`).
+    let mut seen: HashMap<ObjectKey, Option<u64>> = HashMap::new();
     events.flat_map(move |event| {
         let out: Vec<Result<Runtime, watcher::Error>> = match event {
             Ok(watcher::Event::Apply(rt) | watcher::Event::InitApply(rt)) => {
@@ -52,13 +54,13 @@ where
                     out.extend(rivals(&store, &rt).into_iter().map(Ok));
                 }
                 let fingerprint = spec_fingerprint(&rt);
-                if seen.insert(ObjectRef::from_obj(&rt), fingerprint) != Some(fingerprint) {
+                if seen.insert(ObjectKey::of(&rt.metadata), fingerprint) != Some(fingerprint) {
                     out.push(Ok(rt));
                 }
                 out
             }
             Ok(watcher::Event::Delete(rt)) => {
-                seen.remove(&ObjectRef::from_obj(&rt));
+                seen.remove(&ObjectKey::of(&rt.metadata));
                 rivals(&store, &rt).into_iter().map(Ok).collect()
             }
             // A relist (first start, or the watch expired): whatever

@@ -11,79 +11,88 @@
 //! current objects and check the controller again, so an index entry that
 //! is a moment behind its store can never hand out a wrong object.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use berth_shared::api::meta::{controlled_by_uid, controller_of};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-/// Controller uid → the objects it controls, and the reverse.
-#[derive(Debug)]
-struct Entries<K: Resource<DynamicType = ()>> {
-    by_owner: HashMap<String, HashSet<ObjectRef<K>>>,
-    owner_of: HashMap<ObjectRef<K>, String>,
+use super::object_key::ObjectKey as Key;
+
+/// Controller uid → the objects it controls, and the reverse. A uid is
+/// held once, shared by both maps; a controller's objects are a short
+/// list (one ReplicaSet per revision kept, one NetworkPolicy, one HPA).
+/// An entry was about 1 KB when keyed by `ObjectRef` with a one-entry
+/// `HashSet` per controller (see `object_key`; the test
+/// `an_entry_costs_a_few_hundred_bytes` measures it).
+#[derive(Debug, Default)]
+struct Entries {
+    by_owner: HashMap<Arc<str>, Vec<Key>>,
+    owner_of: HashMap<Key, Arc<str>>,
 }
 
-impl<K: Resource<DynamicType = ()>> Default for Entries<K> {
-    fn default() -> Self {
-        Self {
-            by_owner: HashMap::new(),
-            owner_of: HashMap::new(),
-        }
-    }
-}
-
-impl<K: Resource<DynamicType = ()>> Entries<K> {
-    fn remove(&mut self, key: &ObjectRef<K>) {
+impl Entries {
+    fn remove(&mut self, key: &Key) {
         if let Some(owner) = self.owner_of.remove(key)
-            && let Some(set) = self.by_owner.get_mut(&owner)
+            && let Some(keys) = self.by_owner.get_mut(&*owner)
         {
-            set.remove(key);
-            if set.is_empty() {
-                self.by_owner.remove(&owner);
+            keys.retain(|k| k != key);
+            if keys.is_empty() {
+                self.by_owner.remove(&*owner);
             }
         }
     }
 
-    fn insert(&mut self, obj: &K) {
-        let key = ObjectRef::from_obj(obj);
+    fn insert(&mut self, meta: &ObjectMeta) {
+        let key = Key::of(meta);
         self.remove(&key);
-        if let Some(owner) = controller_of(obj.meta()).map(|r| r.uid.clone()) {
+        if let Some(uid) = controller_of(meta).map(|r| r.uid.as_str()) {
+            let owner = match self.by_owner.get_key_value(uid) {
+                Some((owner, _)) => owner.clone(),
+                None => Arc::from(uid),
+            };
             self.by_owner
                 .entry(owner.clone())
                 .or_default()
-                .insert(key.clone());
+                .push(key.clone());
             self.owner_of.insert(key, owner);
         }
     }
 }
 
-#[derive(Debug)]
-struct State<K: Resource<DynamicType = ()>> {
-    live: Entries<K>,
+#[derive(Debug, Default)]
+struct State {
+    live: Entries,
     /// Filled during a relist, swapped in when it completes (as the store
     /// does): until then lookups answer from the previous contents.
-    buffer: Entries<K>,
+    buffer: Entries,
 }
 
 /// The objects of one kind by controller uid. Cheap to clone (shared).
 #[derive(Debug)]
-pub struct OwnerIndex<K: Resource<DynamicType = ()>>(Arc<RwLock<State<K>>>);
+pub struct OwnerIndex<K: Resource<DynamicType = ()>> {
+    state: Arc<RwLock<State>>,
+    kind: std::marker::PhantomData<fn() -> K>,
+}
 
 impl<K: Resource<DynamicType = ()>> Clone for OwnerIndex<K> {
     fn clone(&self) -> Self {
-        Self(self.0.clone())
+        Self {
+            state: self.state.clone(),
+            kind: std::marker::PhantomData,
+        }
     }
 }
 
 impl<K: Resource<DynamicType = ()>> Default for OwnerIndex<K> {
     fn default() -> Self {
-        Self(Arc::new(RwLock::new(State {
-            live: Entries::default(),
-            buffer: Entries::default(),
-        })))
+        Self {
+            state: Arc::default(),
+            kind: std::marker::PhantomData,
+        }
     }
 }
 
@@ -93,12 +102,12 @@ where
 {
     /// Applies one watch event (after the store applied it).
     pub fn apply(&self, event: &watcher::Event<K>) {
-        let mut state = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
         match event {
-            watcher::Event::Apply(obj) => state.live.insert(obj),
-            watcher::Event::Delete(obj) => state.live.remove(&ObjectRef::from_obj(obj)),
+            watcher::Event::Apply(obj) => state.live.insert(obj.meta()),
+            watcher::Event::Delete(obj) => state.live.remove(&Key::of(obj.meta())),
             watcher::Event::Init => state.buffer = Entries::default(),
-            watcher::Event::InitApply(obj) => state.buffer.insert(obj),
+            watcher::Event::InitApply(obj) => state.buffer.insert(obj.meta()),
             watcher::Event::InitDone => {
                 state.live = std::mem::take(&mut state.buffer);
             }
@@ -108,12 +117,12 @@ where
     /// The objects in `store` whose controller has `uid`.
     pub fn controlled_by(&self, store: &Store<K>, uid: &str) -> Vec<Arc<K>> {
         let keys: Vec<ObjectRef<K>> = {
-            let state = self.0.read().unwrap_or_else(|p| p.into_inner());
+            let state = self.state.read().unwrap_or_else(|p| p.into_inner());
             state
                 .live
                 .by_owner
                 .get(uid)
-                .map(|set| set.iter().cloned().collect())
+                .map(|keys| keys.iter().map(Key::object_ref).collect())
                 .unwrap_or_default()
         };
         keys.iter()
@@ -125,7 +134,7 @@ where
     /// Number of indexed objects.
     #[cfg(test)]
     pub fn indexed(&self) -> usize {
-        let state = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
         state.live.owner_of.len()
     }
 }

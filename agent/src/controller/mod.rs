@@ -17,6 +17,7 @@ pub mod list_progress;
 pub mod list_strategy;
 pub mod live;
 pub mod names;
+pub mod object_key;
 pub mod pace;
 pub mod read;
 pub mod reconcile;

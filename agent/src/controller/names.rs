@@ -20,11 +20,13 @@ use std::sync::{Arc, RwLock};
 
 use kube::runtime::watcher;
 
+use super::object_key::ObjectKey;
+
 #[derive(Debug, Default)]
 struct State {
-    live: HashSet<(String, String)>,
+    live: HashSet<ObjectKey>,
     /// Filled during a relist, swapped in when it completes.
-    buffer: HashSet<(String, String)>,
+    buffer: HashSet<ObjectKey>,
     /// The first list completed.
     listed: bool,
 }
@@ -33,12 +35,8 @@ struct State {
 #[derive(Clone, Debug, Default)]
 pub struct NameIndex(Arc<RwLock<State>>);
 
-fn key<K: kube::Resource>(obj: &K) -> (String, String) {
-    let m = obj.meta();
-    (
-        m.namespace.clone().unwrap_or_default(),
-        m.name.clone().unwrap_or_default(),
-    )
+fn key<K: kube::Resource>(obj: &K) -> ObjectKey {
+    ObjectKey::of(obj.meta())
 }
 
 impl NameIndex {
@@ -67,7 +65,7 @@ impl NameIndex {
     /// the first list is not complete (unknown is not free).
     pub fn is_free(&self, ns: &str, name: &str) -> bool {
         let s = self.0.read().unwrap_or_else(|p| p.into_inner());
-        s.listed && !s.live.contains(&(ns.to_string(), name.to_string()))
+        s.listed && !s.live.contains(&ObjectKey::new(ns, name))
     }
 }
 
