@@ -71,10 +71,6 @@ impl<K> Default for Bodies<K> {
     }
 }
 
-fn key<K: Resource>(obj: &K) -> Key {
-    Key::of(obj.meta())
-}
-
 /// An object as deflated JSON.
 pub fn compact<K: Serialize>(obj: &K) -> Option<Box<[u8]>> {
     let json = serde_json::to_vec(obj).ok()?;
@@ -90,7 +86,7 @@ pub fn expand<K: DeserializeOwned>(body: &[u8]) -> Option<K> {
 /// Keeps (or drops) the body of `obj` in `map`: only a Runtime's own
 /// objects have one.
 fn set<K: Resource + Serialize>(map: &mut HashMap<Key, Box<[u8]>>, obj: &K) {
-    let k = key(obj);
+    let k = Key::of(obj.meta());
     match owned_by_runtime(obj.meta()).then(|| compact(obj)).flatten() {
         Some(body) => {
             map.insert(k, body);
@@ -123,7 +119,7 @@ where
             }
             watcher::Event::Apply(obj) => set(&mut s.current, obj),
             watcher::Event::Delete(obj) => {
-                s.current.remove(&key(obj));
+                s.current.remove(&Key::of(obj.meta()));
             }
         }
     }

@@ -35,24 +35,20 @@ struct State {
 #[derive(Clone, Debug, Default)]
 pub struct NameIndex(Arc<RwLock<State>>);
 
-fn key<K: kube::Resource>(obj: &K) -> ObjectKey {
-    ObjectKey::of(obj.meta())
-}
-
 impl NameIndex {
     /// Applies one watch event.
     pub fn apply<K: kube::Resource>(&self, event: &watcher::Event<K>) {
         let mut s = self.0.write().unwrap_or_else(|p| p.into_inner());
         match event {
             watcher::Event::Apply(obj) => {
-                s.live.insert(key(obj));
+                s.live.insert(ObjectKey::of(obj.meta()));
             }
             watcher::Event::Delete(obj) => {
-                s.live.remove(&key(obj));
+                s.live.remove(&ObjectKey::of(obj.meta()));
             }
             watcher::Event::Init => s.buffer = HashSet::new(),
             watcher::Event::InitApply(obj) => {
-                s.buffer.insert(key(obj));
+                s.buffer.insert(ObjectKey::of(obj.meta()));
             }
             watcher::Event::InitDone => {
                 s.live = std::mem::take(&mut s.buffer);

@@ -1,5 +1,6 @@
 //! The key of the agent's own maps over objects (taken names, owner
-//! index, deflated bodies, trigger fingerprints): a namespace and a name.
+//! index, deflated bodies, trigger fingerprints, the Deployment pace): a
+//! namespace and a name.
 //!
 //! Not kube's `ObjectRef`, which also carries the object's uid and
 //! resourceVersion (four strings, 96 bytes inline, about 200 bytes with

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, Stream, StreamExt};
 use kube::Resource;
-use kube::runtime::reflector::ObjectRef;
 
+use super::object_key::ObjectKey;
 use super::triggers::spec_fingerprint;
 
 /// What the pace remembers of one object.
@@ -45,10 +45,10 @@ struct Seen<K> {
 /// The pure pacing decision, driven by the caller's clock.
 pub struct Pace<K: Resource<DynamicType = ()>> {
     interval: Duration,
-    seen: HashMap<ObjectRef<K>, Seen<K>>,
+    seen: HashMap<ObjectKey, Seen<K>>,
     /// Held objects by the instant they fall due (`seq` keeps two holds
     /// due at the same instant apart).
-    due: BTreeMap<(Instant, u64), ObjectRef<K>>,
+    due: BTreeMap<(Instant, u64), ObjectKey>,
     seq: u64,
     /// `seen`'s size after the last prune: it is pruned again when it has
     /// doubled, so pruning costs O(1) per update amortized.
@@ -76,7 +76,7 @@ where
     pub fn offer(&mut self, obj: K, now: Instant) -> Option<K> {
         self.prune(now);
         let fingerprint = spec_fingerprint(&obj);
-        let key = ObjectRef::from_obj(&obj);
+        let key = ObjectKey::of(obj.meta());
         let interval = self.interval;
         let Some(seen) = self.seen.get_mut(&key) else {
             self.seen.insert(
@@ -319,7 +319,7 @@ mod tests {
     fn a_remembered_object_costs_its_key_not_its_size() {
         // Every Deployment of the cluster is remembered for an interval;
         // only held ones carry an object, boxed.
-        let entry = std::mem::size_of::<(ObjectRef<Deployment>, Seen<Deployment>)>();
+        let entry = std::mem::size_of::<(ObjectKey, Seen<Deployment>)>();
         let object = std::mem::size_of::<Deployment>();
         assert!(
             entry * 4 < object,

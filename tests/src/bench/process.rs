@@ -228,7 +228,7 @@ pub fn metric_sum(text: &str, metric: &str, filter: impl Fn(&str) -> bool) -> f6
             };
             (name == metric && filter(labels)).then(|| value.parse::<f64>().ok())?
         })
-        .sum()
+        .fold(0.0, super::requests::add)
 }
 
 /// Asks the agent for its profile of the convergence (SIGUSR1) and prints

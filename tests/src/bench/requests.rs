@@ -123,8 +123,8 @@ pub fn request_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> V
     let total = |s: &Sample, writes: bool| -> f64 {
         s.0.iter()
             .filter(|(k, _)| is_request(k) && (!writes || is_write(k)))
-            .map(|(_, v)| v)
-            .sum()
+            .map(|(_, v)| *v)
+            .fold(0.0, add)
     };
     let row = |name: String, measured: f64, floor: Option<f64>| {
         let mut f = Figure::of(&name, Unit::Count, measured, Target::None);
@@ -172,8 +172,8 @@ fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Fig
     let sum = |s: &Sample, prefix: &str| -> f64 {
         s.0.iter()
             .filter(|(k, _)| k.starts_with(prefix))
-            .map(|(_, v)| v)
-            .sum()
+            .map(|(_, v)| *v)
+            .fold(0.0, add)
     };
     let get = |s: &Sample, key: &str| s.0.get(key).copied().unwrap_or(0.0);
     let row = |name: String, unit: Unit, measured: f64, floor: Option<f64>| {
@@ -233,6 +233,12 @@ fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Fig
         ));
     }
     out
+}
+
+/// Sums from +0: `f64`'s `Sum` starts at -0.0, so a sum of nothing
+/// printed as "-0", and its ratio as "-0.00×".
+pub fn add(a: f64, b: f64) -> f64 {
+    a + b
 }
 
 /// The resources either half has a `prefix` key for, sorted, once each.
@@ -314,5 +320,18 @@ mod tests {
         assert_eq!(rows[8].measured, 2.0, "watchers closed are not requests");
         assert_eq!(rows[8].floor, Some(0.0));
         assert_eq!(rows[9].measured, 2.0);
+    }
+
+    #[test]
+    fn a_sum_of_nothing_is_a_positive_zero() {
+        let agent = Sample(BTreeMap::from([("POST pods".into(), 1.0)]));
+        let floor = parse(METRICS);
+        let rows = request_figures("Ready", &agent, Some(&floor));
+        let closed = rows
+            .iter()
+            .find(|f| f.name == "apiserver watchers closed for falling behind, Ready: all")
+            .unwrap();
+        assert_eq!(closed.floor, Some(2.0));
+        assert!(closed.measured.is_sign_positive(), "{}", closed.measured);
     }
 }
