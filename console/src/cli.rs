@@ -204,6 +204,7 @@ impl Cli {
 
 /// Parses the command line and runs.
 pub fn main() -> Result<()> {
+    without_huge_pages();
     color_eyre::install()?;
     let cli = Cli::parse();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -212,6 +213,17 @@ pub fn main() -> Result<()> {
         .build()
         .wrap_err("starting the async runtime")?;
     rt.block_on(async_main(cli)).map_err(clean_report)
+}
+
+/// Turns transparent huge pages off for this process, before its first
+/// lists are parsed: see console/src/main.rs (the kernel zeroing 2 MB
+/// pages was a third of a first frame's CPU). mimalloc is built not to ask
+/// for them; this also covers hosts where THP is `always`. A kernel that
+/// refuses the flag keeps its default: slower, nothing lost, so the error
+/// is ignored.
+pub fn without_huge_pages() {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
 }
 
 /// Most characters of one printed error cause.

@@ -55,3 +55,19 @@ pub(crate) mod test_rng;
 #[cfg(all(test, not(feature = "system-allocator")))]
 #[global_allocator]
 static TEST_ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[cfg(all(test, target_os = "linux"))]
+mod huge_pages_tests {
+    /// What the console's first step leaves (console/src/main.rs): the
+    /// process's transparent huge pages off, as the kernel reports them.
+    #[test]
+    fn the_console_turns_transparent_huge_pages_off() {
+        crate::cli::without_huge_pages();
+        let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+        let thp = status
+            .lines()
+            .find_map(|l| l.strip_prefix("THP_enabled:"))
+            .map(str::trim);
+        assert_eq!(thp, Some("0"), "{status}");
+    }
+}

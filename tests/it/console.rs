@@ -662,6 +662,8 @@ async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
         wait_pane(socket, "the Runtimes view, connected", t, |p| {
             p.contains("Runtimes [") && p.contains("connected")
         });
+        // The console runs without transparent huge pages (console/src/main.rs).
+        assert_eq!(thp_enabled(&berth_pid(socket)), "0");
         let keys: &[(&[&str], &str)] = &[
             (&["2"], "Grants ["),
             (&["3"], "Handlers ["),
@@ -686,6 +688,32 @@ async fn berth_binary_in_tmux_switches_views_and_restores_the_terminal() {
     .await;
     assert!(pane.contains("BERTH-EXIT=0"), "{pane}");
     assert_restored(&pane, &flags);
+}
+
+/// The pid of `berth`, the child of the pane's script shell.
+fn berth_pid(socket: &str) -> String {
+    let shell = tmux(
+        socket,
+        &["display-message", "-p", "-t", "berth", "#{pane_pid}"],
+    );
+    let shell = shell.trim();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+        .expect("the pane shell's children");
+    children
+        .split_whitespace()
+        .next()
+        .unwrap_or_else(|| panic!("the pane shell {shell} runs no berth"))
+        .to_string()
+}
+
+/// The kernel's `THP_enabled` of a process.
+fn thp_enabled(pid: &str) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("THP_enabled:"))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no THP_enabled in {status}"))
 }
 
 /// Whether captured pane text (`capture-pane -e`) sets a foreground or
