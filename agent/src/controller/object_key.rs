@@ -1,5 +1,5 @@
 //! The key of the agent's own maps over objects (taken names, owner
-//! index, deflated bodies, trigger fingerprints, the Deployment pace): a
+//! index, compressed bodies, trigger fingerprints, the Deployment pace): a
 //! namespace and a name.
 //!
 //! Not kube's `ObjectRef`, which also carries the object's uid and
