@@ -7,9 +7,10 @@
 //! agent's largest live data at scale (heaptrack at 2,000 Runtimes: the
 //! Deployments alone 22.5 MB of strings plus their structs). Here each is
 //! kept as its JSON, compressed: a few hundred bytes instead of several
-//! kilobytes of small allocations. The reflector's store keeps only what
-//! status, the triggers and the analysis read (`reduce`), and a reconcile
-//! expands the one body it compares ([`Bodies::get`]).
+//! kilobytes of small allocations. The Deployments' reflector store keeps
+//! only what status, the triggers and the analysis read (`reduce`); the
+//! label-filtered kinds' stores keep none of them ([`for_store`]); and a
+//! reconcile expands the one body it compares ([`Bodies::get`]).
 //!
 //! Objects of one kind rendered for different Runtimes are nearly the same
 //! text: the same keys, the same defaults, the same contract. So each kind
@@ -114,6 +115,30 @@ pub fn expand<K: DeserializeOwned>(body: &[u8], dictionary: &Dictionary) -> Opti
     serde_json::from_slice(&json).ok()
 }
 
+/// The event a label-filtered kind's store is given (`caches::managed`):
+/// a Runtime's own object lives only in its body, so the store holds
+/// anyone else's alone. An object that becomes a Runtime's leaves the
+/// store (its `Apply` is a `Delete` there); one that stops being a
+/// Runtime's enters it whole. `None`: the store is not told.
+///
+/// Before stop 49 the store also held every owned object reduced to its
+/// metadata: at S some 8,000 of them took 16.9 MB (heaptrack), twice
+/// what their bodies took, and nothing read them that the body does not
+/// hold. Their watch events still reach the triggers and the owner
+/// index as before (reduced: `reduce::managed`).
+pub fn for_store<K: Resource + Clone>(
+    event: &watcher::Event<K>,
+) -> Option<std::borrow::Cow<'_, watcher::Event<K>>> {
+    use std::borrow::Cow;
+    match event {
+        watcher::Event::Apply(obj) if owned_by_runtime(obj.meta()) => {
+            Some(Cow::Owned(watcher::Event::Delete(obj.clone())))
+        }
+        watcher::Event::InitApply(obj) if owned_by_runtime(obj.meta()) => None,
+        _ => Some(Cow::Borrowed(event)),
+    }
+}
+
 impl State {
     /// Keeps (or drops) the body of `obj`, in the relist if one is in
     /// progress (`relisting`): only a Runtime's own objects have one. The
@@ -171,6 +196,22 @@ where
         let s = self.state.read().unwrap_or_else(|e| e.into_inner());
         let body = s.current.get(&Key::new(ns, name))?;
         expand(body, s.dictionary.as_ref()?)
+    }
+
+    /// Whether a body is kept for `ns`/`name` (one that [`Bodies::get`]
+    /// does not give back is corrupt: read the object instead).
+    pub fn holds(&self, ns: &str, name: &str) -> bool {
+        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
+        s.current.contains_key(&Key::new(ns, name))
+    }
+
+    /// Makes the body of `ns`/`name` unreadable (tests).
+    #[cfg(test)]
+    pub fn corrupt(&self, ns: &str, name: &str) {
+        let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(body) = s.current.get_mut(&Key::new(ns, name)) {
+            *body = b"\xff\xff\xff\x00not lz4".as_slice().into();
+        }
     }
 
     /// How many bodies are kept (tests).
@@ -338,5 +379,37 @@ mod tests {
         assert_eq!(bodies.len(), 1);
         bodies.observe(&watcher::Event::Delete(dep("mine", Some("u1"))));
         assert_eq!(bodies.len(), 0);
+    }
+
+    /// The store of a label-filtered kind is told of anyone else's
+    /// objects only; one that becomes a Runtime's leaves it.
+    #[test]
+    fn the_store_holds_only_objects_no_runtime_controls() {
+        use std::borrow::Cow;
+        let (store, mut writer) = kube::runtime::reflector::store::<Deployment>();
+        let mut apply = |event: watcher::Event<Deployment>| {
+            let stored = for_store(&event).map(Cow::into_owned);
+            if let Some(stored) = &stored {
+                writer.apply_watcher_event(stored);
+            }
+            stored
+        };
+        let theirs = dep("web", None);
+        assert!(matches!(
+            apply(watcher::Event::Apply(theirs.clone())),
+            Some(watcher::Event::Apply(_))
+        ));
+        assert_eq!(store.state().len(), 1);
+        // Adopted by a Runtime: gone from the store (its body has it).
+        assert!(matches!(
+            apply(watcher::Event::Apply(dep("web", Some("u1")))),
+            Some(watcher::Event::Delete(_))
+        ));
+        assert_eq!(store.state().len(), 0);
+        // Listed as a Runtime's: not stored at all.
+        assert!(apply(watcher::Event::InitApply(dep("api", Some("u1")))).is_none());
+        // Released: stored again, whole.
+        apply(watcher::Event::Apply(theirs.clone()));
+        assert_eq!(store.state().first().map(|d| (**d).clone()), Some(theirs));
     }
 }

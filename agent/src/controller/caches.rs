@@ -3,6 +3,7 @@
 //! table ([`build`]: a row per cache), and the check that every cache has
 //! listed ([`unsynced`]).
 
+use std::borrow::Cow;
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use berth_shared::api::Runtime;
 use berth_shared::api::meta::managed_selector;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
@@ -165,7 +166,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let (controller_revisions, cr_s) = cache(
         ns_api(c, &scope),
         all(),
-        in_place(strip_revision),
+        in_place(reduce::controller_revision),
         None,
         None,
         w(wake, fingerprint::controller_revision),
@@ -291,28 +292,6 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     }
 }
 
-/// Keeps of a ControllerRevision only its template's class and profile.
-fn strip_revision(rev: &mut ControllerRevision) {
-    reduce::strip(rev);
-    rev.metadata.annotations = None;
-    if let Some(data) = rev.data.as_mut() {
-        let template = data.0.pointer("/spec/template");
-        let class = template
-            .and_then(|t| t.pointer("/spec/runtimeClassName"))
-            .cloned();
-        let annotations = template
-            .and_then(|t| t.pointer("/metadata/annotations"))
-            .cloned();
-        let labels = template
-            .and_then(|t| t.pointer("/metadata/labels"))
-            .cloned();
-        data.0 = serde_json::json!({"spec": {"template": {
-            "metadata": {"annotations": annotations, "labels": labels},
-            "spec": {"runtimeClassName": class, "containers": []},
-        }}});
-    }
-}
-
 /// One cache: a reflector of `api` whose objects are reduced by `keep`
 /// before they enter the store (the whole ones of the Runtimes' own
 /// objects first kept compact in `bodies`, if any), feeding the owner
@@ -339,7 +318,35 @@ where
         + 'static,
     K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
 {
-    let (reader, writer) = reflector::store();
+    cache_storing(api, config, keep, bodies, index, changes, |e| {
+        Some(Cow::Borrowed(e))
+    })
+}
+
+/// [`cache`] whose store is given `stored(event)` instead of each event
+/// (`None`: nothing); the index, the changes and the stream see every
+/// event as it is.
+fn cache_storing<W, K>(
+    api: Api<W>,
+    config: watcher::Config,
+    keep: impl Fn(W) -> K + Send + 'static,
+    bodies: Option<Bodies<W>>,
+    index: Option<index::OwnerIndex<K>>,
+    changes: Option<Arc<Changes<K>>>,
+    stored: fn(&watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>>,
+) -> (Store<K>, Applied<K>)
+where
+    W: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+{
+    let (reader, mut writer) = reflector::store();
     let stream = cache_watch(api, config)
         .modify(reduce::strip)
         // Before the reduction, and before the store: a reconcile woken
@@ -350,7 +357,13 @@ where
             }
         })
         .map_ok(move |event| kept_event(event, &keep))
-        .reflect(writer)
+        .inspect(move |event| {
+            if let Ok(event) = event
+                && let Some(event) = stored(event)
+            {
+                writer.apply_watcher_event(&event);
+            }
+        })
         .inspect(move |event| {
             if let Ok(event) = event {
                 if let Some(index) = &index {
@@ -407,13 +420,15 @@ where
         + 'static,
 {
     watch_names(ns_api::<PartialObjectMeta<K>>(client, scope), taken.clone());
-    cache(
+    // A Runtime's own object is kept only as its body.
+    cache_storing(
         ns_api::<K>(client, scope),
         watch_config().labels(&managed_selector()),
         in_place(reduce::managed::<K>),
         Some(bodies.clone()),
         index,
         None,
+        super::bodies::for_store,
     )
 }
 

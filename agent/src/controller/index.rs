@@ -131,6 +131,13 @@ where
             .collect()
     }
 
+    /// The keys of the objects whose controller has `uid` (as last seen:
+    /// the reader checks the controller on the object it then reads).
+    pub fn keys_of(&self, uid: &str) -> Vec<Key> {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        state.live.by_owner.get(uid).cloned().unwrap_or_default()
+    }
+
     /// Number of indexed objects.
     #[cfg(test)]
     pub fn indexed(&self) -> usize {

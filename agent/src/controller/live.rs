@@ -86,8 +86,9 @@ where
 {
     /// The objects at `names` in `ns`, plus, with an owner index, every
     /// object in `ns` controlled by `uid` (looked up, not scanned). With
-    /// `bodies`, a Runtime's own objects are the whole ones from there
-    /// (the store holds them reduced).
+    /// `bodies`, a Runtime's own objects are the whole ones from there:
+    /// the store holds them reduced (Deployments) or not at all (the
+    /// label-filtered kinds, `bodies::for_store`).
     fn read<S>(
         store: &Store<S>,
         bodies: Option<&Bodies<K>>,
@@ -98,49 +99,89 @@ where
         absence: Absence<'_>,
     ) -> Self
     where
-        S: Resource<DynamicType = ()> + Clone + Held<K>,
+        S: Resource<DynamicType = ()> + Clone + Held<K> + 'static,
+        K: Default,
     {
-        let mut by_name = BTreeMap::new();
-        let mut unread = BTreeSet::new();
-        let mut free = BTreeSet::new();
-        let mut put = |name: String, obj: Arc<S>| match bodies {
-            Some(bodies) if owned_by_runtime(obj.meta()) => match bodies.get(ns, &name) {
-                Some(whole) => {
-                    by_name.insert(name, Arc::new(whole));
-                }
-                None => {
-                    unread.insert(name.clone());
-                    by_name.insert(name, S::held(&obj));
-                }
-            },
-            _ => {
-                by_name.insert(name, S::held(&obj));
-            }
-        };
+        let mut read = Self::default();
         for name in names {
+            if read.put_body(bodies, ns, name, None) {
+                continue;
+            }
             if let Some(obj) = store.get(&ObjectRef::new(name).within(ns)) {
-                put(name.clone(), obj);
+                read.put(bodies, name.clone(), &obj);
+            } else if bodies.is_some_and(|b| b.holds(ns, name)) {
+                // Kept only as a body that does not expand: read it whole.
+                read.unread_placeholder(ns, name);
             } else if match absence {
                 Absence::Cache => true,
                 Absence::Names(index) => index.is_free(ns, name),
             } {
-                free.insert(name.clone());
+                read.free.insert(name.clone());
             }
         }
-        for obj in owned
-            .map(|i| i.controlled_by(store, uid))
-            .unwrap_or_default()
-        {
-            if obj.meta().namespace.as_deref() == Some(ns) && controlled_by_uid(obj.meta(), uid) {
-                put(obj.name_any(), obj);
+        for key in owned.map(|i| i.keys_of(uid)).unwrap_or_default() {
+            let name = key.name();
+            if key.namespace() != ns || read.by_name.contains_key(name) {
+                continue;
+            }
+            if read.put_body(bodies, ns, name, Some(uid)) {
+                continue;
+            }
+            if let Some(obj) = store.get(&key.object_ref())
+                && controlled_by_uid(obj.meta(), uid)
+            {
+                read.put(bodies, name.to_string(), &obj);
             }
         }
-        free.retain(|n| !by_name.contains_key(n));
-        Self {
-            by_name,
-            unread,
-            free,
+        let by_name = &read.by_name;
+        read.free.retain(|n| !by_name.contains_key(n));
+        read
+    }
+
+    /// The whole object at `name` from its body, if one is kept and (with
+    /// `controller`) that Runtime controls it; whether it was.
+    fn put_body(
+        &mut self,
+        bodies: Option<&Bodies<K>>,
+        ns: &str,
+        name: &str,
+        controller: Option<&str>,
+    ) -> bool {
+        let Some(whole) = bodies.and_then(|b| b.get(ns, name)) else {
+            return false;
+        };
+        if controller.is_some_and(|uid| !controlled_by_uid(whole.meta(), uid)) {
+            return false;
         }
+        self.by_name.insert(name.to_string(), Arc::new(whole));
+        true
+    }
+
+    /// A store's object at `name`: a Runtime's own one (when bodies are
+    /// kept) is never compared in its reduced form, only read first.
+    fn put<S: Held<K> + Resource>(
+        &mut self,
+        bodies: Option<&Bodies<K>>,
+        name: String,
+        obj: &Arc<S>,
+    ) {
+        if bodies.is_some() && owned_by_runtime(obj.meta()) {
+            self.unread.insert(name.clone());
+        }
+        self.by_name.insert(name, S::held(obj));
+    }
+
+    /// An object kept only as a corrupt body: its name and namespace, to
+    /// be read whole before anything is compared.
+    fn unread_placeholder(&mut self, ns: &str, name: &str)
+    where
+        K: Default,
+    {
+        let mut obj = K::default();
+        obj.meta_mut().namespace = Some(ns.to_string());
+        obj.meta_mut().name = Some(name.to_string());
+        self.unread.insert(name.to_string());
+        self.by_name.insert(name.to_string(), Arc::new(obj));
     }
 
     /// Whether no object at all (berth's or anyone's) is at `name`, as far
@@ -460,5 +501,78 @@ pub(crate) mod tests {
             unread.any("web").map(|o| o.name_any()).as_deref(),
             Some("web")
         );
+    }
+
+    /// A ConfigMap a Runtime (`uid`) controls, as `owned_by_runtime` sees it.
+    fn ours(name: &str, uid: &str) -> ConfigMap {
+        let mut cm = cm("team", name, Some(uid));
+        for r in cm.metadata.owner_references.iter_mut().flatten() {
+            r.api_version = berth_shared::api::API_VERSION.into();
+        }
+        cm.data = Some([("LD_PRELOAD".to_string(), "/evil.so".to_string())].into());
+        cm
+    }
+
+    /// A label-filtered kind's store holds no Runtime's own object
+    /// (`bodies::for_store`): each is read whole from its body, by name and
+    /// through the owner index; anyone else's comes from the store; and a
+    /// body that does not expand is read from the apiserver first.
+    #[test]
+    fn a_label_filtered_kinds_own_objects_are_read_from_their_bodies_alone() {
+        let bodies = Bodies::<ConfigMap>::default();
+        let (store, mut writer) = kube::runtime::reflector::store::<ConfigMap>();
+        let index = OwnerIndex::<ConfigMap>::default();
+        let taken = NameIndex::default();
+        let (web, old, theirs) = (
+            ours("web", "u"),
+            ours("web-old", "u"),
+            cm("team", "web-x", None),
+        );
+        taken.apply(&Event::<ConfigMap>::Init);
+        // The cache's order (`caches::cache_storing`): the body, then the
+        // reduced object to the store (as `for_store` says) and the index.
+        for obj in [web.clone(), old.clone(), theirs.clone()] {
+            taken.apply(&Event::InitApply(obj.clone()));
+            bodies.observe(&Event::Apply(obj.clone()));
+            let mut reduced = obj;
+            super::super::reduce::managed(&mut reduced);
+            let event = Event::Apply(reduced);
+            if let Some(stored) = super::super::bodies::for_store(&event) {
+                writer.apply_watcher_event(&stored);
+            }
+            index.apply(&event);
+        }
+        taken.apply(&Event::<ConfigMap>::InitDone);
+        let names: Vec<String> = ["web", "web-x", "web-new"].map(String::from).to_vec();
+        let read = || {
+            Cached::read(
+                &store,
+                Some(&bodies),
+                "team",
+                "u",
+                &names,
+                Some(&index),
+                Absence::Names(&taken),
+            )
+        };
+        assert_eq!(
+            store.state().len(),
+            1,
+            "only someone else's object is stored"
+        );
+
+        let got = read();
+        assert_eq!(got.get("web").map(|o| (**o).clone()), Some(web.clone()));
+        assert_eq!(got.get("web-old").map(|o| (**o).clone()), Some(old));
+        assert_eq!(got.get("web-x").map(|o| (**o).clone()), Some(theirs));
+        assert!(got.is_free("web-new") && !got.is_free("web"));
+        assert!(!got.unread("web") && !got.unread("web-old"));
+
+        // A body that does not expand: never guessed at, read first.
+        bodies.corrupt("team", "web");
+        let got = read();
+        assert!(got.get("web").is_none());
+        assert!(got.unread("web") && !got.is_free("web"));
+        assert_eq!(got.any("web").map(|o| o.name_any()).as_deref(), Some("web"));
     }
 }

@@ -37,6 +37,16 @@ impl ObjectKey {
         )
     }
 
+    /// The namespace (empty for a cluster-scoped kind).
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The reflector store's key for this object.
     pub fn object_ref<K: Resource<DynamicType = ()>>(&self) -> ObjectRef<K> {
         let r = ObjectRef::new(&self.name);

@@ -12,8 +12,10 @@
 //!   kinds, the whole object (but `managedFields` and kubectl's
 //!   last-applied annotation, which neither the diff nor the contract
 //!   reads; the HPA handover reads managedFields from a fresh GET) is kept
-//!   compact in `bodies`, and the store keeps what the status, triggers
-//!   and indexes read ([`deployment`], [`managed`]). Owned Jobs and
+//!   compact in `bodies`. The Deployments' store keeps what the status,
+//!   triggers and indexes read ([`deployment`]); the label-filtered
+//!   kinds' stores keep none of a Runtime's own objects, whose events the
+//!   triggers see with their metadata alone ([`managed`]). Owned Jobs and
 //!   CronJobs are kept whole in their stores.
 //! - **Foreign** (everyone else's, and ReplicaSets, which the Deployment
 //!   controller owns): only what `berth_shared::analysis::Workload` and the
@@ -30,8 +32,9 @@ use berth_shared::api::meta::{MANAGED_BY_LABEL, REVISION_ANNOTATION, controller_
 use berth_shared::api::{GROUP, Runtime};
 use berth_shared::render::RUNTIME_PROFILE_ANNOTATION;
 use k8s_openapi::api::apps::v1::{
-    DaemonSet, DaemonSetSpec, DaemonSetStatus, Deployment, DeploymentSpec, DeploymentStatus,
-    ReplicaSet, ReplicaSetSpec, ReplicaSetStatus, StatefulSet, StatefulSetSpec, StatefulSetStatus,
+    ControllerRevision, DaemonSet, DaemonSetSpec, DaemonSetStatus, Deployment, DeploymentSpec,
+    DeploymentStatus, ReplicaSet, ReplicaSetSpec, ReplicaSetStatus, StatefulSet, StatefulSetSpec,
+    StatefulSetStatus,
 };
 use k8s_openapi::api::batch::v1::{
     CronJob, CronJobSpec, CronJobStatus, Job, JobCondition, JobSpec, JobStatus, JobTemplateSpec,
@@ -144,10 +147,11 @@ pub fn reduce_template(t: PodTemplateSpec) -> PodTemplateSpec {
 }
 
 /// A label-filtered kind's object: a Runtime's own keeps only its
-/// metadata here (its whole body is in `bodies`; the owner indexes, the
-/// triggers and pruning read metadata), with its labels and annotations
-/// folded into one digest ([`kept_metadata_digest`]); anyone
-/// else's is kept whole (the apply step reports it as a conflict).
+/// metadata here, with its labels and annotations folded into one digest
+/// ([`kept_metadata_digest`]), for the triggers and the owner index that
+/// see its events; its whole body is in `bodies`, and the store does not
+/// hold it at all (`bodies::for_store`). Anyone else's is kept whole
+/// (the apply step reports it as a conflict).
 pub fn managed<K: Resource + Default>(obj: &mut K) {
     strip(obj);
     if owned_by_runtime(obj.meta()) {
@@ -453,5 +457,27 @@ where
 mod managed_tests;
 #[cfg(test)]
 mod node_pod_tests;
+/// Keeps of a ControllerRevision only its template's class and profile.
+pub fn controller_revision(rev: &mut ControllerRevision) {
+    strip(rev);
+    rev.metadata.annotations = None;
+    if let Some(data) = rev.data.as_mut() {
+        let template = data.0.pointer("/spec/template");
+        let class = template
+            .and_then(|t| t.pointer("/spec/runtimeClassName"))
+            .cloned();
+        let annotations = template
+            .and_then(|t| t.pointer("/metadata/annotations"))
+            .cloned();
+        let labels = template
+            .and_then(|t| t.pointer("/metadata/labels"))
+            .cloned();
+        data.0 = serde_json::json!({"spec": {"template": {
+            "metadata": {"annotations": annotations, "labels": labels},
+            "spec": {"runtimeClassName": class, "containers": []},
+        }}});
+    }
+}
+
 #[cfg(test)]
 mod tests;
