@@ -8,6 +8,7 @@ use std::time::Duration;
 use berth_console::model::{Kind, Scope};
 use berth_console::watch::{ConnectOptions, connect, load_paged};
 use berth_tests::harness::{self, TestNamespace, wait_for_value};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
 use kube::api::PostParams;
@@ -30,14 +31,32 @@ async fn kubeconfig(restricted: bool) -> PathBuf {
     .expect("cluster")
 }
 
-/// Seven Runtimes listed two per page: all seven are read (a LIST that
-/// ignored the continue token would stop at two).
+/// Seven Deployments listed two per page: all seven are read (a LIST that
+/// ignored the continue token would stop at two). Seven Runtimes, which
+/// are listed in one request (`watch::lists_whole`), are read too.
 #[tokio::test]
 async fn every_page_is_read() {
     let ns = TestNamespace::new("get-pages").await;
     harness::install_crds(&ns.client).await;
+    let deployments = Api::<Deployment>::namespaced(ns.client.clone(), &ns.name);
     for i in 0..7 {
         create_runtime(&ns, &format!("rt-{i}"), json!({"service": format!("s{i}")})).await;
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": format!("d-{i}")},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": format!("d-{i}")}},
+                "template": {
+                    "metadata": {"labels": {"app": format!("d-{i}")}},
+                    "spec": {"containers": [{"name": "app", "image": "example/app:1"}]},
+                },
+            },
+        }))
+        .expect("a Deployment");
+        deployments
+            .create(&PostParams::default(), &d)
+            .await
+            .expect("create the Deployment");
     }
     let conn = connect(&ConnectOptions {
         kubeconfig: Some(kubeconfig(false).await),
@@ -51,6 +70,7 @@ async fn every_page_is_read() {
         .await
         .expect("load");
     assert_eq!(loaded.store.runtimes.len(), 7);
+    assert_eq!(loaded.store.deployments.len(), 7);
     assert!(loaded.refused.is_empty(), "{:?}", loaded.refused);
 }
 

@@ -1,5 +1,6 @@
 //! One-shot reads for `berth get` and `berth plan-grants`: every kind
-//! listed at once (concurrently), each in pages of [`PAGE`] objects that are
+//! listed at once (concurrently), each in pages of [`PAGE`] objects (berth's
+//! own custom resources in one: `super::lists_whole`) that are
 //! reduced and sanitized as they arrive ([`crate::store::ingest::admit`]),
 //! so neither the wait nor the memory grows with the number of kinds or of
 //! objects more than it must.
@@ -57,8 +58,8 @@ pub async fn load_available(
     load_paged(conn, scope, agent_lease, kinds, PAGE).await
 }
 
-/// [`load_available`] with `page` objects per request (tests use small
-/// pages to see that every page is read).
+/// [`load_available`] with `page` objects per request of the kinds read
+/// in pages (tests use small pages to see that every page is read).
 pub async fn load_paged(
     conn: &Connection,
     scope: &Scope,
@@ -123,7 +124,7 @@ async fn list_kind(
             kind.visit(List {
                 client,
                 namespace,
-                page,
+                page: (!super::lists_whole(kind)).then_some(page),
             })
             .await
         }
@@ -134,7 +135,8 @@ async fn list_kind(
 struct List<'a> {
     client: Client,
     namespace: Option<&'a str>,
-    page: u32,
+    /// `None`: one request (`super::lists_whole`).
+    page: Option<u32>,
 }
 
 impl<'a> KindFn for List<'a> {
@@ -144,11 +146,17 @@ impl<'a> KindFn for List<'a> {
     }
 }
 
-/// Every object of `api`, page by page, each parsed as `K::Wire`
-/// ([`crate::store::wire`]).
-async fn list<K: Watched>(api: Api<K::Wire>, page: u32) -> Result<Vec<Object>, kube::Error> {
+/// Every object of `api`, page by page (or in one request: `page`
+/// `None`), each parsed as `K::Wire` ([`crate::store::wire`]).
+async fn list<K: Watched>(
+    api: Api<K::Wire>,
+    page: Option<u32>,
+) -> Result<Vec<Object>, kube::Error> {
     let mut out = Vec::new();
-    let mut params = ListParams::default().limit(page);
+    let mut params = ListParams {
+        limit: page,
+        ..ListParams::default()
+    };
     loop {
         let page = api.list(&params).await?;
         out.extend(
