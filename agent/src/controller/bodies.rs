@@ -144,6 +144,9 @@ impl State {
     /// progress (`relisting`): only a Runtime's own objects have one. The
     /// first body kept makes the kind's dictionary.
     fn set<K: Resource + Serialize>(&mut self, obj: &K, relisting: bool) {
+        if relisting && self.relist.is_none() {
+            return;
+        }
         let k = Key::of(obj.meta());
         let json = owned_by_runtime(obj.meta())
             .then(|| serde_json::to_vec(obj).ok())
@@ -152,10 +155,9 @@ impl State {
             let dictionary = self.dictionary.get_or_insert_with(|| Dictionary::of(&json));
             compress(&json, dictionary)
         });
-        let map = match (relisting, self.relist.as_mut()) {
-            (true, Some(relist)) => relist,
-            (true, None) => return,
-            (false, _) => &mut self.current,
+        let map = match self.relist.as_mut() {
+            Some(relist) if relisting => relist,
+            _ => &mut self.current,
         };
         match body {
             Some(body) => {

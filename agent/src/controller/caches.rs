@@ -308,14 +308,7 @@ fn cache<W, K>(
     changes: Option<Arc<Changes<K>>>,
 ) -> (Store<K>, Applied<K>)
 where
-    W: Resource<DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    W: Parsed,
     K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
 {
     cache_storing(api, config, keep, bodies, index, changes, |e| {
@@ -336,14 +329,7 @@ fn cache_storing<W, K>(
     stored: fn(&watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>>,
 ) -> (Store<K>, Applied<K>)
 where
-    W: Resource<DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    W: Parsed,
     K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
 {
     let (reader, mut writer) = reflector::store();
@@ -377,6 +363,26 @@ where
         .applied_objects()
         .boxed();
     (reader, stream)
+}
+
+/// What a cache's watch parses: a kind's own type, with what the watch,
+/// the bodies and the store ask of it (written once, for every cache and
+/// for the apply step's `apply::Managed`).
+pub trait Parsed:
+    Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+impl<W> Parsed for W where
+    W: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static
+{
 }
 
 /// A reduction in place, as a [`cache`]'s `keep`.

@@ -52,6 +52,7 @@ pub use held::Held;
 
 use self::diff::{applied_hash, hash};
 use super::apply_error::{ApplyError, Cause, Step};
+use super::caches::Parsed;
 use super::context::{Context, FIELD_MANAGER};
 use super::live::Cached;
 use super::reduce;
@@ -76,29 +77,9 @@ pub struct ApplyOutcome {
 
 /// A namespaced kind the apply step reads from a cache and writes (every
 /// managed kind is one; written once here rather than on each function).
-pub trait Managed:
-    Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-    + Clone
-    + Serialize
-    + DeserializeOwned
-    + Debug
-    + Send
-    + Sync
-    + 'static
-{
-}
+pub trait Managed: Parsed + Resource<Scope = kube::core::NamespaceResourceScope> {}
 
-impl<K> Managed for K where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static
-{
-}
+impl<K> Managed for K where K: Parsed + Resource<Scope = kube::core::NamespaceResourceScope> {}
 
 /// How an object is kept in line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
