@@ -29,6 +29,8 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         hold_seconds: 1,
         // The peers are built only by hand (README "Benchmark").
         peers: false,
+        // A profile window (30 s) outlasts the smoke's phases: by hand only.
+        profile_apiserver: false,
     };
     let report = bench::run(&opts).await;
     println!("{}", report.render());

@@ -15,7 +15,7 @@ use super::floor::Floor;
 use super::table::{Figure, Target, Unit};
 use super::wait::{Reached, has_condition, observed, until_runtimes, until_runtimes_or_count};
 use super::world::{self, Planned, Size};
-use super::{Options, cpu, process, progress, requests};
+use super::{Options, apiserver_profile, cpu, process, progress, requests};
 use crate::harness;
 
 /// Where the agent runs and on what.
@@ -56,6 +56,8 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
     let agent_started = Instant::now();
     let agent_cpu0 = cpu::sample(w.cluster_dir, Some(agent.pid()));
     let requests0 = requests::sample(client).await;
+    let profiling = (opts.profile_apiserver && floor.ready.is_some())
+        .then(|| apiserver_profile::start(client, w.cluster_dir, "agent"));
     progress(
         started,
         "agent started; waiting until every Runtime is observed",
@@ -98,6 +100,10 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
     .await;
     let cpu_ready = cpu::usage(&agent_cpu0, &cpu::sample(w.cluster_dir, Some(agent.pid())));
     let requests_ready = requests::delta(&requests0, &requests::sample(client).await);
+    let profile_ready = match profiling {
+        Some(p) => p.finish(w.cluster_dir).await,
+        None => None,
+    };
     let ready = Reached::from(agent_started, answer);
     if let Some((done, total)) = ready.short_of {
         progress(
@@ -246,6 +252,13 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
         &requests_ready,
         floor.requests_ready.as_ref(),
     ));
+    if let Some(profile) = &profile_ready {
+        figures.extend(apiserver_profile::figures(
+            "agent start → every Runtime Ready (floor: start → every pod Ready)",
+            profile,
+            floor.profile_ready.as_ref(),
+        ));
+    }
     figures.extend(class_deletion);
     AgentOutcome {
         figures,

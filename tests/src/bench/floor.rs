@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 
 use super::wait::{Reached, until_rolled_out};
 use super::world::{Planned, Size};
-use super::{Options, cpu, progress, requests};
+use super::{Options, apiserver_profile, cpu, progress, requests};
 
 const FIELD_MANAGER: &str = "berth-bench-floor";
 /// Selects what the floor applied (the rendered objects carry berth's
@@ -126,6 +126,9 @@ pub struct Floor {
     pub cpu_ready: Option<cpu::Usage>,
     /// The apiserver's requests from its start until every pod was Ready.
     pub requests_ready: Option<requests::Sample>,
+    /// The apiserver's CPU profile over the same phase
+    /// (`--profile-apiserver`).
+    pub profile_ready: Option<apiserver_profile::Summary>,
 }
 
 /// Runs the floor on the created world, then clears what it made.
@@ -149,6 +152,8 @@ pub async fn run(
     let t0 = Instant::now();
     let cpu0 = cpu::sample(cluster_dir, None);
     let requests0 = requests::sample(client).await;
+    let profiling = (opts.profile_apiserver && !paused)
+        .then(|| apiserver_profile::start(client, cluster_dir, "floor"));
     let expected = apply_all(client, stored, &size.plan(), opts.concurrency, !paused).await;
     let applied = t0.elapsed();
     let cpu_applied = cpu::usage(&cpu0, &cpu::sample(cluster_dir, None));
@@ -157,8 +162,8 @@ pub async fn run(
         started,
         &format!("floor: {objects} objects applied in {applied:.2?}"),
     );
-    let (ready, cpu_ready, requests_ready) = if paused {
-        (None, None, None)
+    let (ready, cpu_ready, requests_ready, profile_ready) = if paused {
+        (None, None, None, None)
     } else {
         progress(started, "floor: waiting until every pod is Ready");
         // As generous as the agent's wait for every Runtime Ready: the
@@ -167,6 +172,10 @@ pub async fn run(
         let answer = until_rolled_out(client, MANAGED, t0, timeout, &expected).await;
         let cpu_ready = cpu::usage(&cpu0, &cpu::sample(cluster_dir, None));
         let requests_ready = requests::delta(&requests0, &requests::sample(client).await);
+        let profile_ready = match profiling {
+            Some(p) => p.finish(cluster_dir).await,
+            None => None,
+        };
         let ready = Reached::from(t0, answer);
         progress(
             started,
@@ -177,7 +186,12 @@ pub async fn run(
                 ),
             },
         );
-        (Some(ready), Some(cpu_ready), Some(requests_ready))
+        (
+            Some(ready),
+            Some(cpu_ready),
+            Some(requests_ready),
+            profile_ready,
+        )
     };
     progress(
         started,
@@ -196,6 +210,7 @@ pub async fn run(
         cpu_applied,
         cpu_ready,
         requests_ready,
+        profile_ready,
     }
 }
 

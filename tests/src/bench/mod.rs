@@ -4,6 +4,7 @@
 //! are noisy). See the README's "Benchmark" section.
 
 mod agent_run;
+mod apiserver_profile;
 pub mod console;
 mod console_run;
 pub mod cpu;
@@ -100,6 +101,11 @@ pub struct Options {
     /// "Benchmark").
     #[arg(long)]
     pub peers: bool,
+    /// Record the apiserver's CPU profile over each half's Ready phase and
+    /// print where it went (`bench/apiserver_profile.rs`); the cluster is
+    /// started with `--profiling`. Needs `go` on the PATH to print.
+    #[arg(long)]
+    pub profile_apiserver: bool,
 }
 
 /// A line on standard error: how far the run is.
@@ -217,8 +223,13 @@ pub async fn run(opts: &Options) -> Report {
         &format!("starting a control plane with {} nodes", opts.nodes),
     );
     let nodes = opts.nodes.to_string();
+    let profiling = opts.profile_apiserver;
     let cluster = tokio::task::spawn_blocking(move || {
-        harness::private_cluster_with("bench", &["--nodes", &nodes])
+        let mut args = vec!["--nodes", &nodes];
+        if profiling {
+            args.push("--profiling");
+        }
+        harness::private_cluster_with("bench", &args)
     })
     .await
     .expect("cluster thread");

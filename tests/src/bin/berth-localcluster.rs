@@ -82,6 +82,10 @@ struct UpArgs {
     /// and, when gVisor built, runsc.
     #[arg(long, default_value_t = 0)]
     real_nodes: usize,
+    /// Serve the apiserver's /debug/pprof (for profiling it by hand or with
+    /// `berth-bench --profile-apiserver`).
+    #[arg(long)]
+    profiling: bool,
 }
 
 fn options(args: &UpArgs) -> Result<Options> {
@@ -89,6 +93,7 @@ fn options(args: &UpArgs) -> Result<Options> {
     opts.supervisor = Some(std::env::current_exe().wrap_err("locating berth-localcluster")?);
     opts.audit = args.audit;
     opts.real_nodes = args.real_nodes;
+    opts.profiling = args.profiling;
     for o in &args.node_handlers {
         let (node, hs) = o
             .split_once('=')

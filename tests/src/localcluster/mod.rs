@@ -102,6 +102,9 @@ pub struct Options {
     pub audit: bool,
     /// Real nodes to start beside the simulated ones (see `realnode`).
     pub real_nodes: usize,
+    /// Serve the apiserver's `/debug/pprof` (off otherwise: the benchmark
+    /// profiles the apiserver, nothing else needs it).
+    pub profiling: bool,
 }
 
 impl Options {
@@ -119,6 +122,7 @@ impl Options {
             supervisor: None,
             audit: false,
             real_nodes: 0,
+            profiling: false,
         }
     }
 }
@@ -267,7 +271,7 @@ impl LocalCluster {
             "--allow-privileged=true".into(),
             // The `kubernetes` Service cannot point at a loopback address.
             "--endpoint-reconciler-type=none".into(),
-            "--profiling=false".into(),
+            format!("--profiling={}", opts.profiling),
             "--v=1".into(),
         ];
         if opts.real_nodes > 0 {
