@@ -34,7 +34,7 @@ pub const WINDOW_SECONDS: u64 = 30;
 /// Deployments …), which hold the patch, admission, managed fields,
 /// validation and the etcd round trip. A sample counts in every group
 /// whose function is on its stack.
-pub const GROUPS: [(&str, &str); 13] = [
+pub const GROUPS: [(&str, &str); 14] = [
     (
         "Runtime status writes",
         "k8s.io/apiextensions-apiserver/pkg/registry/customresource.(*StatusREST).Update",
@@ -68,8 +68,8 @@ pub const GROUPS: [(&str, &str); 13] = [
         "k8s.io/apimachinery/pkg/util/managedfields/internal.(*FieldManager).Update",
     ),
     (
-        "watch events encoded and sent",
-        "k8s.io/apiserver/pkg/endpoints/handlers.(*WatchServer).HandleHTTP",
+        "watches served (each watcher's events encoded and sent)",
+        "k8s.io/apiserver/pkg/endpoints/handlers.handleWatch",
     ),
     (
         "watch cache, events to each watcher",
@@ -77,7 +77,11 @@ pub const GROUPS: [(&str, &str); 13] = [
     ),
     (
         "lists",
-        "k8s.io/apiserver/pkg/endpoints/handlers.ListResource.func1",
+        "k8s.io/apiserver/pkg/endpoints/handlers.handleList",
+    ),
+    (
+        "memory allocation (GC assists included)",
+        "runtime.mallocgc",
     ),
     ("garbage collection, background", "runtime.gcBgMarkWorker"),
     ("garbage collection, assists", "runtime.gcAssistAlloc"),
