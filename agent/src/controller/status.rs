@@ -188,11 +188,8 @@ impl Pacing {
     }
 }
 
-/// How a change from `old` to `new` is paced. Progress (counts, messages,
-/// and a rollout moving on without a condition turning:
-/// `berth_shared::status::rollout_progress`) waits
-/// [`context::PROGRESS_INTERVAL`] after the previous write (stretched while
-/// many roll out). While
+/// How a change from `old` to `new` is paced. Progress (counts, messages)
+/// waits [`context::PROGRESS_INTERVAL`] after the previous write. While
 /// other Runtimes wait for their first pass (`backlog`, asked only when it
 /// matters: a scan of the Runtime cache), progress and the rollout's own
 /// transitions wait [`context::FIRST_PASS_PROGRESS_INTERVAL`]: at S every
@@ -201,7 +198,7 @@ impl Pacing {
 /// generation, a grant decision, a handler, Degraded, Blocked, an upgrade
 /// or a job is written at once.
 fn pacing(old: &RuntimeStatus, new: &RuntimeStatus, backlog: impl FnOnce() -> bool) -> Pacing {
-    if berth_shared::status::rollout_progress(old, new) {
+    if berth_shared::status::progress_only(old, new) {
         if backlog() {
             Pacing::BehindBacklog
         } else {
@@ -300,13 +297,6 @@ mod tests {
         assert_eq!(pacing(&one, &four, || true), Pacing::BehindBacklog);
         assert_eq!(pacing(&one, &ready, || false), Pacing::AtOnce);
         assert_eq!(pacing(&one, &ready, || true), Pacing::BehindBacklog);
-        let mut rolling_out = four.clone();
-        rolling_out.conditions[1].reason = "RollingOut".into();
-        assert_eq!(
-            pacing(&one, &rolling_out, || false),
-            Pacing::Progress,
-            "Ready's reason moved, its status did not"
-        );
         let progress = || context::PROGRESS_INTERVAL * 3;
         assert_eq!(
             Pacing::Progress.interval(progress),

@@ -42,9 +42,7 @@ pub use grant::{
 };
 pub use handler_ready::handler_ready;
 pub use hold::{Hold, hold};
-pub use pacing::{
-    Change, awaiting_first_pass, changes, progress_only, rollout_only, rollout_progress,
-};
+pub use pacing::{Change, awaiting_first_pass, changes, progress_only, rollout_only};
 pub use profile_granted::profile_granted;
 pub use progressing::progressing;
 pub use ready::{ReadyFacts, ready};

@@ -143,34 +143,6 @@ pub fn rollout_only(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
     })
 }
 
-/// Whether `new` differs from `old` only as a rollout moves on without
-/// turning: besides progress ([`progress_only`]), the images the pods run
-/// and the reason of a rollout condition (Progressing, Available, Ready)
-/// whose status stays. The first pod of a new Runtime coming up is such a
-/// change: Ready stays False, from `MinimumReplicasUnavailable` ("no
-/// replica is available") to `RollingOut`. At S (issue 32, stop 50) 1,391
-/// of the agent's 8,831 status writes were that change alone; it may wait
-/// as progress does. A condition that turns (Ready True, Available False)
-/// is a transition; and whatever an operator acts on turns a condition of
-/// its own (ProfileGranted, HandlerReady, Degraded, Blocked) or comes with
-/// a new generation, so it is written at once even where it also moves
-/// Ready's reason.
-pub fn rollout_progress(old: &RuntimeStatus, new: &RuntimeStatus) -> bool {
-    let status_of = |type_: &str| {
-        old.conditions
-            .iter()
-            .find(|c| c.type_ == type_)
-            .map(|c| c.status.as_str())
-    };
-    changes(old, new).iter().all(|c| match c {
-        Change::RunningImages => true,
-        Change::Condition { type_, status, .. } => {
-            ROLLOUT_CONDITIONS.contains(&type_.as_str()) && status_of(type_) == Some(status)
-        }
-        _ => false,
-    })
-}
-
 /// The conditions that follow a rollout's pods.
 const ROLLOUT_CONDITIONS: [&str; 3] = [
     condition_types::PROGRESSING,
@@ -414,69 +386,6 @@ mod tests {
         let mut other = done.clone();
         other.upgrade = image("app:2", Some("app:1"), Some("app:1"));
         assert!(!rollout_only(&done, &other), "a new desired image");
-    }
-
-    #[test]
-    fn a_rollout_moving_on_without_turning_may_wait_as_progress() {
-        let first = status(
-            vec![
-                cond("ProfileGranted", "True", "Granted", "granted"),
-                cond("HandlerReady", "True", "HandlerPresent", ""),
-                cond("Progressing", "True", "RollingOut", "0/10 updated"),
-                cond("Available", "False", "MinimumReplicasUnavailable", "0/10"),
-                cond("Degraded", "False", "AsExpected", ""),
-                cond("Ready", "False", "MinimumReplicasUnavailable", "none"),
-            ],
-            1,
-        );
-        let mut first_pod = first.clone();
-        first_pod.conditions[5] = cond("Ready", "False", "RollingOut", "1/10");
-        first_pod.upgrade = Some(crate::api::UpgradeStatus {
-            desired_image: None,
-            current_image: Some("app:1".into()),
-            last_successful_image: None,
-        });
-        assert!(
-            rollout_progress(&first, &first_pod),
-            "the first pod came up"
-        );
-        assert!(!progress_only(&first, &first_pod), "more than counts");
-        assert!(rollout_progress(&first, &first), "no change at all");
-
-        let mut ready = first_pod.clone();
-        ready.conditions[2] = cond("Progressing", "False", "RolloutComplete", "");
-        ready.conditions[3] = cond("Available", "True", "MinimumReplicasAvailable", "");
-        ready.conditions[5] = cond("Ready", "True", "AsExpected", "");
-        assert!(!rollout_progress(&first_pod, &ready), "Ready turned");
-        assert!(!rollout_progress(&ready, &first_pod), "and back");
-
-        // What moves Ready's reason for an operator's sake turns a
-        // condition of its own, and so is written at once.
-        let mut absent = first_pod.clone();
-        absent.conditions[1] = cond("HandlerReady", "False", "HandlerAbsent", "");
-        absent.conditions[5] = cond("Ready", "False", "HandlerAbsent", "");
-        assert!(!rollout_progress(&first_pod, &absent), "a handler gone");
-        let mut revoked = first_pod.clone();
-        revoked.conditions[0] = cond("ProfileGranted", "False", "Revoked", "");
-        revoked.conditions[5] = cond("Ready", "False", "Revoked", "");
-        assert!(!rollout_progress(&first_pod, &revoked), "a grant revoked");
-        let mut degraded = first_pod.clone();
-        degraded.conditions[4] = cond("Degraded", "True", "ProgressDeadlineExceeded", "");
-        degraded.conditions[5] = cond("Ready", "False", "ProgressDeadlineExceeded", "");
-        assert!(!rollout_progress(&first_pod, &degraded), "degraded");
-        let mut blocked = first_pod.clone();
-        blocked
-            .conditions
-            .push(cond("Blocked", "True", "Frozen", ""));
-        assert!(!rollout_progress(&first_pod, &blocked), "blocked");
-        let mut next = first_pod.clone();
-        next.observed_generation = Some(2);
-        assert!(!rollout_progress(&first_pod, &next), "a new generation");
-        let mut new_image = first_pod.clone();
-        if let Some(u) = new_image.upgrade.as_mut() {
-            u.desired_image = Some("app:2".into());
-        }
-        assert!(!rollout_progress(&first_pod, &new_image), "a desired image");
     }
 
     #[test]
