@@ -21,7 +21,7 @@ use std::time::Duration;
 use futures::AsyncReadExt;
 use kube::Client;
 
-use super::table::{Figure, Target, Unit};
+use super::table::{Figure, Unit};
 
 /// Length of each recorded profile.
 pub const WINDOW_SECONDS: u64 = 30;
@@ -258,9 +258,7 @@ fn parse_top(text: &str) -> (f64, Vec<(String, f64)>) {
 /// each phase, so a share times that is seconds).
 pub fn figures(phase: &str, agent: &Summary, floor: Option<&Summary>) -> Vec<Figure> {
     let row = |name: String, unit: Unit, measured: f64, floor: Option<f64>| {
-        let mut f = Figure::of(&name, unit, measured, Target::None);
-        f.floor = floor;
-        f
+        Figure::compared(&name, unit, measured, floor)
     };
     let share = |s: &Summary, i: usize| {
         if s.total > 0.0 {

@@ -87,26 +87,22 @@ pub fn growth_figures(
 pub fn cpu_figures(phase: &str, agent: &cpu::Usage, floor: Option<&cpu::Usage>) -> Vec<Figure> {
     let mut out = Vec::new();
     for (name, share) in &agent.cores {
-        let mut f = Figure::of(
+        out.push(Figure::compared(
             &format!("cpu, {phase}: {name}"),
             Unit::Cpu,
             *share,
-            Target::None,
-        );
-        f.floor = floor.and_then(|u| u.cores.get(name).copied());
-        out.push(f);
+            floor.and_then(|u| u.cores.get(name).copied()),
+        ));
     }
     if let Some(busy) = agent.machine_busy {
-        let mut f = Figure::of(
+        out.push(Figure::compared(
             &format!(
                 "cpu, {phase}: the whole machine busy (share of all cores; others' work included)"
             ),
             Unit::Cpu,
             busy,
-            Target::None,
-        );
-        f.floor = floor.and_then(|u| u.machine_busy);
-        out.push(f);
+            floor.and_then(|u| u.machine_busy),
+        ));
     }
     out
 }

@@ -155,16 +155,14 @@ fn rows(
     ] {
         let name = format!("console: first complete {view} frame");
         if let Some(b) = berth.iter().find(|f| f.name.starts_with(&name)) {
-            let mut f = Figure::of(
+            out.push(Figure::compared(
                 &format!(
                     "berth {view} first frame ({from}) / {peer} pods view (floor column: {peer}'s pods view)"
                 ),
                 Unit::Seconds,
                 b.measured,
-                Target::None,
-            );
-            f.floor = Some(run.pods_view.as_secs_f64());
-            out.push(f);
+                Some(run.pods_view.as_secs_f64()),
+            ));
         }
     }
     out.push(Figure::of(
@@ -181,14 +179,12 @@ fn rows(
         .iter()
         .find(|f| f.name.starts_with("console: RSS with every view visited"))
     {
-        let mut f = Figure::of(
+        out.push(Figure::compared(
             &format!("berth console RSS, every view visited / {peer} RSS after use"),
             Unit::Bytes,
             b.measured,
-            Target::None,
-        );
-        f.floor = Some(run.rss.total as f64);
-        out.push(f);
+            Some(run.rss.total as f64),
+        ));
     }
     out.push(Figure::of(
         &format!("peer {peer}: CPU while idle ({idle_seconds} s, share of a core)"),

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use kube::Client;
 
-use super::table::{Figure, Target, Unit};
+use super::table::{Figure, Unit};
 
 /// Request counts at one instant: "VERB resource[/subresource]" → count.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -127,9 +127,7 @@ pub fn request_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> V
             .fold(0.0, add)
     };
     let row = |name: String, measured: f64, floor: Option<f64>| {
-        let mut f = Figure::of(&name, Unit::Count, measured, Target::None);
-        f.floor = floor;
-        f
+        Figure::compared(&name, Unit::Count, measured, floor)
     };
     let mut out = vec![
         row(
@@ -177,9 +175,7 @@ fn watch_figures(phase: &str, agent: &Sample, floor: Option<&Sample>) -> Vec<Fig
     };
     let get = |s: &Sample, key: &str| s.0.get(key).copied().unwrap_or(0.0);
     let row = |name: String, unit: Unit, measured: f64, floor: Option<f64>| {
-        let mut f = Figure::of(&name, unit, measured, Target::None);
-        f.floor = floor;
-        f
+        Figure::compared(&name, unit, measured, floor)
     };
     let mut out = vec![
         row(

@@ -66,6 +66,14 @@ impl Figure {
         }
     }
 
+    /// A figure reported beside its floor, with no target.
+    pub fn compared(name: &str, unit: Unit, measured: f64, floor: Option<f64>) -> Self {
+        Figure {
+            floor,
+            ..Figure::of(name, unit, measured, Target::None)
+        }
+    }
+
     pub fn ratio(&self) -> Option<f64> {
         self.floor.filter(|f| *f > 0.0).map(|f| self.measured / f)
     }
