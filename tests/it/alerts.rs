@@ -34,7 +34,7 @@ fn promtool() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let log_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let bins = Binaries::resolve(log_dir)
+        let bins = Binaries::resolve_test_tools(log_dir)
             .unwrap_or_else(|e| panic!("tests/k8s/build.sh (which builds promtool) failed: {e}"));
         bins.path("promtool")
             .unwrap_or_else(|_| {
@@ -269,7 +269,8 @@ fn alerts_and_dashboard_chart_copies_match_assets() {
 /// the defaults renders neither.
 #[test]
 fn alerts_and_dashboard_chart_renders_them_only_when_enabled() {
-    let bins = Binaries::resolve(Path::new(env!("CARGO_TARGET_TMPDIR"))).expect("build.sh");
+    let bins =
+        Binaries::resolve_test_tools(Path::new(env!("CARGO_TARGET_TMPDIR"))).expect("build.sh");
     let helm = bins.path("helm").expect("helm");
     let chart = repo().join("assets/chart/berth");
     let render = |extra: &[&str]| -> Vec<Value> {

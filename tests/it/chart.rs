@@ -36,7 +36,7 @@ fn helm_path() -> &'static Path {
     static HELM: OnceLock<PathBuf> = OnceLock::new();
     HELM.get_or_init(|| {
         let log_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let bins = Binaries::resolve(log_dir).unwrap_or_else(|e| {
+        let bins = Binaries::resolve_test_tools(log_dir).unwrap_or_else(|e| {
             panic!("tests/k8s/build.sh (which builds helm) failed: {e}")
         });
         bins.path("helm")

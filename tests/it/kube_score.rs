@@ -25,7 +25,7 @@ fn kube_score_path() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let log_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let bins = Binaries::resolve(log_dir).unwrap_or_else(|e| {
+        let bins = Binaries::resolve_test_tools(log_dir).unwrap_or_else(|e| {
             panic!("tests/k8s/build.sh (which builds kube-score) failed: {e}")
         });
         bins.path("kube-score")

@@ -7,12 +7,14 @@
 # A second run finds every binary in place and builds nothing. Prints the
 # directory that holds every binary (one per line: NAME=PATH) on stdout.
 #
-# Also builds helm (for the chart tests), from its Go module in the same way.
-# Also builds kube-score (the independent checker run on every golden render),
-# from its Go module in the same way, and promtool (the alerting rules' and
-# the dashboard's checker), from Prometheus's Go module without its service
-# discovery plugins (build tag remove_all_sd: promtool's rule checks and rule
-# unit tests need none of them, and they are most of the build).
+# With --test-tools it also builds the tools the integration tests check
+# berth's packaging with (the demo needs none of them): helm (the chart
+# tests) and kube-score (the independent checker run on every golden
+# render), from their Go modules in the same way, and promtool (the alerting
+# rules' and the dashboard's checker), from Prometheus's Go module without
+# its service discovery plugins (build tag remove_all_sd: promtool's rule
+# checks and rule unit tests need none of them, and they are most of the
+# build). Without it, those already built are named all the same.
 #
 # With --real-node it also builds what a real node runs (node-build.sh):
 # kubelet, containerd, the CNI plugins, runc, gVisor and the test
@@ -32,11 +34,13 @@ set -euo pipefail
 
 real_node=0
 peers=0
+test_tools=0
 for arg in "$@"; do
   case "$arg" in
     --real-node) real_node=1 ;;
     --peers) peers=1 ;;
-    *) echo "build.sh: unknown option $arg (known: --real-node, --peers)" >&2; exit 2 ;;
+    --test-tools) test_tools=1 ;;
+    *) echo "build.sh: unknown option $arg (known: --real-node, --test-tools, --peers)" >&2; exit 2 ;;
   esac
 done
 
@@ -51,6 +55,8 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   done
   [[ -f "$BERTH_K8S_BIN_DIR/kwok-stages.yaml" ]] || { echo "BERTH_K8S_BIN_DIR=$BERTH_K8S_BIN_DIR has no kwok-stages.yaml (kwok's default node and pod Stages)" >&2; exit 1; }
   echo "kwok-stages=$BERTH_K8S_BIN_DIR/kwok-stages.yaml"
+  # --test-tools and --peers take what the directory holds: the tests that
+  # need a missing one name it.
   [[ -x "$BERTH_K8S_BIN_DIR/helm" ]] && echo "helm=$BERTH_K8S_BIN_DIR/helm"
   [[ -x "$BERTH_K8S_BIN_DIR/kube-score" ]] && echo "kube-score=$BERTH_K8S_BIN_DIR/kube-score"
   [[ -x "$BERTH_K8S_BIN_DIR/promtool" ]] && echo "promtool=$BERTH_K8S_BIN_DIR/promtool"
@@ -99,7 +105,6 @@ for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   build kubernetes "$KUBERNETES_VERSION" kubernetes "$c" "k8s.io/kubernetes/cmd/$c" "$k8s_ldflags"
 done
 build kwok "$KWOK_VERSION" kwok kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"
-build helm "$HELM_VERSION" helm helm helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
 
 # kwok itself ships no stages when run bare (kwokctl normally passes them):
 # collect the default node and pod Stages from the pinned kwok module. The
@@ -119,11 +124,23 @@ if [[ ! -f "$stages" ]]; then
 fi
 echo "kwok-stages=$stages"
 
-# kube-score, the independent checker (tests/it/kube_score.rs).
-build kube-score "$KUBE_SCORE_VERSION" kube-score kube-score github.com/zegl/kube-score/cmd/kube-score "-X main.version=$KUBE_SCORE_VERSION"
-# promtool (tests/it/alerts.rs, dashboard.rs); kept last. Cold: about 20
-# minutes on two busy cores (1197 s measured with an empty GOCACHE).
-build promtool "$PROMETHEUS_VERSION" promtool promtool github.com/prometheus/prometheus/cmd/promtool "-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" remove_all_sd
+# built COMPONENT VERSION BINARY: names a binary an earlier run built.
+built() {
+  if [[ -x "$cache/$1-$2/$3" ]]; then echo "$3=$cache/$1-$2/$3"; fi
+}
+if (( test_tools )); then
+  # helm (tests/it/chart.rs).
+  build helm "$HELM_VERSION" helm helm helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+  # kube-score, the independent checker (tests/it/kube_score.rs).
+  build kube-score "$KUBE_SCORE_VERSION" kube-score kube-score github.com/zegl/kube-score/cmd/kube-score "-X main.version=$KUBE_SCORE_VERSION"
+  # promtool (tests/it/alerts.rs, dashboard.rs); kept last. Cold: about 20
+  # minutes on two busy cores (1197 s measured with an empty GOCACHE).
+  build promtool "$PROMETHEUS_VERSION" promtool promtool github.com/prometheus/prometheus/cmd/promtool "-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" remove_all_sd
+else
+  built helm "$HELM_VERSION" helm
+  built kube-score "$KUBE_SCORE_VERSION" kube-score
+  built promtool "$PROMETHEUS_VERSION" promtool
+fi
 if (( peers )); then
   # k9s, the peer console (tests/src/bench/peers.rs). Its main package is
   # the module's root.
@@ -145,7 +162,7 @@ if (( peers )); then
   echo "kdash=$kdash_dir/bin/kdash"
 else
   # Built by an earlier `--peers`: named, so that berth-bench finds them.
-  if [[ -x "$cache/k9s-$K9S_VERSION/k9s" ]]; then echo "k9s=$cache/k9s-$K9S_VERSION/k9s"; fi
+  built k9s "$K9S_VERSION" k9s
   if [[ -x "$cache/kdash-$KDASH_VERSION/bin/kdash" ]]; then echo "kdash=$cache/kdash-$KDASH_VERSION/bin/kdash"; fi
 fi
 if (( real_node )); then

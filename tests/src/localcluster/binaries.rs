@@ -60,12 +60,30 @@ impl Binaries {
     /// [`Binaries::resolve`], and with `real_node` also what a real node
     /// runs (`build.sh --real-node`: kubelet, containerd, runc, gVisor …).
     pub fn resolve_with(log_dir: &Path, real_node: bool) -> Result<Self, Error> {
+        if real_node {
+            Self::build(log_dir, &["--real-node"], &REAL_NODE_COMPONENTS)
+        } else {
+            Self::build(log_dir, &[], &[])
+        }
+    }
+
+    /// [`Binaries::resolve`], and the packaging tests' tools too
+    /// (`build.sh --test-tools`: helm, kube-score, promtool). With
+    /// `BERTH_K8S_BIN_DIR` set, a tool that directory lacks is left out, for
+    /// the test that needs it to name.
+    pub fn resolve_test_tools(log_dir: &Path) -> Result<Self, Error> {
+        Self::build(log_dir, &["--test-tools"], &[])
+    }
+
+    /// Runs build.sh with `flags` and checks that it named every control
+    /// plane component and every one of `needed`.
+    fn build(log_dir: &Path, flags: &[&str], needed: &[&str]) -> Result<Self, Error> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("k8s/build.sh");
         let log = log_dir.join("build.log");
         let log_file = std::fs::File::create(&log).map_err(|e| Error::io(&log, e))?;
         let output = Command::new("bash")
             .arg(&script)
-            .args(real_node.then_some("--real-node"))
+            .args(flags)
             .stderr(log_file)
             .output()
             .map_err(|e| Error::Build {
@@ -84,11 +102,6 @@ impl Binaries {
                 paths.insert(name.to_string(), PathBuf::from(path));
             }
         }
-        let needed: &[&str] = if real_node {
-            &REAL_NODE_COMPONENTS
-        } else {
-            &[]
-        };
         for component in COMPONENTS.iter().chain(needed) {
             match paths.get(*component) {
                 Some(p) if p.is_file() => {}
