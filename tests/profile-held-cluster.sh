@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Profiles of the console and the agent against a cluster held by
-# `berth-bench --hold-seconds N` (README "Where the memory goes, measured").
+# `berth-bench --hold-seconds N` (docs/bench-runs.md, "How the memory grows").
 # usage: tests/profile-held-cluster.sh KUBECONFIG OUTDIR BERTH BERTH_SYSALLOC AGENT_SYSALLOC AGENT_PID GRANTS [steps...]
 # steps: heap handlers retained churn agent (default: heap handlers churn agent)
 set -u

@@ -58,7 +58,7 @@ pub struct RunArgs {
     pub identity: Option<String>,
     /// Seconds a lease is valid without renewal: how long a standby waits
     /// before taking over from a leader that stopped renewing (client-go's
-    /// leaseDuration; see README "Leader election").
+    /// leaseDuration; see docs/install.md "Leader election").
     #[arg(long, env = "BERTH_LEASE_DURATION_SECONDS", default_value_t = lease_timing::DEFAULT_LEASE_DURATION_SECONDS)]
     pub lease_duration_seconds: u64,
     /// Seconds the leader keeps trying to renew before it stops writing and
@@ -107,8 +107,8 @@ pub struct RunArgs {
     pub watch_bare_pods: bool,
     /// Fill the caches with streaming lists (watches with
     /// `sendInitialEvents`: the apiserver's WatchList feature) instead of
-    /// paged lists, so that no list page is parsed whole (README "How the
-    /// agent's memory grows"). `auto` probes the apiserver once at start
+    /// paged lists, so that no list page is parsed whole (docs/bench-runs.md
+    /// "How the memory grows"). `auto` probes the apiserver once at start
     /// and falls back to paged lists where it does not serve them; a bare
     /// `--streaming-lists` means `true`.
     #[arg(

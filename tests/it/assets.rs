@@ -22,7 +22,7 @@ pub fn kustomize_assets() -> String {
 
 /// `kubectl kustomize` of an overlay made here, outside `assets/` (kustomize
 /// refuses an overlay inside its base): the base plus the components
-/// `assets/<component>`, as the README tells operators to write it.
+/// `assets/<component>`, as docs/install.md tells operators to write it.
 pub fn kustomize_with_components(name: &str, components: &[&str]) -> String {
     let base = assets().canonicalize().expect("assets");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("overlay-{name}"));

@@ -27,7 +27,7 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         profile: false,
         // The hold path runs too (it prints the table and waits).
         hold_seconds: 1,
-        // The peers are built only by hand (README "Benchmark").
+        // The peers are built only by hand (docs/benchmark.md, "The peers").
         peers: false,
         // A profile window (30 s) outlasts the smoke's phases: by hand only.
         profile_apiserver: false,

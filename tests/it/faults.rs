@@ -22,7 +22,7 @@
 //! (prints the table). Sizes, from the environment:
 //! `BERTH_FAULTS_RUNTIMES` (Runtimes, default 100), `BERTH_FAULTS_KILLS`
 //! (agent kill -9 rounds, default 10), `BERTH_FAULTS_APISERVER_RESTARTS`
-//! (default 3). CI sets smaller values, see README.
+//! (default 3). CI sets smaller values, see docs/testing.md.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};

@@ -11,6 +11,9 @@
 //!   name with an underscore (`awaiting_first_pass`); every segment must be
 //!   a word of some source file (Rust, shell, YAML, TOML, Go, templates).
 //!
+//! And every relative link between them must lead to a file, and to a
+//! heading of it where it names one (`docs/local-cluster.md#real-node`).
+//!
 //! Deliberately lenient (a word anywhere, a path suffix anywhere): it
 //! catches what goes stale — renamed functions, moved or deleted files —
 //! without a parser for each language.
@@ -130,6 +133,106 @@ pub fn stale_names(root: &Path) -> Vec<(String, String, String)> {
     stale
 }
 
+/// `text` without fenced code blocks and inline code spans, where a `](`
+/// is code (a regex, a shell line), not a link.
+fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            for (i, piece) in line.split('`').enumerate() {
+                if i % 2 == 0 {
+                    out.push_str(piece);
+                }
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces to `-`,
+/// punctuation other than `-` and `_` dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings.
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.insert(anchor(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// Links between the docs that lead nowhere: `(doc, target, why)` for every
+/// relative link of `README.md` and `docs/*.md` whose file is missing, or
+/// whose `#anchor` is no heading of that file (docs moved between files
+/// keep their links true).
+pub fn broken_links(root: &Path) -> Vec<(String, String, String)> {
+    let docs: Vec<String> = files(root)
+        .into_iter()
+        .filter(|f| f == "README.md" || (f.starts_with("docs/") && f.ends_with(".md")))
+        .collect();
+    let mut broken = Vec::new();
+    for doc in docs {
+        let Ok(text) = std::fs::read_to_string(root.join(&doc)) else {
+            continue;
+        };
+        let dir = Path::new(&doc).parent().unwrap_or(Path::new(""));
+        let text_prose = prose(&text);
+        for piece in text_prose.split("](").skip(1) {
+            let Some(target) = piece.split(')').next() else {
+                continue;
+            };
+            if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                continue;
+            }
+            let (file, fragment) = target.split_once('#').unwrap_or((target, ""));
+            let path = if file.is_empty() {
+                root.join(&doc)
+            } else {
+                root.join(dir).join(file)
+            };
+            if !path.exists() {
+                broken.push((doc.clone(), target.to_string(), "no such file".into()));
+                continue;
+            }
+            if fragment.is_empty() || !file.is_empty() && !file.ends_with(".md") {
+                continue;
+            }
+            let target_text = std::fs::read_to_string(&path).unwrap_or_default();
+            if !anchors(&target_text).contains(fragment) {
+                broken.push((
+                    doc.clone(),
+                    target.to_string(),
+                    "no heading of that name".into(),
+                ));
+            }
+        }
+    }
+    broken
+}
+
 /// The repository's root (this crate lives in `tests/`).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -154,6 +257,45 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join("\n")
         );
+    }
+
+    #[test]
+    fn every_link_between_the_docs_leads_somewhere() {
+        let broken = broken_links(&repo_root());
+        assert!(
+            broken.is_empty(),
+            "docs link to what is not there:\n{}",
+            broken
+                .iter()
+                .map(|(doc, target, why)| format!("  {doc}: ({target}): {why}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+
+    #[test]
+    fn the_link_check_finds_a_missing_file_and_a_missing_heading() {
+        let dir = tempfile_dir().with_extension("links");
+        std::fs::create_dir_all(dir.join("docs")).expect("docs");
+        std::fs::write(
+            dir.join("README.md"),
+            "# berth\n\n[ok](docs/a.md#real-node), [gone](docs/b.md), \
+             [no heading](docs/a.md#benchmark), [here](#berth), `[code](x.md)`\n",
+        )
+        .expect("readme");
+        std::fs::write(
+            dir.join("docs/a.md"),
+            "# A\n\n## Real node\n\n```\n# Benchmark\n```\n",
+        )
+        .expect("doc");
+        let broken = broken_links(&dir);
+        let targets: Vec<&str> = broken.iter().map(|(_, t, _)| t.as_str()).collect();
+        assert_eq!(targets, ["docs/b.md", "docs/a.md#benchmark"]);
+        assert_eq!(
+            anchor("Planning a grants change: `berth plan-grants`"),
+            "planning-a-grants-change-berth-plan-grants"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

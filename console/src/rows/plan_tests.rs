@@ -1,5 +1,5 @@
 //! The plan from a store: the loaded bindings are the publisher's
-//! RuntimeGrants only, and the text names every change (the README's
+//! RuntimeGrants only, and the text names every change (docs/plan-grants.md's
 //! example is this test's output).
 
 use berth_shared::plan::{Candidate, Outcome};
@@ -180,26 +180,26 @@ fn the_plan_text_names_every_change() {
     let revoke = text.find("REVOKE").expect("revoke");
     let roll = text.find("ROLL").expect("roll");
     assert!(revoke < roll);
-    readme_example_is(&text);
+    doc_example_is(&text);
 }
 
-/// The README's grants section shows this plan verbatim
-/// (`BERTH_UPDATE_GOLDEN=1` rewrites it).
-fn readme_example_is(text: &str) {
+/// docs/plan-grants.md shows this plan verbatim (`BERTH_UPDATE_GOLDEN=1`
+/// rewrites it).
+fn doc_example_is(text: &str) {
     const START: &str = "<!-- plan-example:start -->\n";
     const END: &str = "<!-- plan-example:end -->";
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    let readme = std::fs::read_to_string(&path).expect("README.md");
-    let (Some(a), Some(b)) = (readme.find(START), readme.find(END)) else {
-        panic!("README.md lacks the plan example markers");
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/plan-grants.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/plan-grants.md");
+    let (Some(a), Some(b)) = (doc.find(START), doc.find(END)) else {
+        panic!("docs/plan-grants.md lacks the plan example markers");
     };
     let want = format!("```\n$ berth plan-grants grants.toml\n{text}\n```\n");
-    if readme[a + START.len()..b] != want {
+    if doc[a + START.len()..b] != want {
         if std::env::var_os("BERTH_UPDATE_GOLDEN").is_some() {
-            let updated = format!("{}{START}{want}{}", &readme[..a], &readme[b..]);
-            std::fs::write(&path, updated).expect("write README.md");
+            let updated = format!("{}{START}{want}{}", &doc[..a], &doc[b..]);
+            std::fs::write(&path, updated).expect("write docs/plan-grants.md");
         } else {
-            panic!("README.md's plan example differs; run with BERTH_UPDATE_GOLDEN=1");
+            panic!("docs/plan-grants.md's plan example differs; run with BERTH_UPDATE_GOLDEN=1");
         }
     }
 }

@@ -60,7 +60,7 @@ pub fn allocator_parts(metrics: &str) -> Option<String> {
 /// How resident memory grows with the world: `rss` (of `who`, measured
 /// `when`) per 1,000 Runtimes and per 1,000 pods. Plain divisions: the
 /// fixed base (code, runtime) is included, so a small world overstates
-/// the slope; the README projects from two sizes.
+/// the slope; docs/bench-runs.md projects from two sizes.
 pub fn growth_figures(
     who: &str,
     when: &str,

@@ -1,7 +1,7 @@
 //! `berth-bench`: builds a world of Runtimes and pods on a private local
 //! control plane and measures the agent and the console against floors
 //! measured in the same run (never against fixed times: these machines
-//! are noisy). See the README's "Benchmark" section.
+//! are noisy). See docs/benchmark.md.
 
 mod agent_run;
 mod apiserver_profile;
@@ -93,12 +93,12 @@ pub struct Options {
     pub profile: bool,
     /// After the figures, print the table and keep the control plane and
     /// the (restarted) agent up for this long, for profiling the agent and
-    /// the console at this size by hand (README "Where the memory goes").
+    /// the console at this size by hand (docs/bench-runs.md, "How the memory grows").
     #[arg(long, default_value_t = 0)]
     pub hold_seconds: u64,
     /// Also measure the peer consoles (k9s) on the same cluster, after
-    /// berth's console: built by `tests/k8s/build.sh --peers` (README
-    /// "Benchmark").
+    /// berth's console: built by `tests/k8s/build.sh --peers` (docs/benchmark.md,
+    /// "The peers").
     #[arg(long)]
     pub peers: bool,
     /// Record the apiserver's CPU profile over each half's Ready phase and

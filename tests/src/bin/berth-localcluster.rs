@@ -7,7 +7,7 @@
 //!
 //! With `--real-nodes N` (root only) it also starts N real nodes: a kubelet
 //! and containerd each, on this machine, tainted so that only pods that
-//! tolerate `berth.dev/real-node` run there (see README "Real node").
+//! tolerate `berth.dev/real-node` run there (see docs/local-cluster.md "Real node").
 //!
 //! Every component runs under `berth-localcluster supervise`, which stops
 //! it when this process is gone, even after SIGKILL. With

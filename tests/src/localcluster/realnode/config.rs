@@ -2,7 +2,7 @@
 //! (with its CRI plugin and one runtime per handler), the kubelet's, the CNI
 //! network's and gVisor's.
 //!
-//! Each file is shaped by a trap this machine sets (see README "Real node"):
+//! Each file is shaped by a trap this machine sets (see docs/local-cluster.md "Real node"):
 //! the sandbox lacks CAP_SYS_RESOURCE, so nothing may lower an
 //! `oom_score_adj` (`restrict_oom_score_adj`, kubelet `oomScoreAdj: 0`); the
 //! cgroups are v1 (`failCgroupV1: false`); there is no registry (a pinned,
