@@ -136,7 +136,7 @@ impl Metrics {
                 "Runtimes whose current generation the agent has not reconciled yet (metadata.generation above status.observedGeneration): the work queued for the controller",
                 Gauge::default()),
             writes: c.add("writes", C, &["kind", "verb"],
-                "Writes the agent decided to make, by object kind and verb (apply, correct, replace, delete, status, create)",
+                "Writes the agent decided to make, by object kind and verb (apply, correct, replace, delete, status, create, take-back: an object berth's by name, labels and content given back its owner reference)",
                 Family::default()),
             requests: c.add("api_requests", C, &["method", "resource"],
                 "Kubernetes API requests sent, by HTTP method and resource, as counted by the client's transport layer",

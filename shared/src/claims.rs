@@ -28,8 +28,10 @@ pub struct Claim {
     /// `metadata.creationTimestamp`; `None` for a Runtime not created yet
     /// (an admission CREATE), which is younger than every stored one.
     pub created: Option<Time>,
-    /// `metadata.deletionTimestamp` is set: it is going away and no longer
-    /// holds anything, so the next in line can take over.
+    /// `metadata.deletionTimestamp` is set: it is going away. It still
+    /// holds its identity until it is gone (issue 52: a Runtime held in
+    /// deletion by a foreign finalizer kept its pods running while a copy
+    /// was admitted and took the grant), and is never blocked itself.
     pub deleting: bool,
 }
 
@@ -56,18 +58,18 @@ impl Claim {
     }
 }
 
-/// The holder among claimants of one identity: the oldest one that is not
-/// being deleted. `None` when every claimant is going away.
+/// The holder among claimants of one identity: the oldest one, being
+/// deleted or not (a Runtime holds its identity until it is gone).
 pub fn holder<'a>(claims: impl IntoIterator<Item = &'a Claim>) -> Option<&'a Claim> {
     claims
         .into_iter()
-        .filter(|c| !c.deleting)
         .min_by(|a, b| a.age_key().cmp(&b.age_key()))
 }
 
 /// The Runtime that holds the identity `me` claims, when it is another one.
 /// `others` may contain `me` (it is skipped). A Runtime being deleted is
-/// never kept from anything.
+/// never kept from anything (it is going), but still keeps others from
+/// its identity while it is there.
 pub fn taken_by<'a>(me: &Claim, others: impl IntoIterator<Item = &'a Claim>) -> Option<&'a Claim> {
     if me.deleting {
         return None;
@@ -146,11 +148,15 @@ mod tests {
                 Some(&a),
             ),
             (
-                "a deleting holder gives way",
+                "a deleting holder holds until it is gone (issue 52)",
                 vec![&a_deleting, &b],
-                Some(&b),
+                Some(&a_deleting),
             ),
-            ("all deleting: nobody holds", vec![&a_deleting], None),
+            (
+                "all deleting: the oldest still holds",
+                vec![&a_deleting],
+                Some(&a_deleting),
+            ),
             ("not created yet is youngest", vec![&fresh, &b], Some(&b)),
             ("only the new one", vec![&fresh], Some(&fresh)),
         ];
@@ -182,10 +188,10 @@ mod tests {
                 Some(&old),
             ),
             (
-                "the holder is being deleted",
+                "the holder is being deleted: it holds until it is gone",
                 &young,
                 vec![&old_deleting, &young],
-                None,
+                Some(&old_deleting),
             ),
             (
                 "a deleting claimant is never blocked",

@@ -65,7 +65,10 @@ async fn wait_held_by(ns: &TestNamespace, name: &str, object: &str) -> Runtime {
     let rt = wait_condition(ns, name, "Degraded", "True", Some("DependencyNotOwned")).await;
     let msg = &condition(&rt, "Degraded").expect("Degraded").message;
     assert!(msg.contains(object), "{msg}");
-    assert!(msg.contains("delete it or rename the Runtime"), "{msg}");
+    assert!(
+        msg.contains("delete it (berth recreates the Runtime's own) or rename the Runtime"),
+        "{msg}"
+    );
     let ready = condition(&rt, "Ready").expect("Ready");
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),

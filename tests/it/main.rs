@@ -24,6 +24,7 @@ mod console_get;
 mod console_matrix;
 mod console_scope;
 mod contract_adversary;
+mod contract_construction;
 mod crds;
 mod explain;
 mod faults;

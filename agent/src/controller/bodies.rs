@@ -40,6 +40,7 @@ use serde::de::DeserializeOwned;
 
 use super::object_key::ObjectKey as Key;
 use super::reduce::owned_by_runtime;
+use super::stored::Stored;
 
 /// No body expands past this (a corrupt one fails instead of growing).
 const MAX_BODY: usize = 16 << 20;
@@ -143,13 +144,15 @@ impl State {
     /// Keeps (or drops) the body of `obj`, in the relist if one is in
     /// progress (`relisting`): only a Runtime's own objects have one. The
     /// first body kept makes the kind's dictionary.
-    fn set<K: Resource + Serialize>(&mut self, obj: &K, relisting: bool) {
+    fn set<K: Resource>(&mut self, obj: &Stored<K>, relisting: bool) {
         if relisting && self.relist.is_none() {
             return;
         }
         let k = Key::of(obj.meta());
+        // The JSON as the apiserver sent it, not the typed form: a field
+        // newer than the compiled types is compared too (`stored`).
         let json = owned_by_runtime(obj.meta())
-            .then(|| serde_json::to_vec(obj).ok())
+            .then(|| serde_json::to_vec(&obj.json).ok())
             .flatten();
         let body = json.map(|json| {
             let dictionary = self.dictionary.get_or_insert_with(|| Dictionary::of(&json));
@@ -175,7 +178,7 @@ where
     K: Resource + Serialize + DeserializeOwned,
 {
     /// Applies one watch event (the whole object, before the reduction).
-    pub fn observe(&self, event: &watcher::Event<K>) {
+    pub fn observe(&self, event: &watcher::Event<Stored<K>>) {
         let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
         match event {
             watcher::Event::Init => s.relist = Some(HashMap::new()),
@@ -194,7 +197,7 @@ where
     }
 
     /// The whole object `ns`/`name`, if a body is kept for it.
-    pub fn get(&self, ns: &str, name: &str) -> Option<K> {
+    pub fn get(&self, ns: &str, name: &str) -> Option<Stored<K>> {
         let s = self.state.read().unwrap_or_else(|e| e.into_inner());
         let body = s.current.get(&Key::new(ns, name))?;
         expand(body, s.dictionary.as_ref()?)
@@ -350,36 +353,48 @@ mod tests {
             d
         };
         let bodies = Bodies::<Deployment>::default();
-        bodies.observe(&watcher::Event::Apply(owned(first.clone(), "u1")));
-        bodies.observe(&watcher::Event::Apply(owned(second.clone(), "u2")));
+        bodies.observe(&watcher::Event::Apply(Stored::of(owned(
+            first.clone(),
+            "u1",
+        ))));
+        bodies.observe(&watcher::Event::Apply(Stored::of(owned(
+            second.clone(),
+            "u2",
+        ))));
         let kept = bodies.bytes(second);
         assert!(kept * 3 < alone.len(), "{kept} bytes kept for the second");
         let ns = second.metadata.namespace.as_deref().unwrap_or_default();
         let name = second.metadata.name.as_deref().unwrap_or_default();
-        assert_eq!(bodies.get(ns, name), Some(owned(second.clone(), "u2")));
+        assert_eq!(
+            bodies.get(ns, name).map(|s| s.typed),
+            Some(owned(second.clone(), "u2"))
+        );
     }
 
     #[test]
     fn only_runtime_controlled_objects_have_bodies_and_relists_replace() {
         let bodies = Bodies::<Deployment>::default();
-        bodies.observe(&watcher::Event::Apply(dep("mine", Some("u1"))));
-        bodies.observe(&watcher::Event::Apply(dep("theirs", None)));
+        bodies.observe(&watcher::Event::Apply(Stored::of(dep("mine", Some("u1")))));
+        bodies.observe(&watcher::Event::Apply(Stored::of(dep("theirs", None))));
         assert!(bodies.get("team", "mine").is_some());
         assert!(bodies.get("team", "theirs").is_none());
         // Losing the Runtime as controller drops the body.
-        bodies.observe(&watcher::Event::Apply(dep("mine", None)));
+        bodies.observe(&watcher::Event::Apply(Stored::of(dep("mine", None))));
         assert!(bodies.get("team", "mine").is_none());
-        bodies.observe(&watcher::Event::Apply(dep("mine", Some("u1"))));
-        bodies.observe(&watcher::Event::Apply(dep("gone", Some("u2"))));
+        bodies.observe(&watcher::Event::Apply(Stored::of(dep("mine", Some("u1")))));
+        bodies.observe(&watcher::Event::Apply(Stored::of(dep("gone", Some("u2")))));
         // A relist: what it does not list is gone once it completes; until
         // then the old bodies are read.
         bodies.observe(&watcher::Event::Init);
-        bodies.observe(&watcher::Event::InitApply(dep("mine", Some("u1"))));
+        bodies.observe(&watcher::Event::InitApply(Stored::of(dep(
+            "mine",
+            Some("u1"),
+        ))));
         assert!(bodies.get("team", "gone").is_some());
         bodies.observe(&watcher::Event::InitDone);
         assert!(bodies.get("team", "gone").is_none());
         assert_eq!(bodies.len(), 1);
-        bodies.observe(&watcher::Event::Delete(dep("mine", Some("u1"))));
+        bodies.observe(&watcher::Event::Delete(Stored::of(dep("mine", Some("u1")))));
         assert_eq!(bodies.len(), 0);
     }
 

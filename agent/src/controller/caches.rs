@@ -3,7 +3,6 @@
 //! table ([`build`]: a row per cache), and the check that every cache has
 //! listed ([`unsynced`]).
 
-use std::borrow::Cow;
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -13,7 +12,7 @@ use berth_shared::analysis::NodeInfo;
 use berth_shared::api::Runtime;
 use berth_shared::api::meta::managed_selector;
 use futures::stream::BoxStream;
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -30,6 +29,9 @@ use serde::de::DeserializeOwned;
 
 use super::bodies::Bodies;
 use super::context::{self, Stores};
+pub use super::reflect::Parsed;
+use super::reflect::{cache, cache_storing_fn, in_place, stored_cache};
+use super::stored::Stored;
 use super::watch_backoff::WatchBackoff;
 use super::{index, list_progress, names, reduce};
 use crate::grants_publisher::fingerprint;
@@ -115,43 +117,47 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     fn w<K: Resource>(wake: &Wake, f: fn(&K) -> Option<String>) -> Option<Arc<Changes<K>>> {
         Some(Changes::new(wake, f))
     }
-    let (deployments, dep_s) = cache(
-        ns_api::<Deployment>(c, &scope),
+    // The kinds berth renders workloads of: a Runtime's own objects are
+    // kept whole, as the apiserver stores them, in `bodies` (the contract
+    // compares those).
+    let (deployments, dep_s) = stored_cache(
+        ns_api::<Stored<Deployment>>(c, &scope),
         all(),
         reduce::KeptDeployment::from,
-        Some(b.deployments.clone()),
+        b.deployments.clone(),
         None,
         w(wake, fingerprint::deployment),
+        cache_storing_fn,
     );
     let (replica_sets, rs_s) = cache(
         ns_api::<ReplicaSet>(c, &scope),
         all(),
         reduce::KeptReplicaSet::from,
-        None,
         Some(o.replica_sets.clone()),
         w(wake, fingerprint::replica_set),
     );
-    let (jobs, job_s) = cache(
+    let (jobs, job_s) = stored_cache(
         ns_api(c, &scope),
         all(),
         in_place(reduce::job),
-        None,
+        b.jobs.clone(),
         Some(o.jobs.clone()),
         w(wake, fingerprint::job),
+        cache_storing_fn,
     );
-    let (cron_jobs, cron_s) = cache(
+    let (cron_jobs, cron_s) = stored_cache(
         ns_api(c, &scope),
         all(),
         in_place(reduce::cron_job),
-        None,
+        b.cron_jobs.clone(),
         Some(o.cron_jobs.clone()),
         w(wake, fingerprint::cron_job),
+        cache_storing_fn,
     );
     let (stateful_sets, sts_s) = cache(
         ns_api(c, &scope),
         all(),
         in_place(reduce::stateful_set),
-        None,
         None,
         w(wake, fingerprint::stateful_set),
     );
@@ -160,14 +166,12 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         all(),
         in_place(reduce::daemon_set),
         None,
-        None,
         w(wake, fingerprint::daemon_set),
     );
     let (controller_revisions, cr_s) = cache(
         ns_api(c, &scope),
         all(),
         in_place(reduce::controller_revision),
-        None,
         None,
         w(wake, fingerprint::controller_revision),
     );
@@ -177,14 +181,12 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         all(),
         in_place(reduce::strip),
         None,
-        None,
         w(wake, fingerprint::runtime_class),
     );
     let (nodes, node_s) = cache(
         Api::all(c.clone()),
         all(),
         in_place(reduce::node),
-        None,
         None,
         w(wake, fingerprint::node),
     );
@@ -195,7 +197,6 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         Api::all(c.clone()),
         all(),
         in_place(reduce::strip),
-        None,
         None,
         w(wake, fingerprint::namespace),
     );
@@ -292,118 +293,6 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     }
 }
 
-/// One cache: a reflector of `api` whose objects are reduced by `keep`
-/// before they enter the store (the whole ones of the Runtimes' own
-/// objects first kept compact in `bodies`, if any), feeding the owner
-/// `index` (if any) and the grants publisher's `changes` (if any) from the
-/// same events right after the store applied each. Returns the store
-/// and its (to be polled) stream of applied objects. The store may hold
-/// another type than the watch parses (`reduce::KeptDeployment`).
-fn cache<W, K>(
-    api: Api<W>,
-    config: watcher::Config,
-    keep: impl Fn(W) -> K + Send + 'static,
-    bodies: Option<Bodies<W>>,
-    index: Option<index::OwnerIndex<K>>,
-    changes: Option<Arc<Changes<K>>>,
-) -> (Store<K>, Applied<K>)
-where
-    W: Parsed,
-    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
-{
-    cache_storing(api, config, keep, bodies, index, changes, |e| {
-        Some(Cow::Borrowed(e))
-    })
-}
-
-/// [`cache`] whose store is given `stored(event)` instead of each event
-/// (`None`: nothing); the index, the changes and the stream see every
-/// event as it is.
-fn cache_storing<W, K>(
-    api: Api<W>,
-    config: watcher::Config,
-    keep: impl Fn(W) -> K + Send + 'static,
-    bodies: Option<Bodies<W>>,
-    index: Option<index::OwnerIndex<K>>,
-    changes: Option<Arc<Changes<K>>>,
-    stored: fn(&watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>>,
-) -> (Store<K>, Applied<K>)
-where
-    W: Parsed,
-    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
-{
-    let (reader, mut writer) = reflector::store();
-    let stream = cache_watch(api, config)
-        .modify(reduce::strip)
-        // Before the reduction, and before the store: a reconcile woken
-        // by this event finds the body at least as new as the store.
-        .inspect(move |event| {
-            if let (Ok(event), Some(bodies)) = (event, &bodies) {
-                bodies.observe(event);
-            }
-        })
-        .map_ok(move |event| kept_event(event, &keep))
-        .inspect(move |event| {
-            if let Ok(event) = event
-                && let Some(event) = stored(event)
-            {
-                writer.apply_watcher_event(&event);
-            }
-        })
-        .inspect(move |event| {
-            if let Ok(event) = event {
-                if let Some(index) = &index {
-                    index.apply(event);
-                }
-                if let Some(changes) = &changes {
-                    changes.observe(event);
-                }
-            }
-        })
-        .applied_objects()
-        .boxed();
-    (reader, stream)
-}
-
-/// What a cache's watch parses: a kind's own type, with what the watch,
-/// the bodies and the store ask of it (written once, for every cache and
-/// for the apply step's `apply::Managed`).
-pub trait Parsed:
-    Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
-{
-}
-
-impl<W> Parsed for W where
-    W: Resource<DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static
-{
-}
-
-/// A reduction in place, as a [`cache`]'s `keep`.
-fn in_place<K: 'static>(reduce: fn(&mut K)) -> impl Fn(K) -> K + Send + 'static {
-    move |mut obj| {
-        reduce(&mut obj);
-        obj
-    }
-}
-
-/// The watch event with its object turned into what the store keeps.
-fn kept_event<W, K>(event: watcher::Event<W>, keep: impl Fn(W) -> K) -> watcher::Event<K> {
-    match event {
-        watcher::Event::Apply(o) => watcher::Event::Apply(keep(o)),
-        watcher::Event::Delete(o) => watcher::Event::Delete(keep(o)),
-        watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitApply(o) => watcher::Event::InitApply(keep(o)),
-        watcher::Event::InitDone => watcher::Event::InitDone,
-    }
-}
-
 /// A label-filtered kind (only berth's objects are cached): its cache, and
 /// the index of every name taken in the kind (a metadata-only watch of the
 /// whole kind, see `names`).
@@ -427,11 +316,11 @@ where
 {
     watch_names(ns_api::<PartialObjectMeta<K>>(client, scope), taken.clone());
     // A Runtime's own object is kept only as its body.
-    cache_storing(
-        ns_api::<K>(client, scope),
+    stored_cache(
+        ns_api::<Stored<K>>(client, scope),
         watch_config().labels(&managed_selector()),
         in_place(reduce::managed::<K>),
-        Some(bodies.clone()),
+        bodies.clone(),
         index,
         None,
         super::bodies::for_store,

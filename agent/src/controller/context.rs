@@ -103,9 +103,8 @@ pub struct Stores {
     pub bodies: OwnedBodies,
 }
 
-/// The compact whole bodies of the Runtimes' own objects, per kind whose
-/// store holds them reduced (see `bodies`). Jobs and CronJobs are kept
-/// whole in their stores (few; a Job is only ever created).
+/// The compact whole bodies of the Runtimes' own objects, as the apiserver
+/// stores them, per kind the contract governs (see `bodies`, `stored`).
 #[derive(Clone, Default)]
 pub struct OwnedBodies {
     /// ConfigMaps.
@@ -122,6 +121,10 @@ pub struct OwnedBodies {
     pub hpas: Bodies<HorizontalPodAutoscaler>,
     /// Deployments.
     pub deployments: Bodies<Deployment>,
+    /// Jobs (the store keeps them whole too; the contract compares these).
+    pub jobs: Bodies<Job>,
+    /// CronJobs (the store keeps them whole too; the contract compares these).
+    pub cron_jobs: Bodies<CronJob>,
 }
 
 /// The names taken by any object (labelled or not) of each kind whose

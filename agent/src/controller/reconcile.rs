@@ -69,11 +69,6 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
 
 /// The pipeline; `Ok((action, blocked))`.
 async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bool), Error> {
-    if runtime.meta().deletion_timestamp.is_some() {
-        // Garbage collection removes owned objects; nothing to do.
-        return Ok((Action::await_change(), false));
-    }
-
     // 1–2. read + decide (caches only)
     let snapshot = read::read(ctx, runtime);
     let hold = berth_shared::status::hold(
@@ -97,8 +92,16 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
     });
     match render::render(runtime, &identity, &snapshot.decision) {
         Ok(rendered) => {
-            let held = hold.is_blocked();
-            applied = Some(apply::apply_all(ctx, runtime, &rendered, &snapshot.live, held).await);
+            // Being deleted is held too (issue 52): the protection runs
+            // until the Runtime is gone, without recreating what the
+            // garbage collector is removing.
+            let protection = match berth_shared::status::deletion(runtime) {
+                Some(d) if d.collecting => apply::Protection::CorrectOnly,
+                _ if hold.is_blocked() => apply::Protection::Protect,
+                _ => apply::Protection::Converge,
+            };
+            applied =
+                Some(apply::apply_all(ctx, runtime, &rendered, &snapshot.live, protection).await);
         }
         Err(e) => render_error = Some(e),
     }

@@ -64,6 +64,9 @@ pub mod reasons {
     /// An older Runtime holds the same (project, environment, application,
     /// service): one Runtime per identity.
     pub const IDENTITY_TAKEN: &str = "IdentityTaken";
+    /// The Runtime is being deleted: nothing of its spec is carried out any
+    /// more, and its objects keep their protection until it is gone.
+    pub const DELETING: &str = "Deleting";
     /// The granted RuntimeClass does not exist.
     pub const CLASS_MISSING: &str = "ClassMissing";
     /// The RuntimeClass names another handler than the binding.

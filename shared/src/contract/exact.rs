@@ -4,10 +4,18 @@
 //!
 //! Equal means: the same keys with the same values at every depth, lists
 //! of the same length in the same order (entries carrying a `name` are
-//! matched by it, so a report names them). An absent field, `null`, `{}`
-//! and `[]` are the same (the apiserver drops empty values). A field the
-//! live object has and the rendered one does not is a difference unless a
-//! tolerance covers its path and value.
+//! matched by it, so a report names them). A field the live object has and
+//! the rendered one does not is a difference unless a tolerance covers its
+//! path and value.
+//!
+//! The live object is the apiserver's own JSON (`stored` in the agent),
+//! and in it only `null` is nothing: an explicit `{}`, `[]` or `""` is a
+//! value the apiserver chose to keep, and often a wide one — a
+//! `namespaceSelector: {}` on a NetworkPolicy peer turns "these pods in my
+//! namespace" into "these pods in every namespace" (issue 52). The rendered
+//! object is typed output, where an empty value the apiserver drops on
+//! storing (an empty string, list or map under `omitempty`) matches an
+//! absent live field.
 
 use serde_json::{Map, Value};
 
@@ -87,19 +95,20 @@ pub fn default_pull_policy(image: &str) -> &'static str {
     }
 }
 
-/// `null`, `{}` or `[]`: the same as absent.
+/// `null`, `{}`, `[]` or `""`: a rendered value the apiserver may drop.
 fn is_empty(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Object(m) => m.is_empty(),
         Value::Array(a) => a.is_empty(),
+        Value::String(s) => s.is_empty(),
         _ => false,
     }
 }
 
-/// The value, unless it is empty.
+/// The value, unless it is `null` (nothing, in JSON as in a merge patch).
 fn present(v: Option<&Value>) -> Option<&Value> {
-    v.filter(|v| !is_empty(v))
+    v.filter(|v| !v.is_null())
 }
 
 fn name_of(v: &Value) -> Option<&str> {
@@ -209,6 +218,8 @@ impl Exact<'_> {
         let desired = present(desired);
         match (live, desired) {
             (None, None) => {}
+            // Rendered empty, stored as nothing: the same.
+            (None, Some(d)) if is_empty(d) => {}
             (None, Some(_)) => out.push(at.here()),
             (Some(l), None) => self.extra(at, l, parent, out),
             (Some(Value::Object(l)), Some(Value::Object(d))) => {
@@ -237,6 +248,9 @@ impl Exact<'_> {
             return;
         }
         match live {
+            // An explicit empty value is a value (`namespaceSelector: {}`).
+            Value::Object(m) if m.is_empty() => out.push(at.here()),
+            Value::Array(a) if a.is_empty() => out.push(at.here()),
             // Name what inside it is not tolerated.
             Value::Object(m) => {
                 for (k, v) in m {
@@ -339,7 +353,7 @@ impl Exact<'_> {
                     out.insert(k.clone(), self.patch_present(&at.key(k), l.get(k), dv));
                 }
                 for (k, lv) in l {
-                    if d.contains_key(k) || is_empty(lv) {
+                    if d.contains_key(k) || lv.is_null() {
                         continue;
                     }
                     if let Some(p) = self.patch_absent(&at.key(k), lv, live) {

@@ -378,6 +378,56 @@ fn the_correction_keeps_defaults_inside_replaced_lists() {
     assert_eq!(fix["spec"]["selector"]["extra"], Value::Null);
 }
 
+/// Issue 52: on the live side only `null` is nothing. An explicit `{}`,
+/// `[]` or `""` the rendering lacks is a difference and is removed (a
+/// peer's `namespaceSelector: {}` selects every namespace); an empty value
+/// the rendering has and the apiserver dropped is not one.
+#[test]
+fn an_explicit_empty_value_is_a_value() {
+    let desired = everything(Kind::NetworkPolicy);
+    let peers = desired
+        .pointer("/spec/ingress/0/from")
+        .and_then(Value::as_array)
+        .expect("the everything example renders ingress peers");
+    let only_pods = peers
+        .iter()
+        .position(|p| p.get("namespaceSelector").is_none())
+        .expect("a peer naming only pod labels");
+    for empty in [json!({}), json!([]), json!("")] {
+        let mut live = desired.clone();
+        live["spec"]["ingress"][0]["from"][only_pods]["namespaceSelector"] = empty.clone();
+        let found = shown(&violations(Kind::NetworkPolicy, &live, &desired));
+        assert_eq!(
+            found,
+            [format!(
+                "spec.ingress[0].from[{only_pods}].namespaceSelector (spec)"
+            )],
+            "{empty}"
+        );
+        let mut fixed = live.clone();
+        merge(
+            &mut fixed,
+            &correction(Kind::NetworkPolicy, &live, &desired, None),
+        );
+        assert_eq!(fixed, desired, "{empty} removed by the correction");
+    }
+    // `null` is nothing; so is an empty value the rendering has and the
+    // apiserver did not keep (a toleration's `value: ""`).
+    let mut live = desired.clone();
+    live["spec"]["ingress"][0]["from"][only_pods]["namespaceSelector"] = Value::Null;
+    assert!(violations(Kind::NetworkPolicy, &live, &desired).is_empty());
+    let mut rendered = everything(Kind::Deployment);
+    rendered["spec"]["template"]["spec"]["tolerations"] =
+        json!([{"key": "k", "operator": "Exists", "value": ""}]);
+    let mut stored = rendered.clone();
+    stored["spec"]["template"]["spec"]["tolerations"] = json!([{"key": "k", "operator": "Exists"}]);
+    assert!(violations(Kind::Deployment, &stored, &rendered).is_empty());
+    // The same empty value on both sides (`emptyDir: {}`) is equal.
+    let both =
+        json!({"spec": {"template": {"spec": {"volumes": [{"name": "tmp", "emptyDir": {}}]}}}});
+    assert!(violations(Kind::Deployment, &both, &both).is_empty());
+}
+
 #[test]
 fn pull_policy_defaults_follow_the_image() {
     for (image, policy) in [

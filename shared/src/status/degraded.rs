@@ -75,7 +75,7 @@ fn dependency_message(a: &Applied<'_>) -> String {
         .map(String::as_str)
         .collect();
     let mut message = format!(
-        "{} {} not owned by this Runtime and the pods would use {}: the Deployment, Jobs and CronJobs are not created or changed while {} there; delete {} or rename the Runtime",
+        "{} {} not owned by this Runtime and the pods would use {}: the Deployment, Jobs and CronJobs are not created or changed while {} there (the contract is still enforced on them); delete {} (berth recreates the Runtime's own) or rename the Runtime",
         a.dependencies.join(", "),
         if a.dependencies.len() == 1 {
             "exists and is"
@@ -270,7 +270,7 @@ mod tests {
         );
         assert_eq!(
             c.message,
-            "ConfigMap/web-config exists and is not owned by this Runtime and the pods would use it: the Deployment, Jobs and CronJobs are not created or changed while it is there; delete it or rename the Runtime"
+            "ConfigMap/web-config exists and is not owned by this Runtime and the pods would use it: the Deployment, Jobs and CronJobs are not created or changed while it is there (the contract is still enforced on them); delete it (berth recreates the Runtime's own) or rename the Runtime"
         );
         let two = [
             "ConfigMap/web-config".to_string(),
@@ -294,7 +294,7 @@ mod tests {
         );
         assert!(
             c.message.ends_with(
-                "delete them or rename the Runtime; also not owned and left untouched: Service/web"
+                "delete them (berth recreates the Runtime's own) or rename the Runtime; also not owned and left untouched: Service/web"
             ),
             "{}",
             c.message

@@ -32,6 +32,60 @@ impl Hold {
 /// What a held Runtime gets (and does not): see docs/runtime-semantics.md.
 const UNCHANGED: &str = "its spec changes are not carried out; only the protection runs (missing dependencies recreated, forbidden drift removed)";
 
+/// Kubernetes' own deletion finalizers: the garbage collector is deleting
+/// (`foregroundDeletion`) or orphaning (`orphan`) the dependents.
+pub const COLLECTOR_FINALIZERS: [&str; 2] = ["foregroundDeletion", "orphan"];
+
+/// A Runtime being deleted (issue 52: deletion is a state berth governs).
+/// Until the Runtime is gone its objects keep their protection and it
+/// keeps its identity; the garbage collector removes the objects after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deletion {
+    /// The finalizers that hold it that are not the garbage collector's
+    /// (berth sets none): whoever set one must remove it.
+    pub foreign: Vec<String>,
+    /// The garbage collector is deleting or orphaning the dependents now:
+    /// what is missing is not recreated (that would fight it), only
+    /// what is there is corrected.
+    pub collecting: bool,
+}
+
+/// Whether `runtime` is being deleted, and what holds it.
+pub fn deletion(runtime: &Runtime) -> Option<Deletion> {
+    runtime.metadata.deletion_timestamp.as_ref()?;
+    let finalizers = runtime.metadata.finalizers.iter().flatten();
+    let (collector, foreign): (Vec<&String>, Vec<&String>) =
+        finalizers.partition(|f| COLLECTOR_FINALIZERS.contains(&f.as_str()));
+    Some(Deletion {
+        foreign: foreign.into_iter().cloned().collect(),
+        collecting: !collector.is_empty(),
+    })
+}
+
+impl Deletion {
+    /// The Blocked message: what holds it and what still runs.
+    pub fn message(&self) -> String {
+        let held = match self.foreign.as_slice() {
+            [] => String::new(),
+            names => format!(
+                "; held by the finalizer{} {} (not berth's: whoever set it must remove it)",
+                if names.len() == 1 { "" } else { "s" },
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let protection = if self.collecting {
+            "what is left of its objects keeps its protection (forbidden drift removed) while the garbage collector removes them"
+        } else {
+            "its objects keep their protection (missing dependencies recreated, forbidden drift removed) and it keeps its identity until it is gone"
+        };
+        format!("being deleted{held}; {protection}")
+    }
+}
+
 /// The hold for a Runtime, from its identity, the grant decision and
 /// whether an older Runtime holds the identity (its message, if so).
 pub fn hold(
@@ -40,6 +94,15 @@ pub fn hold(
     decision: &Decision,
     identity_taken: Option<&str>,
 ) -> Hold {
+    // Being deleted: the spec is not carried out any more, whatever it
+    // says (a suspend or a new profile on a Runtime going away), and the
+    // protection runs until it is gone.
+    if let Some(deletion) = deletion(runtime) {
+        return Hold::Blocked {
+            reason: reasons::DELETING.to_string(),
+            message: deletion.message(),
+        };
+    }
     if runtime.spec.suspend {
         // Suspending retires the dependency: always carried out.
         return Hold::None;
@@ -165,6 +228,35 @@ mod tests {
             }
             assert_eq!(got.is_blocked(), want.is_some(), "{case}");
         }
+    }
+
+    /// Issue 52: a Runtime being deleted is Blocked (reason Deleting),
+    /// whatever its spec says, and the message names a foreign finalizer.
+    #[test]
+    fn a_runtime_being_deleted_is_held_and_its_finalizers_named() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let mut rt = runtime();
+        rt.spec.suspend = true;
+        assert_eq!(deletion(&rt), None);
+        rt.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        rt.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+        let d = deletion(&rt).expect("deleting");
+        assert_eq!(d.foreign, ["example.com/keep"]);
+        assert!(!d.collecting);
+        let Hold::Blocked { reason, message } = hold(&rt, Ok(&identity()), &granted(), None) else {
+            panic!("not held");
+        };
+        assert_eq!(reason, reasons::DELETING);
+        assert!(message.contains("`example.com/keep`"), "{message}");
+        assert!(
+            message.contains("missing dependencies recreated"),
+            "{message}"
+        );
+        // The garbage collector's own: nothing is recreated under it.
+        rt.metadata.finalizers = Some(vec!["foregroundDeletion".into()]);
+        let d = deletion(&rt).expect("deleting");
+        assert!(d.foreign.is_empty() && d.collecting);
+        assert!(!d.message().contains("recreated"), "{}", d.message());
     }
 
     #[test]

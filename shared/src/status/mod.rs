@@ -41,7 +41,7 @@ pub use grant::{
     grant, retired, retired_message,
 };
 pub use handler_ready::handler_ready;
-pub use hold::{Hold, hold};
+pub use hold::{COLLECTOR_FINALIZERS, Deletion, Hold, deletion, hold};
 pub use pacing::{Change, awaiting_first_pass, changes, progress_only, rollout_only};
 pub use profile_granted::profile_granted;
 pub use progressing::progressing;

@@ -34,23 +34,26 @@ use crate::controller::live::{Cached, Live};
 /// consume or miss, and the workloads wait (`dependencies` names the
 /// objects in the way).
 ///
-/// `held` (the Runtime is Blocked): only the protection runs — missing
-/// ConfigMap, ServiceAccount, Service, PodDisruptionBudget and
-/// NetworkPolicy are recreated from the current spec, forbidden drift is
-/// removed from those and from the Deployment and CronJobs (measured
-/// against [`Held::held`], so the pods keep their class, image and
-/// template); nothing is created otherwise, nothing pruned, no Job run,
-/// the HPA left as it is.
+/// [`Protection::Protect`] (the Runtime is Blocked, or being deleted):
+/// only the protection runs — missing ConfigMap, ServiceAccount, Service,
+/// PodDisruptionBudget and NetworkPolicy are recreated from the current
+/// spec, forbidden drift is removed from those and from the Deployment
+/// and CronJobs (measured against [`Held::held`], so the pods keep their
+/// class, image and template); nothing is created otherwise, nothing
+/// pruned, no Job run, the HPA left as it is. [`Protection::CorrectOnly`]
+/// (the garbage collector is removing the objects): the same without
+/// recreating anything.
 pub async fn apply_all(
     ctx: &Context,
     runtime: &Runtime,
     rendered: &Rendered,
     live: &Live,
-    held: bool,
+    protection: Protection,
 ) -> ApplyOutcome {
     let uid = runtime.uid().unwrap_or_default();
     let uid = uid.as_str();
     let s = live;
+    let held = protection != Protection::Converge;
     if held && !runs(live, uid) {
         // Held before anything ran (not granted, identity taken from the
         // start): there is nothing to protect, and creating the
@@ -60,7 +63,11 @@ pub async fn apply_all(
             ..ApplyOutcome::default()
         };
     }
-    let dependency = if held { Mode::Protect } else { Mode::Converge };
+    let dependency = match protection {
+        Protection::Converge => Mode::Converge,
+        Protection::Protect => Mode::Protect,
+        Protection::CorrectOnly => Mode::Correct,
+    };
     let one = Step { ctx, uid };
     let (config_map, service_account, service) = futures::join!(
         one.ensure(&s.config_maps, &rendered.config_map, dependency),
@@ -85,7 +92,7 @@ pub async fn apply_all(
         );
     }
     let rest = if held {
-        protect(ctx, runtime, rendered, live, in_place).await
+        protect(ctx, runtime, rendered, live, dependency).await
     } else if in_place {
         converge(ctx, runtime, rendered, live).await
     } else {
@@ -186,7 +193,11 @@ async fn converge(
 /// The second phase while a dependency of the pods is not in place: what
 /// surrounds the workloads (the PodDisruptionBudget, the NetworkPolicy,
 /// the HPA) converges; the Deployment, Jobs and CronJobs are neither
-/// created nor changed nor pruned, and the Job records stay as they are.
+/// created nor pruned, and the Job records stay as they are, but the
+/// contract is still enforced on the live Deployment and CronJobs (issue
+/// 52: enforcement is never switched off because something else went
+/// wrong; they are measured against what a held Runtime's are, so the
+/// tenant's changes wait).
 async fn around_workloads(
     ctx: &Context,
     runtime: &Runtime,
@@ -201,32 +212,61 @@ async fn around_workloads(
     let owned = OwnedSet { ctx, ns: &ns, uid };
     let np: Vec<_> = rendered.network_policy.iter().collect();
     let hpa: Vec<_> = rendered.horizontal_pod_autoscaler.iter().collect();
-    let (pdb, network_policies, hpas) = futures::join!(
+    let (pdb, network_policies, hpas, workloads) = futures::join!(
         one.ensure(&s.pdbs, &rendered.pod_disruption_budget, Mode::Converge),
         owned.converged(&s.network_policies, &np),
         owned.converged(&s.hpas, &hpa),
+        correct_workloads(ctx, rendered, live, uid),
     );
     let mut out = ApplyOutcome {
         jobs: recorded_jobs(runtime),
         ..ApplyOutcome::default()
     };
-    for step in [pdb, network_policies, hpas] {
+    for step in [pdb, network_policies, hpas, workloads] {
         out.merge(step);
     }
     out
 }
 
+/// The contract re-imposed on the live Deployment and CronJobs, nothing
+/// else: measured against [`Held::held`] (the rendered contract with the
+/// tenant's part from the live object), never created.
+async fn correct_workloads(
+    ctx: &Context,
+    rendered: &Rendered,
+    live: &Live,
+    uid: &str,
+) -> ApplyOutcome {
+    let mut out = ApplyOutcome::default();
+    ensure(
+        ctx,
+        &live.deployments,
+        &rendered.deployment,
+        uid,
+        Mode::Correct,
+        &mut out,
+    )
+    .await;
+    for cron in &rendered.cron_jobs {
+        ensure(ctx, &live.cron_jobs, cron, uid, Mode::Correct, &mut out).await;
+    }
+    out
+}
+
 /// The second phase of a held Runtime: the PodDisruptionBudget and the
-/// NetworkPolicy recreated when missing and corrected; the Deployment and
-/// CronJobs only corrected, and only while their dependencies are in
-/// place (a correction rolls pods, and new pods would consume what is in
-/// the way). Nothing is pruned, no Job is run, the HPA is left alone.
+/// NetworkPolicy recreated when missing (`dependency` is
+/// [`Mode::Protect`]; [`Mode::Correct`] while the garbage collector
+/// removes them) and corrected; the Deployment and CronJobs only
+/// corrected — also while a dependency is not in place (issue 52: a
+/// correction may roll pods that then consume what is in the way, which
+/// the Runtime reports; leaving a forbidden field on the workload would
+/// be worse). Nothing is pruned, no Job is run, the HPA is left alone.
 async fn protect(
     ctx: &Context,
     runtime: &Runtime,
     rendered: &Rendered,
     live: &Live,
-    in_place: bool,
+    dependency: Mode,
 ) -> ApplyOutcome {
     let uid = runtime.uid().unwrap_or_default();
     let s = live;
@@ -234,32 +274,14 @@ async fn protect(
     let one = Step { ctx, uid };
     let network_policy = async {
         match &rendered.network_policy {
-            Some(np) => one.ensure(&s.network_policies, np, Mode::Protect).await,
+            Some(np) => one.ensure(&s.network_policies, np, dependency).await,
             None => ApplyOutcome::default(),
         }
     };
-    let workloads = async {
-        let mut out = ApplyOutcome::default();
-        if in_place {
-            ensure(
-                ctx,
-                &s.deployments,
-                &rendered.deployment,
-                uid,
-                Mode::Correct,
-                &mut out,
-            )
-            .await;
-            for cron in &rendered.cron_jobs {
-                ensure(ctx, &s.cron_jobs, cron, uid, Mode::Correct, &mut out).await;
-            }
-        }
-        out
-    };
     let (pdb, network_policy, workloads) = futures::join!(
-        one.ensure(&s.pdbs, &rendered.pod_disruption_budget, Mode::Protect),
+        one.ensure(&s.pdbs, &rendered.pod_disruption_budget, dependency),
         network_policy,
-        workloads,
+        correct_workloads(ctx, rendered, live, uid),
     );
     let mut out = ApplyOutcome {
         jobs: recorded_jobs(runtime),
@@ -269,6 +291,19 @@ async fn protect(
         out.merge(step);
     }
     out
+}
+
+/// How far the apply step carries out a Runtime's spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protection {
+    /// Everything: the rendered objects are applied, the rest pruned.
+    Converge,
+    /// Held (Blocked, or being deleted): only the protection runs —
+    /// missing dependencies recreated, forbidden drift removed.
+    Protect,
+    /// Being deleted while the garbage collector removes the objects:
+    /// forbidden drift removed from what is there, nothing recreated.
+    CorrectOnly,
 }
 
 /// Whether the Runtime owns a workload that runs pods (its Deployment or a

@@ -20,8 +20,9 @@ use sha2::{Digest, Sha256};
 pub const APPLIED_HASH_ANNOTATION: &str = "berth.dev/applied-hash";
 
 /// Whether every field of `desired` is present in `actual` with the same
-/// value. Empty objects/arrays and nulls in `desired` match an absent field
-/// (the apiserver drops them). Lists whose desired entries all carry a
+/// value. Empty objects/arrays/strings and nulls in `desired` match an
+/// absent field (the apiserver drops them: a toleration's `value: ""` is
+/// not stored, and was applied again and again before issue 52). Lists whose desired entries all carry a
 /// `name` are keyed lists: each desired entry must be present (by name),
 /// extra entries and their order are someone else's business (the contract
 /// check decides whether they are allowed). Other lists are atomic and
@@ -54,6 +55,9 @@ pub fn contains(actual: Option<&Value>, desired: &Value) -> bool {
             } else {
                 a.len() == d.len() && a.iter().zip(d).all(|(av, dv)| contains(Some(av), dv))
             }
+        }
+        Value::String(d) if d.is_empty() => {
+            actual.is_none_or(|a| a.is_null() || a.as_str() == Some(""))
         }
         scalar => actual == Some(scalar),
     }
@@ -214,6 +218,17 @@ mod tests {
             &json!({"z": {}, "y": [], "n": null})
         ));
         assert!(!contains(Some(&actual), &json!({"a": "1"})));
+    }
+
+    /// An empty string the apiserver drops on storing (`omitempty`) is
+    /// contained in its absence; a different value is not.
+    #[test]
+    fn an_empty_string_is_contained_in_its_absence() {
+        let desired = json!({"tolerations": [{"key": "k", "operator": "Exists", "value": ""}]});
+        let stored = json!({"tolerations": [{"key": "k", "operator": "Exists"}]});
+        assert!(contains(Some(&stored), &desired));
+        let other = json!({"tolerations": [{"key": "k", "operator": "Exists", "value": "x"}]});
+        assert!(!contains(Some(&other), &desired));
     }
 
     #[test]

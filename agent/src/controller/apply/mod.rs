@@ -38,8 +38,6 @@ use berth_shared::render::{self, Rendered};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use kube::{Api, Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 mod all;
@@ -55,7 +53,7 @@ use super::apply_error::{ApplyError, Cause, Step};
 use super::caches::Parsed;
 use super::context::{Context, FIELD_MANAGER};
 use super::live::Cached;
-use super::reduce;
+use super::stored::Stored;
 // Only objects whose controller is the Runtime are ever changed or deleted.
 use berth_shared::api::meta::controlled_by_uid as owned_by;
 
@@ -134,8 +132,29 @@ async fn ensure<K: Managed + Governed + Held>(
     let label = format!("{kind}/{name}");
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
     let memory_key = format!("{label}/{ns}");
-    let live: Option<K> = match cached.get(&name) {
-        Some(obj) => Some((**obj).clone()),
+    // What the apiserver stores, not its typed form: a field the compiled
+    // API types do not know is compared too (`stored`).
+    let live: Option<Stored<K>> = match cached.get(&name) {
+        Some(obj) => match cached.stored(&name) {
+            Some(whole) => Some(whole),
+            // Someone else's object at the name (another controller's): a
+            // conflict, compared with nothing. One without any controller
+            // is read whole: it may be berth's own that lost its owner
+            // reference (taken back below).
+            None if !owned_by(obj.meta(), uid)
+                && berth_shared::api::meta::controller_of(obj.meta()).is_some() =>
+            {
+                out.conflicts.push(label);
+                return;
+            }
+            None => match read_stored(&ctx.client, &ns, &name).await {
+                Ok(found) => found,
+                Err(source) => {
+                    out.errors.push(ApplyError::new(label, Step::Read, source));
+                    return;
+                }
+            },
+        },
         // Held: a missing workload is not created (the caches list every
         // workload, whoever's, so absent is absent). One the cache holds
         // only reduced (its whole body not kept yet) is read below.
@@ -148,27 +167,18 @@ async fn ensure<K: Managed + Governed + Held>(
         // berth's labels. Look before creating, so nothing is adopted —
         // the one read apply makes itself: a precondition of the create.
         // Or the cache holds it only reduced: read it whole.
-        None => match api.get_opt(&name).await {
-            Ok(found) => found.map(|mut found| {
-                reduce::strip(&mut found);
-                found
-            }),
+        None => match read_stored(&ctx.client, &ns, &name).await {
+            Ok(found) => found,
             Err(source) => {
                 out.errors.push(ApplyError::new(label, Step::Read, source));
                 return;
             }
         },
     };
-    if let Some(live) = &live
-        && !owned_by(live.meta(), uid)
-    {
-        out.conflicts.push(label);
-        return;
-    }
     let held;
     let desired = match &live {
         Some(live) if mode.held() => {
-            held = K::held(rendered, live);
+            held = K::held(rendered, &live.typed);
             &held
         }
         _ => rendered,
@@ -180,19 +190,33 @@ async fn ensure<K: Managed + Governed + Held>(
             return;
         }
     };
+    if let Some(live) = &live
+        && !owned_by(live.meta(), uid)
+    {
+        // Never a Job: one planted at the name is not one berth ran.
+        if mode != Mode::CreateOnly && take_back(live, rendered, &desired_value) {
+            // berth's by name, labels and content, and nobody else's: the
+            // owner reference was removed, or the object replaced by an
+            // exact copy. Owning it again gives no one anything.
+            take(ctx, &label, live, rendered, out).await;
+        } else {
+            out.conflicts.push(label);
+        }
+        return;
+    }
     if let Some(live) = &live {
         if !mode.corrects() {
             return;
         }
-        let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
-        let violations = contract::violations(K::KIND, &live_value, &desired_value);
+        let live_value = &live.json;
+        let violations = contract::violations(K::KIND, live_value, &desired_value);
         // Only against the rendering applied last: a changed Runtime is
         // applied first (below), and what that apply cannot remove is
         // corrected by the next reconcile. A held Runtime is never applied:
         // its objects are corrected against what it is held to (the live
         // workload with the contract re-imposed; the rendered dependencies).
         if !violations.is_empty()
-            && (mode.held() || applied_hash(&live_value) == applied_hash(&desired_value))
+            && (mode.held() || applied_hash(live_value) == applied_hash(&desired_value))
         {
             // Apply cannot remove another manager's fields: make the
             // governed parts exactly the rendered ones, in one write.
@@ -200,7 +224,7 @@ async fn ensure<K: Managed + Governed + Held>(
             tracing::warn!(object = %label, namespace = %ns, violations = ?found, "removing what the production contract forbids");
             let patch = contract::correction(
                 K::KIND,
-                &live_value,
+                live_value,
                 &desired_value,
                 live.meta().uid.as_deref(),
             );
@@ -246,7 +270,7 @@ async fn ensure<K: Managed + Governed + Held>(
             // Held: the tenant's changes wait for the hold to end.
             return;
         }
-        if contains(Some(&live_value), &desired_value) {
+        if contains(Some(live_value), &desired_value) {
             return;
         }
         if ctx.written.already_sent(
@@ -284,7 +308,7 @@ async fn ensure<K: Managed + Governed + Held>(
             let result = serde_json::to_value(&applied).unwrap_or(Value::Null);
             if live.is_some() && !contains(Some(&result), &desired_value) {
                 tracing::info!(object = %label, namespace = %ns, "apply left drift; replacing the desired fields");
-                replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
+                replace::<K>(ctx, &label, uid, &desired_value, K::WHOLE, out).await;
             }
         }
         // The same merge can make the result invalid (two ports named
@@ -292,7 +316,7 @@ async fn ensure<K: Managed + Governed + Held>(
         // for an object this Runtime owns (checked above).
         Err(kube::Error::Api(s)) if s.code == 422 && live.is_some() => {
             tracing::info!(object = %label, namespace = %ns, error = %s.message, "apply invalid; replacing the desired fields");
-            replace(ctx, &api, &label, uid, &desired_value, K::WHOLE, out).await;
+            replace::<K>(ctx, &label, uid, &desired_value, K::WHOLE, out).await;
         }
         Err(source) => out.errors.push(ApplyError::new(label, Step::Apply, source)),
     }
@@ -300,22 +324,24 @@ async fn ensure<K: Managed + Governed + Held>(
 
 /// Replaces the object with the desired fields (see [`overlay`]), counting
 /// the write or recording the error.
-async fn replace<K>(
+async fn replace<K: Managed>(
     ctx: &Context,
-    api: &Api<K>,
     label: &str,
     uid: &str,
     desired: &Value,
     whole: &[&str],
     out: &mut ApplyOutcome,
-) where
-    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
-{
+) {
     let name = desired
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    match replace_spec(api, label, name, uid, desired, whole).await {
+    let ns = desired
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let api: Api<Stored<K>> = Api::namespaced(ctx.client.clone(), ns);
+    match replace_spec(&api, label, name, uid, desired, whole).await {
         Ok(()) => {
             out.writes += 1;
             ctx.metrics.write(&K::kind(&()), "replace");
@@ -324,26 +350,92 @@ async fn replace<K>(
     }
 }
 
+/// Whether an object at a managed name that the Runtime does not own is
+/// berth's all the same, and is taken back (issue 52: a dependency whose
+/// owner reference was removed, or that was replaced by a copy, must not
+/// switch the Runtime's enforcement off): no controller at all, every
+/// label the rendering sets with its value, and its governed parts
+/// exactly the rendered ones (the contract finds nothing). Anything else
+/// is someone else's object, a conflict reported with its fix.
+fn take_back<K: Resource + Governed>(live: &Stored<K>, rendered: &K, desired: &Value) -> bool {
+    let rendered_labels = rendered.meta().labels.as_ref();
+    let live_labels = live.meta().labels.as_ref();
+    berth_shared::api::meta::controller_of(live.meta()).is_none()
+        && rendered_labels.is_some_and(|want| {
+            !want.is_empty()
+                && want
+                    .iter()
+                    .all(|(k, v)| live_labels.and_then(|l| l.get(k)) == Some(v))
+        })
+        && contract::violations(K::KIND, &live.json, desired).is_empty()
+}
+
+/// Gives `live` back its controller reference (the rendered one, beside
+/// any other owner it has), conditional on its uid and resourceVersion.
+async fn take<K: Managed>(
+    ctx: &Context,
+    label: &str,
+    live: &Stored<K>,
+    rendered: &K,
+    out: &mut ApplyOutcome,
+) {
+    let mut owners = live.meta().owner_references.clone().unwrap_or_default();
+    owners.extend(rendered.meta().owner_references.iter().flatten().cloned());
+    let patch = serde_json::json!({"metadata": {
+        "uid": live.meta().uid,
+        "resourceVersion": live.meta().resource_version,
+        "ownerReferences": owners,
+    }});
+    let ns = live.meta().namespace.clone().unwrap_or_default();
+    let name = live.meta().name.clone().unwrap_or_default();
+    tracing::warn!(object = %label, namespace = %ns, "taking back an object that is berth's by name, labels and content but lost its owner reference");
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..Default::default()
+    };
+    match api.patch(&name, &params, &Patch::Merge(&patch)).await {
+        Ok(_) => {
+            out.writes += 1;
+            ctx.metrics.write(&K::kind(&()), "take-back");
+        }
+        Err(source) => out
+            .errors
+            .push(ApplyError::new(label.to_string(), Step::Correct, source)),
+    }
+}
+
+/// Reads `ns`/`name` as the apiserver stores it (`None`: not there).
+async fn read_stored<K: Managed>(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<Option<Stored<K>>, kube::Error> {
+    Api::<Stored<K>>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await
+}
+
 /// Reads the object fresh, checks it is still this Runtime's, and replaces
 /// it (with its resourceVersion: a concurrent change makes it a conflict,
 /// retried by the next reconcile) with the desired spec fields.
-async fn replace_spec<K>(
-    api: &Api<K>,
+async fn replace_spec<K: Managed>(
+    api: &Api<Stored<K>>,
     label: &str,
     name: &str,
     uid: &str,
     desired: &Value,
     whole: &[&str],
-) -> Result<(), ApplyError>
-where
-    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
-{
+) -> Result<(), ApplyError> {
     // Controllers update status (and so the resourceVersion) all the time:
     // a conflict is read again and retried, a few times.
     let mut attempt = 0;
     loop {
         attempt += 1;
         let fail = |cause: Cause| ApplyError::new(label, Step::Replace, cause);
+        // As the apiserver stores it: the replace keeps (or, in the
+        // governed parts, overwrites) every field, known to the compiled
+        // types or not.
         let live = api
             .get(name)
             .await
@@ -352,12 +444,9 @@ where
             return Err(fail(Cause::NotOwned));
         }
         let json = |source: serde_json::Error| fail(source.into());
-        let mut value = serde_json::to_value(&live).map_err(json)?;
+        let mut value = live.json;
         overlay(&mut value, desired, whole);
-        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("managedFields");
-        }
-        let obj: K = serde_json::from_value(value).map_err(json)?;
+        let obj = Stored::<K>::from_json(value).map_err(json)?;
         let params = PostParams {
             field_manager: Some(FIELD_MANAGER.to_string()),
             ..Default::default()
@@ -495,4 +584,4 @@ impl ApplyOutcome {
     }
 }
 
-pub use all::apply_all;
+pub use all::{Protection, apply_all};

@@ -56,12 +56,42 @@ fn a_runtimes_own_object_keeps_identity_owners_and_a_digest_only() {
     assert!(owned_by_runtime(m));
 }
 
+/// Issue 52: someone else's object wearing berth's label is a names-only
+/// stub, whatever it holds (its spec, labels, annotations and every owner
+/// but its controller are gone).
 #[test]
-fn someone_elses_object_at_berths_name_is_kept_whole() {
-    let live = service(controller("apps/v1", "Deployment", "other"));
-    let mut expected = live.clone();
-    strip(&mut expected);
-    assert_eq!(kept(live), expected);
+fn someone_elses_object_at_berths_name_is_a_bounded_stub() {
+    let mut live = service(controller("apps/v1", "Deployment", "other"));
+    let many = (0..1000).map(|i| OwnerReference {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: format!("padding-{i}"),
+        uid: format!("uid-{i}"),
+        ..Default::default()
+    });
+    live.metadata
+        .owner_references
+        .get_or_insert_default()
+        .extend(many);
+    live.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert("blob".into(), "x".repeat(800_000));
+    let stored = kept(live.clone());
+    let (m, l) = (&stored.metadata, &live.metadata);
+    assert_eq!(
+        (&m.name, &m.namespace, &m.uid, &m.resource_version),
+        (&l.name, &l.namespace, &l.uid, &l.resource_version)
+    );
+    assert_eq!(m.deletion_timestamp, l.deletion_timestamp);
+    assert_eq!(
+        m.owner_references,
+        controller("apps/v1", "Deployment", "other"),
+        "the controller reference alone"
+    );
+    assert_eq!((&m.labels, &m.annotations), (&None, &None));
+    assert_eq!((&stored.spec, &stored.status), (&None, &None));
+    assert!(serde_json::to_vec(&stored).expect("json").len() < 1_000);
 }
 
 #[test]

@@ -443,7 +443,9 @@ fn drift_detection_on_a_reduced_owned_object_still_sees_every_forbidden_field() 
     let mut stored = live.clone();
     strip(&mut stored);
     let bodies = super::super::bodies::Bodies::<Deployment>::default();
-    bodies.observe(&watcher::Event::Apply(stored.clone()));
+    bodies.observe(&watcher::Event::Apply(super::super::stored::Stored::of(
+        stored.clone(),
+    )));
     deployment(&mut stored);
     assert!(owned_by_runtime(&stored.metadata));
     // The store keeps the metadata and status whole, not the pod spec.
@@ -457,7 +459,7 @@ fn drift_detection_on_a_reduced_owned_object_still_sees_every_forbidden_field() 
     );
     // What the apply step compares (`live::Cached`): the body, in which
     // only managedFields and kubectl's copy are gone.
-    let reduced = bodies.get("team", "web").expect("a body");
+    let reduced = bodies.get("team", "web").expect("a body").typed;
     let mut expected = live.clone();
     expected.metadata.managed_fields = None;
     if let Some(a) = expected.metadata.annotations.as_mut() {
