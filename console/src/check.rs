@@ -102,7 +102,7 @@ mod tests {
     fn exit_codes_follow_the_worst_finding() {
         let app = fixtures::app();
         let lease = ("berth-system".to_string(), "berth-agent".to_string());
-        let f = findings_of(&app.data.store, &lease, fixtures::now(), &[]);
+        let f = findings_of(&app.clusters[0].data.store, &lease, fixtures::now(), &[]);
         // The fixture has a revoked grant with retained workloads.
         assert!(
             f.iter()

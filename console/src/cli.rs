@@ -11,7 +11,7 @@ use crate::get::{self, Format, What};
 use crate::model::{DEFAULT_AGENT_LEASE, ObjKey, Scope};
 use crate::retire::{self, Action};
 use crate::run::{RunOptions, run};
-use crate::watch::{ConnectOptions, connect, load_available};
+use crate::watch::{ConnectOptions, connect, kubeconfig_contexts, load_available};
 
 /// berth's console: live views of Runtimes, grants, handlers, retained
 /// workloads and rollouts.
@@ -25,9 +25,19 @@ pub struct Cli {
     /// Path to the kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
     #[arg(long, global = true)]
     pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use.
+    /// The kubeconfig context to use; several, comma-separated (`a,b,c`),
+    /// show them as one fleet. `NAME=LABEL` declares the contexts of one
+    /// label to run the same grants file (see --fleet-grants-same).
     #[arg(long, global = true)]
     pub context: Option<String>,
+    /// Every context of the kubeconfig, as one fleet.
+    #[arg(long, global = true, conflicts_with = "context")]
+    pub all_contexts: bool,
+    /// Contexts (comma-separated) whose agents are meant to run the same
+    /// grants file: a grants-file digest that differs among them is a
+    /// finding. Repeatable, one group each.
+    #[arg(long, global = true, value_name = "A,B,…")]
+    pub fleet_grants_same: Vec<String>,
     /// The namespace (default: the context's).
     #[arg(short = 'n', long, global = true)]
     pub namespace: Option<String>,
@@ -194,11 +204,91 @@ impl Cli {
         self.no_color || no_color_env.is_some_and(|v| !v.is_empty())
     }
 
-    fn connect_options(&self) -> ConnectOptions {
+    /// The fleet the flags name: the contexts (none: the kubeconfig's
+    /// current one) and the groups declared to run one grants file.
+    pub fn fleet(&self) -> Result<Fleet> {
+        let mut fleet = match &self.context {
+            Some(list) => Fleet::parse(list)?,
+            None if self.all_contexts => Fleet {
+                contexts: kubeconfig_contexts(self.kubeconfig.as_deref())
+                    .wrap_err("reading the kubeconfig's contexts")?,
+                same_grants: Vec::new(),
+            },
+            None => Fleet::default(),
+        };
+        for group in &self.fleet_grants_same {
+            let group = crate::model::session::context_list(group);
+            if let Some(c) = group.iter().find(|c| !fleet.contexts.contains(c)) {
+                return Err(eyre!(
+                    "--fleet-grants-same names {c}, which is not one of the contexts shown ({})",
+                    fleet.contexts.join(",")
+                ));
+            }
+            fleet.same_grants.push(group);
+        }
+        Ok(fleet)
+    }
+
+    /// The connection flags of a command that acts on one cluster: one
+    /// context at most.
+    fn connect_options(&self) -> Result<ConnectOptions> {
+        let fleet = self.fleet()?;
+        if fleet.contexts.len() > 1 {
+            return Err(eyre!(
+                "this command acts on one cluster: give one --context (got {})",
+                fleet.contexts.join(",")
+            ));
+        }
+        Ok(ConnectOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: fleet.contexts.into_iter().next(),
+        })
+    }
+
+    /// The kubeconfig alone (the contexts come from [`Cli::fleet`]).
+    fn kubeconfig_options(&self) -> ConnectOptions {
         ConnectOptions {
             kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
+            context: None,
         }
+    }
+}
+
+/// The contexts a command reads and the groups of them declared to run
+/// one grants file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fleet {
+    /// In the order given, each once (empty: the current context).
+    pub contexts: Vec<String>,
+    pub same_grants: Vec<Vec<String>>,
+}
+
+impl Fleet {
+    /// `a,b=prod,c=prod`: the contexts, and the contexts of one label as
+    /// a group.
+    pub fn parse(list: &str) -> Result<Fleet> {
+        let mut contexts: Vec<String> = Vec::new();
+        let mut labels: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for item in crate::model::session::context_list(list) {
+            let (context, label) = match item.split_once('=') {
+                Some((c, l)) => (c.trim().to_string(), Some(l.trim().to_string())),
+                None => (item, None),
+            };
+            if context.is_empty() {
+                return Err(eyre!("--context: an empty context name in {list:?}"));
+            }
+            if contexts.contains(&context) {
+                return Err(eyre!("--context names {context} twice"));
+            }
+            if let Some(l) = label.filter(|l| !l.is_empty()) {
+                labels.entry(l).or_default().push(context.clone());
+            }
+            contexts.push(context);
+        }
+        Ok(Fleet {
+            contexts,
+            same_grants: labels.into_values().filter(|g| g.len() > 1).collect(),
+        })
     }
 }
 
@@ -249,8 +339,11 @@ async fn async_main(cli: Cli) -> Result<()> {
     let lease = cli.lease()?;
     match &cli.command {
         None => {
+            let fleet = cli.fleet()?;
             run(RunOptions {
-                connect: cli.connect_options(),
+                connect: cli.kubeconfig_options(),
+                contexts: fleet.contexts,
+                same_grants: fleet.same_grants,
                 scope: cli.scope(),
                 read_only: cli.read_only,
                 agent_lease: lease,
@@ -269,7 +362,7 @@ async fn async_main(cli: Cli) -> Result<()> {
             }
             let what = if *matrix { None } else { Some(*what) };
             let (out, refused) =
-                get_output(&cli.connect_options(), cli.scope(), &lease, what, *output).await?;
+                get_output(&cli.connect_options()?, cli.scope(), &lease, what, *output).await?;
             use std::io::Write;
             // Kinds that may not be listed leave their rows out; say so on
             // stderr, so that the output stays parseable.
@@ -301,7 +394,7 @@ async fn async_main(cli: Cli) -> Result<()> {
             output,
         }) => {
             let plan = crate::plan_grants::plan_file(
-                &cli.connect_options(),
+                &cli.connect_options()?,
                 cli.scope(),
                 &lease,
                 file.as_deref(),
@@ -319,14 +412,14 @@ async fn async_main(cli: Cli) -> Result<()> {
         Some(Command::Explain { target, output }) => {
             let t = crate::rows::explain::parse_target(target, cli.namespace.as_deref())
                 .ok_or_else(|| eyre!("explain takes NS/NAME or KIND/NS/NAME"))?;
-            let e = crate::explain_cli::run(&cli.connect_options(), &lease, &t).await?;
+            let e = crate::explain_cli::run(&cli.connect_options()?, &lease, &t).await?;
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(crate::explain_cli::render(&e, *output).as_bytes())?;
             Ok(())
         }
         Some(Command::Check { output, fail_on }) => {
-            let f = crate::check::check(&cli.connect_options(), cli.scope(), &lease).await?;
+            let f = crate::check::check(&cli.connect_options()?, cli.scope(), &lease).await?;
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(crate::check::render(&f, *output).as_bytes())?;
@@ -374,11 +467,12 @@ async fn async_main(cli: Cli) -> Result<()> {
 /// Runs a scripted retirement on the terminal and exits with its code.
 async fn retire_main(cli: &Cli, opts: retire::cli::Options) -> Result<()> {
     use std::io::IsTerminal;
+    let options = cli.connect_options()?;
     let conn = if opts.read_only {
         None
     } else {
         Some(
-            connect(&cli.connect_options())
+            connect(&options)
                 .await
                 .wrap_err("connecting to the cluster")?,
         )
@@ -387,8 +481,9 @@ async fn retire_main(cli: &Cli, opts: retire::cli::Options) -> Result<()> {
     let mut input = std::io::stdin().lock();
     let mut out = std::io::stdout();
     let mut err = std::io::stderr();
+    let cluster = conn.as_ref().map(|c| c.cluster());
     let code = retire::cli::run(
-        conn.as_ref().map(|c| &c.client),
+        conn.as_ref().map(|c| &c.client).zip(cluster.as_ref()),
         &opts,
         interactive,
         &mut input,

@@ -6,7 +6,7 @@
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::model::{App, Kind, Object, Scope, WatchEvent};
+use crate::model::{App, ClusterId, Kind, Object, Origin, Scope, WatchEvent};
 use crate::model::{Msg, update};
 use crate::store::ingest::prepare;
 
@@ -254,6 +254,19 @@ pub fn namespaces_sharing_demo_production() -> Vec<Object> {
             })))
         })
         .collect()
+}
+
+/// The fixtures' one cluster (context `kwok-test`).
+pub fn cluster() -> ClusterId {
+    ClusterId::new("kwok-test")
+}
+
+/// The origin of watch messages of `app`'s first cluster now.
+pub fn origin(app: &App) -> Origin {
+    Origin {
+        cluster: app.clusters[0].id.clone(),
+        generation: app.session.generation,
+    }
 }
 
 /// An app fed with [`objects`] through the watch path, every watch synced.

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::model::{ListView, Screen};
 use crate::rows::{self, TableData};
-use crate::store::{Kind, Store};
+use crate::store::{ClusterId, Kind, Store};
 
 /// What to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -64,7 +64,7 @@ impl What {
             What::Grants => Screen::List(ListView::Grants),
             What::Handlers => Screen::List(ListView::Handlers),
             What::Retained => Screen::List(ListView::Retained),
-            What::Rollouts => Screen::Rollout((String::new(), String::new())),
+            What::Rollouts => Screen::Rollout(ClusterId::new(""), (String::new(), String::new())),
         };
         screen.kinds()
     }
@@ -211,7 +211,7 @@ mod tests {
         let app = fixtures::app();
         let out = format(
             What::Runtimes,
-            &app.data.store,
+            &app.clusters[0].data.store,
             fixtures::now(),
             Format::Table,
         );
@@ -235,16 +235,26 @@ mod tests {
             What::Retained,
             What::Rollouts,
         ] {
-            let j = format(what, &app.data.store, fixtures::now(), Format::Json);
+            let j = format(
+                what,
+                &app.clusters[0].data.store,
+                fixtures::now(),
+                Format::Json,
+            );
             let v: serde_json::Value = serde_json::from_str(&j).expect("json");
             assert!(v["items"].is_array(), "{what:?}");
-            let y = format(what, &app.data.store, fixtures::now(), Format::Yaml);
+            let y = format(
+                what,
+                &app.clusters[0].data.store,
+                fixtures::now(),
+                Format::Yaml,
+            );
             let vy: serde_json::Value = yaml_serde::from_str(&y).expect("yaml");
             assert_eq!(v, vy);
         }
         let j = format(
             What::Handlers,
-            &app.data.store,
+            &app.clusters[0].data.store,
             fixtures::now(),
             Format::Json,
         );
@@ -259,7 +269,7 @@ mod tests {
     #[test]
     fn matrix_json_yaml_and_table() {
         let app = fixtures::app();
-        let store = &app.data.store;
+        let store = &app.clusters[0].data.store;
         let j = format_matrix(store, Format::Json);
         let v: serde_json::Value = serde_json::from_str(&j).expect("json");
         assert_eq!(v["kind"], "HandlerMatrix");

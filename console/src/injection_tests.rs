@@ -105,7 +105,7 @@ fn hostile_strings_never_reach_the_screen() {
         &mut app,
         Msg::Watch(Kind::Pod, WatchEvent::Error(NASTY.to_string())),
     );
-    let evil = app
+    let evil = app.clusters[0]
         .data
         .store
         .runtimes
@@ -119,11 +119,13 @@ fn hostile_strings_never_reach_the_screen() {
         Screen::List(ListView::Grants),
         Screen::List(ListView::Handlers),
         Screen::List(ListView::Retained),
-        Screen::Rollout(evil.clone()),
-        Screen::Details(Kind::Runtime, evil.clone()),
+        Screen::Rollout(crate::fixtures::cluster(), evil.clone()),
+        Screen::Details(crate::fixtures::cluster(), Kind::Runtime, evil.clone()),
         Screen::Details(
+            crate::fixtures::cluster(),
             Kind::RuntimeClass,
-            app.data
+            app.clusters[0]
+                .data
                 .store
                 .classes
                 .keys()
@@ -132,8 +134,16 @@ fn hostile_strings_never_reach_the_screen() {
                 .expect("class"),
         ),
         Screen::Details(
+            crate::fixtures::cluster(),
             Kind::Event,
-            app.data.store.events.keys().next().cloned().expect("event"),
+            app.clusters[0]
+                .data
+                .store
+                .events
+                .keys()
+                .next()
+                .cloned()
+                .expect("event"),
         ),
     ];
     for s in screens {
@@ -168,7 +178,7 @@ fn hostile_strings_never_reach_berth_get() {
         What::Rollouts,
     ] {
         for fmt in [Format::Table, Format::Json, Format::Yaml] {
-            let out = get::format(what, &app.data.store, fixtures::now(), fmt);
+            let out = get::format(what, &app.clusters[0].data.store, fixtures::now(), fmt);
             assert!(is_clean_text(&out), "{what:?} {fmt:?}: {out:?}");
             assert!(
                 !out.contains("\\u001b") && !out.contains("\\e"),

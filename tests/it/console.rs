@@ -14,7 +14,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use berth_console::model::{
-    App, Kind, ListView, Msg, ObjKey, Scope, Screen, WatchEvent, WatchKey, WatchState, update,
+    App, ClusterId, Kind, ListView, Msg, ObjKey, Scope, Screen, WatchEvent, WatchKey, WatchState,
+    update,
 };
 use berth_console::rows;
 use berth_console::watch::{
@@ -62,7 +63,7 @@ impl Live {
         let (tx, rx) = channel(1024);
         let mut app = App::new("test", scope.clone(), Timestamp::now());
         app.session.agent_lease = lease.clone();
-        let mut watchers = Watchers::new(client, starts, scope, lease, app.session.generation, tx);
+        let mut watchers = Watchers::new(client, starts, scope, lease, app.origin_of(0), tx);
         watchers.ensure(kinds);
         Live {
             app,
@@ -87,7 +88,7 @@ impl Live {
             WatchStarts::default(),
             scope,
             lease,
-            app.session.generation,
+            app.origin_of(0),
             tx,
         );
         watchers.sync(keys);
@@ -126,8 +127,8 @@ impl Live {
                 Instant::now() < deadline,
                 "timed out after {}s waiting for the console to show {what}; runtimes: {:?}; watches: {:?}",
                 timeout.as_secs(),
-                self.app.derived.runtimes,
-                self.app.data.watches
+                self.app.clusters[0].rows.runtimes,
+                self.app.clusters[0].data.watches
             );
             if let Ok(Some(m)) =
                 tokio::time::timeout(Duration::from_millis(250), self.rx.recv()).await
@@ -160,7 +161,11 @@ async fn berth_get_json(ns: &str, what: &str) -> serde_json::Value {
 }
 
 fn runtime_row<'a>(app: &'a App, name: &str) -> Option<&'a rows::RuntimeRow> {
-    app.derived.runtimes.iter().find(|r| r.name == name)
+    app.clusters[0]
+        .rows
+        .runtimes
+        .iter()
+        .find(|r| r.name == name)
 }
 
 #[tokio::test]
@@ -199,7 +204,7 @@ async fn console_model_and_get_follow_the_cluster() {
     .await;
     let key = (ns.name.clone(), "web".to_string());
     live.until("the rollout's ReplicaSet with ready pods", WAIT, |app| {
-        let r = rows::rollout(&app.data.store, &key, app.now)?;
+        let r = rows::rollout(&app.clusters[0].data.store, &key, app.now)?;
         let rs = r.replica_sets.iter().find(|rs| rs.current)?;
         (rs.pods.len() == 2 && rs.pods.iter().all(|p| p.ready)).then_some(())
     })
@@ -218,7 +223,7 @@ async fn console_model_and_get_follow_the_cluster() {
         "revision 2 Complete with an old and a new ReplicaSet",
         WAIT,
         |app| {
-            let r = rows::rollout(&app.data.store, &key, app.now)?;
+            let r = rows::rollout(&app.clusters[0].data.store, &key, app.now)?;
             let new = r.replica_sets.iter().find(|rs| rs.current)?;
             (r.phase == "Complete"
                 && new.revision == "2"
@@ -235,7 +240,8 @@ async fn console_model_and_get_follow_the_cluster() {
     // The Rollout and a pod's Details watch only their objects, by the
     // selectors the app uses (the apiserver accepts them, the agent's
     // labels match them): the same rows from far fewer objects.
-    let full = rows::rollout(&live.app.data.store, &key, live.app.now).expect("rollout");
+    let full =
+        rows::rollout(&live.app.clusters[0].data.store, &key, live.app.now).expect("rollout");
     let pod = full
         .replica_sets
         .iter()
@@ -243,32 +249,38 @@ async fn console_model_and_get_follow_the_cluster() {
         .and_then(|rs| rs.pods.first())
         .map(|p| (ns.name.clone(), p.name.clone()))
         .expect("a pod of the new ReplicaSet");
-    let mut keys = Screen::Rollout(key.clone()).watches(&Scope::All);
-    keys.extend(Screen::Details(Kind::Pod, pod.clone()).watches(&Scope::All));
+    let mut keys = Screen::Rollout(ClusterId::new("test"), key.clone()).watches(&Scope::All);
+    keys.extend(
+        Screen::Details(ClusterId::new("test"), Kind::Pod, pod.clone()).watches(&Scope::All),
+    );
     assert!(keys.iter().any(|k| k.kind == Kind::Pod && !k.is_all()));
     let mut scoped = Live::start_watches(ns.client.clone(), Scope::All, lease.clone(), &keys);
     let shape = |r: &rows::RolloutRow| (r.revision.clone(), r.replica_sets.clone());
     let want = shape(&full);
     scoped
         .until("the rollout's rows from the scoped watches", WAIT, |app| {
-            let ok = keys.iter().all(|k| app.data.synced.contains(k))
-                && rows::rollout(&app.data.store, &key, app.now).map(|r| shape(&r))
+            let ok = keys.iter().all(|k| app.clusters[0].data.synced.contains(k))
+                && rows::rollout(&app.clusters[0].data.store, &key, app.now).map(|r| shape(&r))
                     == Some(want.clone())
-                && app.data.store.pods.contains_key(&pod);
+                && app.clusters[0].data.store.pods.contains_key(&pod);
             ok.then_some(())
         })
         .await;
     // Only the Runtime's server pods, only in its namespace.
     assert!(
-        scoped.app.data.store.pods.iter().all(
+        scoped.app.clusters[0].data.store.pods.iter().all(
             |((n, _), p)| *n == ns.name && p.metadata.label("berth.dev/runtime") == Some("web")
         ),
         "{:?}",
-        scoped.app.data.store.pods.keys().collect::<Vec<_>>()
+        scoped.app.clusters[0]
+            .data
+            .store
+            .pods
+            .keys()
+            .collect::<Vec<_>>()
     );
     assert!(
-        scoped
-            .app
+        scoped.app.clusters[0]
             .data
             .store
             .events
@@ -279,7 +291,8 @@ async fn console_model_and_get_follow_the_cluster() {
 
     // The grant with its checks and coverage.
     live.until("the grant ok with full node coverage", WAIT, |app| {
-        app.derived
+        app.clusters[0]
+            .rows
             .grants
             .iter()
             .find(|g| g.name == alias)
@@ -307,12 +320,16 @@ async fn console_model_and_get_follow_the_cluster() {
         .await
         .expect("create bare pod");
     live.until("the bare pod retained, its class unsafe", WAIT, |app| {
-        let retained = app
-            .derived
+        let retained = app.clusters[0]
+            .rows
             .retained
             .iter()
             .any(|r| r.kind == "Pod" && r.name == "bare" && r.reason == "outside berth");
-        let handler = app.derived.handlers.iter().find(|h| h.class == ungranted)?;
+        let handler = app.clusters[0]
+            .rows
+            .handlers
+            .iter()
+            .find(|h| h.class == ungranted)?;
         (retained
             && handler.present
             && !handler.safe_to_remove
@@ -322,8 +339,8 @@ async fn console_model_and_get_follow_the_cluster() {
     .await;
     // The granted class is in use too, by berth's own workloads.
     assert!(
-        live.app
-            .derived
+        live.app.clusters[0]
+            .rows
             .handlers
             .iter()
             .any(|h| h.class == class && !h.safe_to_remove && h.granted_by.contains(&alias))
@@ -335,7 +352,8 @@ async fn console_model_and_get_follow_the_cluster() {
         .await
         .expect("delete class");
     live.until("the deleted class shown as missing", WAIT, |app| {
-        app.derived
+        app.clusters[0]
+            .rows
             .handlers
             .iter()
             .find(|h| h.class == ungranted && !h.present && h.flags.contains("class missing"))
@@ -394,7 +412,8 @@ async fn console_model_and_get_follow_the_cluster() {
     })
     .await;
     live.until("the Deployment retained with grant gone", WAIT, |app| {
-        app.derived
+        app.clusters[0]
+            .rows
             .retained
             .iter()
             .find(|r| {
@@ -518,7 +537,9 @@ async fn console_shows_reconnecting_and_recovers() {
         &[Kind::Node, Kind::Pod, Kind::RuntimeClass],
     );
     live.until("synced nodes", WAIT, |app| {
-        (app.data.connection().is_none() && !app.data.store.nodes.is_empty()).then_some(())
+        (app.clusters[0].data.connection().is_none()
+            && !app.clusters[0].data.store.nodes.is_empty())
+        .then_some(())
     })
     .await;
     let lists_before = live.lists.clone();
@@ -535,14 +556,14 @@ async fn console_shows_reconnecting_and_recovers() {
         "names the error: {text}"
     );
     assert!(matches!(
-        live.app.data.connection(),
+        live.app.clusters[0].data.connection(),
         Some((_, WatchState::Reconnecting(_)))
     ));
 
     proxy.up().await;
     live.until("connected again", WAIT, |app| {
         let (text, _) = berth_console::views::statusbar::connection_text(app);
-        (text == "connected" && !app.data.store.nodes.is_empty()).then_some(())
+        (text == "connected" && !app.clusters[0].data.store.nodes.is_empty()).then_some(())
     })
     .await;
     // Resumed from the last resourceVersion: no watcher listed again.
@@ -1058,13 +1079,9 @@ async fn namespace_picker_lists_the_clusters_namespaces() {
         &[Kind::Namespace],
     );
     live.until("the test namespace and kube-system listed", WAIT, |app| {
-        let names: Vec<&str> = app
-            .table(ListView::Namespaces)
-            .cells
-            .iter()
-            .map(|c| c[0].as_str())
-            .collect();
-        (names.contains(&ns.name.as_str()) && names.contains(&"kube-system")).then_some(())
+        let t = app.table(ListView::Namespaces);
+        let names: Vec<String> = (0..t.len()).map(|p| t.cell(p, 0)).collect();
+        (names.contains(&ns.name) && names.iter().any(|n| n == "kube-system")).then_some(())
     })
     .await;
 }
@@ -1107,7 +1124,8 @@ async fn console_without_rights_says_so_instead_of_reconnecting() {
         &[Kind::Pod, Kind::Node],
     );
     live.until("both watches denied", WAIT, |app| {
-        (app.data.denied().len() == 2 && app.data.connection().is_none()).then_some(())
+        (app.clusters[0].data.denied().len() == 2 && app.clusters[0].data.connection().is_none())
+            .then_some(())
     })
     .await;
     let (text, _) = berth_console::views::statusbar::connection_text(&live.app);

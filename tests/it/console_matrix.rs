@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use berth_console::model::{Kind, Scope, Screen};
+use berth_console::model::{ClusterId, Kind, Scope, Screen};
 use berth_console::rows::relations::{Anchor, identity_selector, relations};
 use berth_shared::api::RuntimeGrant;
 use berth_tests::harness::{self, TestNamespace, wait_for, wait_for_value};
@@ -237,7 +237,7 @@ async fn relations_lead_from_a_grant_to_its_pods_and_back() {
         selector: identity_selector(&grant),
     };
     let scope = Scope::Namespace(ns.name.clone());
-    let keys = Screen::Relations(anchor.clone()).watches(&scope);
+    let keys = Screen::Relations(ClusterId::new("test"), anchor.clone()).watches(&scope);
     assert!(
         keys.iter()
             .all(|k| !k.is_all() || matches!(k.kind, Kind::Runtime | Kind::RuntimeGrant)),
@@ -249,7 +249,7 @@ async fn relations_lead_from_a_grant_to_its_pods_and_back() {
             "the grant's class, Runtime, Deployment, two pods and their nodes",
             WAIT,
             |app| {
-                let lines = relations(&app.data.store, &anchor);
+                let lines = relations(&app.clusters[0].data.store, &anchor);
                 let named = |rel: &str| -> Vec<String> {
                     lines
                         .iter()
@@ -271,7 +271,7 @@ async fn relations_lead_from_a_grant_to_its_pods_and_back() {
         )
         .await;
     // Nothing of the copy: its pods do not carry the grant's identity.
-    let store = &live.app.data.store;
+    let store = &live.app.clusters[0].data.store;
     assert!(
         !store.pods.keys().any(|k| k.1.starts_with("copy")),
         "the scoped watch selected the copy's pods"
@@ -280,10 +280,10 @@ async fn relations_lead_from_a_grant_to_its_pods_and_back() {
     // Back from a pod to the grant.
     let (pns, pname) = pods[0].split_once('/').expect("ns/name");
     let pod = Anchor::Pod((pns.to_string(), pname.to_string()));
-    let keys = Screen::Relations(pod.clone()).watches(&scope);
+    let keys = Screen::Relations(ClusterId::new("test"), pod.clone()).watches(&scope);
     let mut live = Live::start_watches(ns.client.clone(), scope, lease, &keys);
     live.until("the pod's grant", WAIT, |app| {
-        relations(&app.data.store, &pod)
+        relations(&app.clusters[0].data.store, &pod)
             .iter()
             .any(|l| {
                 l.relation == "grant"

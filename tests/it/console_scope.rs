@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use berth_console::model::{
-    App, Effect, Kind, ListView, Msg, ObjKey, Scope, Screen, WatchKey, update, watches,
+    App, ClusterId, Effect, Kind, ListView, Msg, ObjKey, Scope, Screen, WatchKey, update, watches,
 };
 use berth_console::rows;
 use berth_console::watch::{WatchStarts, Watchers};
@@ -50,7 +50,7 @@ impl Console {
             WatchStarts::default(),
             Scope::All,
             lease,
-            app.session.generation,
+            app.origin_of(0),
             tx,
         );
         Console { app, watchers, rx }
@@ -58,7 +58,7 @@ impl Console {
 
     fn perform(&mut self, effects: Vec<Effect>) {
         for e in effects {
-            if let Effect::Watch(keys) = e {
+            if let Effect::Watch(_, keys) = e {
                 self.watchers.sync(&keys);
             }
         }
@@ -83,7 +83,7 @@ impl Console {
             assert!(
                 Instant::now() < deadline,
                 "timed out waiting for {what}; watches: {:?}",
-                self.app.data.watches
+                self.app.clusters[0].data.watches
             );
             if let Ok(Some(m)) =
                 tokio::time::timeout(Duration::from_millis(250), self.rx.recv()).await
@@ -160,7 +160,7 @@ async fn event(ns: &TestNamespace, name: &str, about: &str) {
 /// Names (namespace/name) of the store's objects of the rollout's kinds
 /// outside `ns`, or in it without the server selector.
 fn strays(app: &App, ns: &str) -> Vec<String> {
-    let s = &app.data.store;
+    let s = &app.clusters[0].data.store;
     let server = |l: &BTreeMap<String, String>| {
         let sel = berth_shared::render::labels::selector("web");
         sel.iter().all(|(k, v)| l.get(k) == Some(v))
@@ -191,8 +191,8 @@ fn strays(app: &App, ns: &str) -> Vec<String> {
 
 /// The rollout of `key` with its one ReplicaSet and that one's Pod.
 fn whole_rollout(app: &App, key: &ObjKey) -> bool {
-    app.screen_listed(&Screen::Rollout(key.clone()))
-        && rows::rollout(&app.data.store, key, app.now).is_some_and(|r| {
+    app.screen_listed(&Screen::Rollout(ClusterId::new("test"), key.clone()))
+        && rows::rollout(&app.clusters[0].data.store, key, app.now).is_some_and(|r| {
             r.replica_sets.len() == 1 && r.replica_sets.iter().all(|rs| rs.pods.len() == 1)
         })
 }
@@ -220,8 +220,8 @@ async fn rollout_watches_only_its_runtime_and_stops_after_the_grace_period() {
     let key: ObjKey = (mine.name.clone(), "web".into());
     let mut c = Console::start(mine.client.clone());
     c.open(Screen::List(ListView::Runtimes));
-    c.open(Screen::Rollout(key.clone()));
-    let running = c.app.data.watch_set.running();
+    c.open(Screen::Rollout(ClusterId::new("test"), key.clone()));
+    let running = c.app.clusters[0].data.watch_set.running();
     for kind in [Kind::Deployment, Kind::ReplicaSet, Kind::Pod, Kind::Event] {
         assert!(
             !running.contains(&WatchKey::all(kind)),
@@ -245,7 +245,7 @@ async fn rollout_watches_only_its_runtime_and_stops_after_the_grace_period() {
     .await;
     assert_eq!(strays(&c.app, &mine.name), Vec::<String>::new());
     assert!(
-        c.app
+        c.app.clusters[0]
             .data
             .store
             .events
@@ -255,27 +255,30 @@ async fn rollout_watches_only_its_runtime_and_stops_after_the_grace_period() {
     // Leave; within the grace period the watches keep running.
     c.open(Screen::List(ListView::Runtimes));
     c.tick(watches::GRACE_SECONDS - 1);
-    assert_eq!(c.app.data.store.pods.len(), 1);
+    assert_eq!(c.app.clusters[0].data.store.pods.len(), 1);
     // After it: stopped, their objects freed.
     c.tick(1);
-    let running = c.app.data.watch_set.running();
+    let running = c.app.clusters[0].data.watch_set.running();
     assert!(
         running
             .iter()
             .all(|k| k.is_all() && matches!(k.kind, Kind::Runtime | Kind::Lease)),
         "{running:?}"
     );
-    assert!(c.app.data.store.pods.is_empty());
-    assert!(c.app.data.store.replicasets.is_empty());
-    assert!(c.app.data.store.events.is_empty());
+    assert!(c.app.clusters[0].data.store.pods.is_empty());
+    assert!(c.app.clusters[0].data.store.replicasets.is_empty());
+    assert!(c.app.clusters[0].data.store.events.is_empty());
 
     // A second server Pod made while nobody watched: only a relist sees it.
     pod(&mine, "web-extra", &server).await;
-    c.open(Screen::Rollout(key.clone()));
-    assert!(!c.app.screen_listed(&Screen::Rollout(key.clone())));
+    c.open(Screen::Rollout(ClusterId::new("test"), key.clone()));
+    assert!(
+        !c.app
+            .screen_listed(&Screen::Rollout(ClusterId::new("test"), key.clone()))
+    );
     c.until("the rollout relisted with the new Pod", |app| {
-        app.screen_listed(&Screen::Rollout(key.clone()))
-            && app
+        app.screen_listed(&Screen::Rollout(ClusterId::new("test"), key.clone()))
+            && app.clusters[0]
                 .data
                 .store
                 .pods
@@ -285,5 +288,5 @@ async fn rollout_watches_only_its_runtime_and_stops_after_the_grace_period() {
     c.until("the rollout whole again", |app| whole_rollout(app, &key))
         .await;
     assert_eq!(strays(&c.app, &mine.name), Vec::<String>::new());
-    assert_eq!(c.app.data.store.pods.len(), 2);
+    assert_eq!(c.app.clusters[0].data.store.pods.len(), 2);
 }

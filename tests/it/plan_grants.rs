@@ -547,24 +547,24 @@ async fn plan_grants_pending(ns: &str, args: &[&str]) -> (i32, String, String) {
 /// The text of the console's Plan view, its model fed by its own watchers
 /// on the real cluster, once `done` holds (panics after the wait).
 async fn console_plan_text(ns: &TestNamespace, done: impl Fn(&str) -> bool) -> String {
-    use berth_console::model::{App, Scope, Screen, update};
+    use berth_console::model::{App, ClusterId, Scope, Screen, update};
     use berth_console::watch::Watchers;
     let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
     let scope = Scope::Namespace(ns.name.clone());
     let lease = (ns.name.clone(), format!("agent-{}", ns.name));
     let mut app = App::new("test", scope.clone(), k8s_openapi::jiff::Timestamp::now());
     app.session.agent_lease = lease.clone();
-    let effects = app.open(Screen::Plan);
+    let effects = app.open(Screen::Plan(ClusterId::new("test")));
     assert!(!effects.is_empty(), "the Plan view asks for its watches");
     let mut watchers = Watchers::new(
         ns.client.clone(),
         berth_console::watch::WatchStarts::default(),
         scope,
         lease,
-        app.session.generation,
+        app.origin_of(0),
         tx,
     );
-    watchers.ensure(&Screen::Plan.kinds());
+    watchers.ensure(&Screen::Plan(ClusterId::new("test")).kinds());
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         app.now = k8s_openapi::jiff::Timestamp::now();

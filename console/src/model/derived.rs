@@ -1,34 +1,63 @@
-//! Rows derived from the [`super::data::Data`] store, per list view, with
-//! each view's filter and sort applied and its selection kept on its
-//! object across rebuilds.
+//! Rows derived from each cluster's store, per list view, merged over the
+//! clusters ([`crate::rows::Merged`]) with each view's filter and sort
+//! applied and its selection kept on its object (in its cluster) across
+//! rebuilds. A cluster's part of a view is rebuilt only when that
+//! cluster's inputs changed, so a fleet of N clusters costs each cluster's
+//! own rebuilds, not N times every rebuild.
 
 use crate::rows::{
-    self, GrantRow, HandlerRow, NamespaceRow, RetainedRow, RowRef, RuntimeRow, TableData,
+    self, GrantRow, HandlerRow, Located, Merged, NamespaceRow, RetainedRow, Row, RowId, RuntimeRow,
+    TableData,
 };
-use crate::store::{Kind, WORKLOAD_KINDS};
+use crate::store::{ClusterId, Kind, WORKLOAD_KINDS};
 
 use super::App;
 use super::screen::{ListView, Screen};
 
-/// Rows derived from the store. A view is rebuilt only when one of the
-/// kinds it reads changed ([`ListView::inputs`]) and only while it is live
-/// ([`App::live_views`]); the others keep their last rows, stale, until
-/// shown again.
+/// One cluster's rows of each list view. A view is rebuilt only when one
+/// of the kinds it reads changed ([`ListView::inputs`]) and only while it
+/// is live ([`App::live_views`]); the others keep their last rows, stale,
+/// until shown again.
 #[derive(Clone, Debug, Default)]
-pub struct Derived {
-    /// Per view ([`ListView::index`]): the [`Store::stamp`] of its inputs
-    /// its rows were built from (`None`: never built).
+pub struct ClusterRows {
+    /// Per view ([`ListView::index`]): the [`crate::store::Store::stamp`]
+    /// of its inputs its rows were built from (`None`: never built).
     pub built: [Option<u64>; 5],
     pub runtimes: Vec<RuntimeRow>,
     pub grants: Vec<GrantRow>,
     pub handlers: Vec<HandlerRow>,
     pub retained: Vec<RetainedRow>,
     pub namespaces: Vec<NamespaceRow>,
-    /// The tables, indexed by [`ListView`].
-    pub tables: [TableData; 5],
     /// Per view: when (seconds) it was last rebuilt off screen for its tab
-    /// count ([`App::refresh_counts`]).
+    /// count ([`App::refresh`]).
     pub counted_at: [Option<i64>; 5],
+}
+
+/// The list views' tables, merged over the clusters.
+#[derive(Clone, Debug, Default)]
+pub struct Derived {
+    /// Indexed by [`ListView`].
+    pub tables: [Merged; 5],
+}
+
+impl Derived {
+    /// Empty tables over `clusters`.
+    pub fn for_clusters(clusters: &[ClusterId]) -> Self {
+        Derived {
+            tables: ListView::ALL.map(|v| Merged::new(clusters, headers(v))),
+        }
+    }
+}
+
+/// The column headers of a view's rows.
+fn headers(v: ListView) -> &'static [&'static str] {
+    match v {
+        ListView::Runtimes => RuntimeRow::headers(),
+        ListView::Grants => GrantRow::headers(),
+        ListView::Handlers => HandlerRow::headers(),
+        ListView::Retained => RetainedRow::headers(),
+        ListView::Namespaces => NamespaceRow::headers(),
+    }
 }
 
 /// How often a tab off screen is rebuilt for its count at most: Handlers
@@ -39,7 +68,7 @@ pub const COUNT_REFRESH_SECONDS: i64 = 5;
 
 impl App {
     /// The table of a view (call [`App::refresh`] first).
-    pub fn table(&self, v: ListView) -> &TableData {
+    pub fn table(&self, v: ListView) -> &Merged {
         &self.derived.tables[v.index()]
     }
 
@@ -53,7 +82,7 @@ impl App {
             .collect();
         match self.screen() {
             Screen::List(l) => v.push(*l),
-            Screen::Details(Kind::RuntimeClass, _) => v.push(ListView::Handlers),
+            Screen::Details(_, Kind::RuntimeClass, _) => v.push(ListView::Handlers),
             _ => {}
         }
         v.sort();
@@ -61,28 +90,61 @@ impl App {
         v
     }
 
-    /// Whether a view's rows are older than the kinds they are built from.
-    pub fn stale(&self, v: ListView) -> bool {
-        self.derived.built[v.index()] != Some(self.data.store.stamp(v.inputs()))
+    /// Whether cluster `i`'s rows of a view are older than the kinds they
+    /// are built from.
+    pub fn stale(&self, i: usize, v: ListView) -> bool {
+        let c = &self.clusters[i];
+        c.rows.built[v.index()] != Some(c.data.store.stamp(v.inputs()))
     }
 
-    /// Rebuilds the rows of every live view whose inputs changed, then
-    /// re-applies its filter and sort, keeping the selection on its object.
-    /// Ages are not part of it: rows hold timestamps and the drawing turns
-    /// them into ages, so time passing rebuilds nothing. Cheap when nothing
-    /// changed. A view is not built until every kind it needs has listed:
+    /// Whether a view has what it needs to be shown: every cluster has
+    /// listed its kinds (in a fleet, or failed before it could: see
+    /// [`super::Cluster::settled`]). Until then its count is unknown.
+    pub fn loaded(&self, v: ListView) -> bool {
+        let fleet = self.fleet();
+        self.clusters.iter().all(|c| c.settled(v, fleet))
+    }
+
+    /// Whether a view's rows are built for every cluster that has listed
+    /// its kinds (its tab shows a count).
+    pub fn counted(&self, v: ListView) -> bool {
+        self.loaded(v)
+            && self
+                .clusters
+                .iter()
+                .all(|c| !c.data.loaded(v) || c.rows.built[v.index()].is_some())
+    }
+
+    /// Rebuilds the rows of every live view whose inputs changed in some
+    /// cluster (only that cluster's part), then re-applies its filter and
+    /// sort, keeping the selection on its object. Ages are not part of it:
+    /// rows hold timestamps and the drawing turns them into ages, so time
+    /// passing rebuilds nothing. Cheap when nothing changed. A cluster's
+    /// part is not built until every kind the view needs has listed there:
     /// the analysis over half the workloads would be wrong (a class "safe
     /// to remove" before its pods are known) and is the costly part of the
     /// first frame.
     pub fn refresh(&mut self) {
         for v in self.live_views() {
-            if self.stale(v) && self.data.loaded(v) {
-                let id = self.selected_id(v);
-                self.rebuild(v);
-                self.apply_keeping(v, id);
-            }
+            self.refresh_view(v, |_| true);
         }
         self.refresh_counts();
+    }
+
+    /// Rebuilds the stale, listed parts of `v` that `pick(cluster)`
+    /// allows; the clusters rebuilt.
+    fn refresh_view(&mut self, v: ListView, pick: impl Fn(usize) -> bool) -> Vec<usize> {
+        let parts: Vec<usize> = (0..self.clusters.len())
+            .filter(|&i| self.stale(i, v) && self.clusters[i].data.loaded(v) && pick(i))
+            .collect();
+        if !parts.is_empty() {
+            let id = self.selected_id(v);
+            for &i in &parts {
+                self.rebuild(i, v);
+            }
+            self.apply_keeping(v, id);
+        }
+        parts
     }
 
     /// Gives every tab its count once its inputs are loaded, even off
@@ -94,15 +156,19 @@ impl App {
         let live = self.live_views();
         let now = self.now.as_second();
         for v in ListView::TABS {
-            let recent =
-                self.derived.counted_at[v.index()].is_some_and(|t| now - t < COUNT_REFRESH_SECONDS);
-            if live.contains(&v) || recent || !self.stale(v) || !self.data.loaded(v) {
+            if live.contains(&v) {
                 continue;
             }
-            self.derived.counted_at[v.index()] = Some(now);
-            let id = self.selected_id(v);
-            self.rebuild(v);
-            self.apply_keeping(v, id);
+            let recent = |app: &App, i: usize| {
+                app.clusters[i].rows.counted_at[v.index()]
+                    .is_some_and(|t| now - t < COUNT_REFRESH_SECONDS)
+            };
+            let due: Vec<usize> = (0..self.clusters.len())
+                .filter(|&i| !recent(self, i))
+                .collect();
+            for i in self.refresh_view(v, |i| due.contains(&i)) {
+                self.clusters[i].rows.counted_at[v.index()] = Some(now);
+            }
         }
     }
 
@@ -110,80 +176,92 @@ impl App {
     /// several views from one store).
     pub fn refresh_all(&mut self) {
         for v in ListView::ALL {
-            if self.stale(v) {
-                let id = self.selected_id(v);
-                self.rebuild(v);
-                self.apply_keeping(v, id);
+            let parts: Vec<usize> = (0..self.clusters.len())
+                .filter(|&i| self.stale(i, v))
+                .collect();
+            if parts.is_empty() {
+                continue;
             }
+            let id = self.selected_id(v);
+            for i in parts {
+                self.rebuild(i, v);
+            }
+            self.apply_keeping(v, id);
         }
     }
 
-    /// Drops a view's rows: it shows loading until rebuilt.
-    pub(super) fn forget_rows(&mut self, v: ListView) {
-        let d = &mut self.derived;
-        d.built[v.index()] = None;
-        d.counted_at[v.index()] = None;
-        d.tables[v.index()] = TableData::default();
+    /// Drops cluster `i`'s rows of a view: it shows loading there until
+    /// rebuilt.
+    pub(super) fn forget_rows(&mut self, i: usize, v: ListView) {
+        let id = self.selected_id(v);
+        let r = &mut self.clusters[i].rows;
+        r.built[v.index()] = None;
+        r.counted_at[v.index()] = None;
         match v {
-            ListView::Runtimes => d.runtimes = Vec::new(),
-            ListView::Grants => d.grants = Vec::new(),
-            ListView::Handlers => d.handlers = Vec::new(),
-            ListView::Retained => d.retained = Vec::new(),
-            ListView::Namespaces => d.namespaces = Vec::new(),
+            ListView::Runtimes => r.runtimes = Vec::new(),
+            ListView::Grants => r.grants = Vec::new(),
+            ListView::Handlers => r.handlers = Vec::new(),
+            ListView::Retained => r.retained = Vec::new(),
+            ListView::Namespaces => r.namespaces = Vec::new(),
         }
+        self.derived.tables[v.index()].set_part(i, TableData::new(headers(v).to_vec()));
+        self.apply_keeping(v, id);
     }
 
     /// Whether the list view shown (if one is) has everything it needs
     /// listed: the event loop draws the frame that completes it at once.
     pub fn current_loaded(&self) -> Option<bool> {
-        self.current_list().map(|v| self.data.loaded(v))
+        self.current_list().map(|v| self.loaded(v))
     }
 
     /// How complete the screen is: see [`Completion::completed_by`].
     pub fn completion(&self) -> Completion {
         Completion {
             loaded: self.current_loaded(),
-            synced: self.data.connection().is_none(),
+            synced: self.clusters.iter().all(|c| c.data.connection().is_none()),
         }
     }
 
-    fn rebuild(&mut self, v: ListView) {
-        let stamp = self.data.store.stamp(v.inputs());
-        let (store, now, d) = (&self.data.store, self.now, &mut self.derived);
-        d.built[v.index()] = Some(stamp);
-        d.tables[v.index()] = match v {
+    fn rebuild(&mut self, i: usize, v: ListView) {
+        let now = self.now;
+        let c = &mut self.clusters[i];
+        let stamp = c.data.store.stamp(v.inputs());
+        let (store, r) = (&c.data.store, &mut c.rows);
+        r.built[v.index()] = Some(stamp);
+        let table = match v {
             ListView::Runtimes => {
-                d.runtimes = rows::runtime_rows(store, now);
-                TableData::of(&d.runtimes)
+                r.runtimes = rows::runtime_rows(store, now);
+                TableData::of(&r.runtimes)
             }
             ListView::Grants => {
-                d.grants = rows::grant_rows(store, now);
-                TableData::of(&d.grants)
+                r.grants = rows::grant_rows(store, now);
+                TableData::of(&r.grants)
             }
             ListView::Namespaces => {
-                d.namespaces = rows::namespace_rows(store, now);
-                TableData::of(&d.namespaces)
+                r.namespaces = rows::namespace_rows(store, now);
+                TableData::of(&r.namespaces)
             }
             ListView::Handlers | ListView::Retained => {
                 let needs_workloads = store.count(Kind::RuntimeClass) > 0
                     || WORKLOAD_KINDS.iter().any(|k| store.count(*k) > 0);
                 if v == ListView::Handlers {
-                    d.handlers = if needs_workloads {
+                    r.handlers = if needs_workloads {
                         rows::handler_rows(store)
                     } else {
                         Vec::new()
                     };
-                    TableData::of(&d.handlers)
+                    TableData::of(&r.handlers)
                 } else {
-                    d.retained = if needs_workloads {
+                    r.retained = if needs_workloads {
                         rows::retained_rows(store)
                     } else {
                         Vec::new()
                     };
-                    TableData::of(&d.retained)
+                    TableData::of(&r.retained)
                 }
             }
         };
+        self.derived.tables[v.index()].set_part(i, table);
     }
 
     /// Re-filters and re-sorts one table; the selection stays on the same
@@ -193,14 +271,14 @@ impl App {
         self.apply_keeping(v, id);
     }
 
-    fn apply_keeping(&mut self, v: ListView, id: Option<String>) {
+    fn apply_keeping(&mut self, v: ListView, id: Option<RowId>) {
         let (filter, sort) = {
             let l = self.list(v);
             (l.filter.clone(), l.sort)
         };
         let t = &mut self.derived.tables[v.index()];
         t.apply(&filter, sort);
-        let len = t.visible.len();
+        let len = t.len();
         let found = id.and_then(|id| t.position(&id));
         let l = self.list_mut(v);
         match found {
@@ -210,18 +288,14 @@ impl App {
         }
     }
 
-    /// The identity (uid) of the selected row of a list view.
-    pub fn selected_id(&self, v: ListView) -> Option<String> {
-        self.table(v)
-            .id_at(self.list(v).selected)
-            .map(str::to_string)
+    /// The identity (cluster and uid) of the selected row of a list view.
+    pub fn selected_id(&self, v: ListView) -> Option<RowId> {
+        self.table(v).id_at(self.list(v).selected)
     }
 
-    /// The reference of the selected row of a list view.
-    pub fn selected_ref(&self, v: ListView) -> Option<RowRef> {
-        let t = self.table(v);
-        let i = *t.visible.get(self.list(v).selected)?;
-        t.refs.get(i).cloned()
+    /// What the selected row of a list view points at, in its cluster.
+    pub fn selected_ref(&self, v: ListView) -> Option<Located> {
+        self.table(v).located_at(self.list(v).selected)
     }
 }
 

@@ -111,7 +111,7 @@ impl On {
             On::Lists => matches!(screen, Screen::List(_)),
             On::ListsAndRollout => matches!(
                 screen,
-                Screen::List(_) | Screen::Rollout(_) | Screen::Relations(_)
+                Screen::List(_) | Screen::Rollout(..) | Screen::Relations(..)
             ),
             On::Retirable => matches!(
                 screen,
@@ -120,8 +120,9 @@ impl On {
             On::Related => matches!(
                 screen,
                 Screen::List(ListView::Grants | ListView::Retained)
-                    | Screen::Relations(_)
+                    | Screen::Relations(..)
                     | Screen::Details(
+                        _,
                         crate::store::Kind::Pod | crate::store::Kind::RuntimeGrant,
                         _
                     )
@@ -386,6 +387,10 @@ mod tests {
         KeyEvent::new(code, m)
     }
 
+    fn c() -> crate::store::ClusterId {
+        crate::store::ClusterId::new("kwok-test")
+    }
+
     #[test]
     fn no_key_is_bound_twice_on_one_screen() {
         let screens = [
@@ -393,11 +398,11 @@ mod tests {
             Screen::List(ListView::Grants),
             Screen::List(ListView::Namespaces),
             Screen::List(ListView::Retained),
-            Screen::Rollout(Default::default()),
-            Screen::Details(crate::store::Kind::Runtime, Default::default()),
-            Screen::Details(crate::store::Kind::Pod, Default::default()),
+            Screen::Rollout(c(), Default::default()),
+            Screen::Details(c(), crate::store::Kind::Runtime, Default::default()),
+            Screen::Details(c(), crate::store::Kind::Pod, Default::default()),
             Screen::Matrix,
-            Screen::Relations(crate::rows::relations::Anchor::Pod(Default::default())),
+            Screen::Relations(c(), crate::rows::relations::Anchor::Pod(Default::default())),
         ];
         for s in &screens {
             let mut seen = Vec::new();

@@ -11,11 +11,21 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::retire::execute::Outcome;
 use crate::retire::{Action, RetireError, Review};
-use crate::store::{Kind, ObjKey, Object};
+use crate::store::{ClusterId, Kind, ObjKey, Object};
 
 use super::screen::Scope;
 use super::viewport::Viewport;
 use super::watches::WatchKey;
+
+/// Where an answer of the I/O side comes from: a cluster, and the
+/// connection generation its watchers or request were started under
+/// (bumped on every context or namespace switch, so that late answers of
+/// an older connection are dropped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub cluster: ClusterId,
+    pub generation: u64,
+}
 
 /// A watch event for one kind (what the watcher task sends).
 #[derive(Clone, Debug)]
@@ -47,18 +57,23 @@ pub enum Msg {
     Key(KeyEvent),
     /// Text pasted into the terminal (bracketed paste).
     Paste(String),
-    /// The context asked for with `:ctx` answered, with its connection
-    /// (made off the UI task); the model adopts it unless a later `:ctx`
-    /// superseded it.
+    /// The contexts asked for with `:ctx` answered (at least one did),
+    /// with their connections (made off the UI task); the model adopts
+    /// them unless a later `:ctx` superseded the switch.
     Connected {
-        context: String,
+        /// The contexts asked for, in order.
+        asked: Vec<String>,
         /// Every context of the kubeconfig.
         contexts: Vec<String>,
-        conn: Handover,
+        /// The connections made, each with its context (one that did not
+        /// answer yet is among them: its watches retry on their own).
+        conns: Vec<(ClusterId, Handover)>,
+        /// Contexts that did not answer, or could not be connected at all,
+        /// with why.
+        problems: Vec<(String, String)>,
     },
-    /// The context asked for with `:ctx` could not be used; the old one
-    /// stays.
-    SwitchFailed { context: String, error: String },
+    /// No context asked for with `:ctx` could be used; the old ones stay.
+    SwitchFailed { asked: Vec<String>, error: String },
     /// Terminal resized.
     Resize,
     /// A frame was drawn: what fitted (page height, scroll limits, list
@@ -66,54 +81,67 @@ pub enum Msg {
     Drawn(Viewport),
     /// Time passed (ages).
     Tick(Timestamp),
-    /// A watch event of the whole kind (for the current connection).
+    /// A watch event of the whole kind, for the first cluster (fixtures
+    /// and tests of one cluster).
     Watch(Kind, WatchEvent),
-    /// A watch event from the watchers of connection `generation`; ignored
-    /// once the app has switched context or namespace since, or once that
-    /// watch was stopped.
-    Watched(u64, WatchKey, WatchEvent),
-    /// A retirement review finished.
-    Reviewed(Box<Result<Review, RetireError>>),
+    /// A watch event from a cluster's watchers; ignored once the app has
+    /// switched context or namespace since, once that cluster is no longer
+    /// shown, or once that watch was stopped.
+    Watched(Origin, WatchKey, WatchEvent),
+    /// The retirement review asked for as number `id` finished.
+    Reviewed {
+        id: u64,
+        result: Box<Result<Review, RetireError>>,
+    },
     /// A confirmed retirement was carried out (or failed).
     Executed(Box<Result<Outcome, RetireError>>),
     /// The whole object asked for with [`Effect::Fetch`] (`Ok(None)`: it
-    /// does not exist), for the connection of generation `u64`.
-    Fetched(u64, Kind, ObjKey, Result<Option<Object>, String>),
+    /// does not exist).
+    Fetched(Origin, Kind, ObjKey, Result<Option<Object>, String>),
 }
 
 /// What the I/O side must do after an update.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
-    /// Review a retirement (permission, reads, dry-run); answers with
-    /// [`Msg::Reviewed`].
+    /// Review a retirement (permission, reads, dry-run) in `cluster`, with
+    /// that cluster's connection and no other; answers with
+    /// [`Msg::Reviewed`] of the same `id`.
     Review {
+        id: u64,
+        cluster: ClusterId,
         action: Action,
         namespace: String,
         name: String,
     },
-    /// Carry out a confirmed review; answers with [`Msg::Executed`].
-    Execute(Box<Review>),
-    /// Exactly these watches must run: start the missing ones, stop the
-    /// others (the app has dropped their data).
-    Watch(Vec<WatchKey>),
-    /// Drop every watch and watch `scope` with the same client, as
-    /// connection `generation`.
+    /// Carry out a confirmed review in the cluster it was made in
+    /// ([`Review::cluster`]), with the connection of `generation` only:
+    /// after a switch, nothing is sent. Answers with [`Msg::Executed`].
+    Execute {
+        generation: u64,
+        review: Box<Review>,
+    },
+    /// Exactly these watches must run in `cluster`: start the missing
+    /// ones, stop the others (the app has dropped their data).
+    Watch(ClusterId, Vec<WatchKey>),
+    /// Drop every watch of every cluster and watch `scope` with the same
+    /// clients, as connection `generation`.
     Rescope { scope: Scope, generation: u64 },
-    /// Connect to another kubeconfig context off the UI task (exec auth
-    /// plugins run there too) and check that it answers; reply with
+    /// Connect to other kubeconfig contexts off the UI task (exec auth
+    /// plugins run there too) and check that they answer; reply with
     /// [`Msg::Connected`] or [`Msg::SwitchFailed`].
-    Connect { context: String },
-    /// Drop every watch and use the connection of a [`Msg::Connected`]
-    /// from now on, watching `scope` as connection `generation`.
+    Connect { contexts: Vec<String> },
+    /// Drop every watch and connection and use those of a
+    /// [`Msg::Connected`] from now on, one per cluster, watching `scope` as
+    /// connection `generation`.
     Adopt {
-        conn: Handover,
+        conns: Vec<(ClusterId, Handover)>,
         scope: Scope,
         generation: u64,
     },
-    /// Read one whole object (the store keeps some kinds reduced: see
-    /// [`crate::store::compact`]) for connection `u64`; answers with
+    /// Read one whole object of a cluster (the store keeps some kinds
+    /// reduced: see [`crate::store::compact`]); answers with
     /// [`Msg::Fetched`].
-    Fetch(u64, Kind, ObjKey),
+    Fetch(Origin, Kind, ObjKey),
     /// Leave the app.
     Quit,
 }

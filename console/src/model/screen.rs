@@ -4,7 +4,7 @@
 
 use crate::rows::matrix::MATRIX_KINDS;
 use crate::rows::relations::Anchor;
-use crate::store::{ANALYSIS_KINDS, Kind, ObjKey, WORKLOAD_KINDS};
+use crate::store::{ANALYSIS_KINDS, ClusterId, Kind, ObjKey, WORKLOAD_KINDS};
 
 use super::watches::WatchKey;
 
@@ -97,28 +97,45 @@ impl ListView {
     }
 }
 
-/// One screen of the navigation stack.
+/// One screen of the navigation stack. A screen about one object, or one
+/// agent, names its cluster: it reads that cluster's store, watches there
+/// only, and what it leads to stays there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Screen {
-    /// A table.
+    /// A table, merged over the clusters.
     List(ListView),
     /// The live rollout of one Runtime.
-    Rollout(ObjKey),
+    Rollout(ClusterId, ObjKey),
     /// YAML and events of one object.
-    Details(Kind, ObjKey),
-    /// The plan of the agent's pending grants file (`:plan`).
-    Plan,
-    /// The handler matrix: classes × node groups (`:matrix`, `m`).
+    Details(ClusterId, Kind, ObjKey),
+    /// The plan of one cluster's agent's pending grants file (`:plan`).
+    Plan(ClusterId),
+    /// The handler matrix: classes × node groups (`:matrix`, `m`), each
+    /// cluster's.
     Matrix,
     /// What a grant or a pod is related to (`r`).
-    Relations(Anchor),
+    Relations(ClusterId, Anchor),
     /// Why one Runtime, workload or pod is granted or blocked (`x`).
-    Explain(Kind, ObjKey),
-    /// What needs attention (`:findings`).
+    Explain(ClusterId, Kind, ObjKey),
+    /// What needs attention (`:findings`), in every cluster and across
+    /// them.
     Findings,
 }
 
 impl Screen {
+    /// The cluster this screen belongs to; `None` for the screens that
+    /// show every cluster.
+    pub fn cluster(&self) -> Option<&ClusterId> {
+        match self {
+            Screen::Rollout(c, _)
+            | Screen::Details(c, ..)
+            | Screen::Plan(c)
+            | Screen::Relations(c, _)
+            | Screen::Explain(c, ..) => Some(c),
+            Screen::List(_) | Screen::Matrix | Screen::Findings => None,
+        }
+    }
+
     /// The kinds this screen needs watched.
     pub fn kinds(&self) -> Vec<Kind> {
         match self {
@@ -126,27 +143,27 @@ impl Screen {
             Screen::List(ListView::Grants) => vec![Kind::RuntimeGrant],
             Screen::List(ListView::Namespaces) => vec![Kind::Namespace],
             Screen::List(ListView::Handlers | ListView::Retained) => ANALYSIS_KINDS.to_vec(),
-            Screen::Rollout(_) => vec![
+            Screen::Rollout(..) => vec![
                 Kind::Runtime,
                 Kind::Deployment,
                 Kind::ReplicaSet,
                 Kind::Pod,
                 Kind::Event,
             ],
-            Screen::Details(kind, _) => {
+            Screen::Details(_, kind, _) => {
                 let mut v = vec![*kind, Kind::Event];
                 if *kind == Kind::RuntimeClass {
                     v.extend_from_slice(WORKLOAD_KINDS);
                 }
                 v
             }
-            Screen::Plan => {
+            Screen::Plan(_) => {
                 let mut v = vec![Kind::PendingGrantsFile, Kind::Runtime, Kind::Namespace];
                 v.extend_from_slice(ANALYSIS_KINDS);
                 v
             }
             Screen::Matrix => MATRIX_KINDS.to_vec(),
-            Screen::Relations(Anchor::Grant { .. }) => vec![
+            Screen::Relations(_, Anchor::Grant { .. }) => vec![
                 Kind::RuntimeGrant,
                 Kind::RuntimeClass,
                 Kind::Runtime,
@@ -155,10 +172,10 @@ impl Screen {
                 Kind::CronJob,
                 Kind::Pod,
             ],
-            Screen::Relations(Anchor::Pod(_)) => {
+            Screen::Relations(_, Anchor::Pod(_)) => {
                 vec![Kind::Pod, Kind::RuntimeGrant, Kind::Runtime]
             }
-            Screen::Explain(kind, _) => {
+            Screen::Explain(_, kind, _) => {
                 let mut v = crate::rows::explain::screen_kinds();
                 if !v.contains(kind) {
                     v.push(*kind);
@@ -176,7 +193,7 @@ impl Screen {
     /// only their object (see [`super::watches`]).
     pub fn watches(&self, scope: &Scope) -> Vec<WatchKey> {
         match self {
-            Screen::Rollout((ns, name)) => {
+            Screen::Rollout(_, (ns, name)) => {
                 // The agent's selector of the Runtime's server pods: on its
                 // Deployment, copied to the ReplicaSets and their Pods.
                 let labels = berth_shared::render::labels::selector(name)
@@ -198,10 +215,10 @@ impl Screen {
                 v
             }
             // Watched by a fixed name already (the agent's).
-            Screen::Details(kind @ (Kind::Lease | Kind::PendingGrantsFile), _) => {
+            Screen::Details(_, kind @ (Kind::Lease | Kind::PendingGrantsFile), _) => {
                 vec![WatchKey::all(*kind)]
             }
-            Screen::Details(kind, (ns, name)) => {
+            Screen::Details(_, kind, (ns, name)) => {
                 let mut v = vec![WatchKey::select(
                     *kind,
                     ns,
@@ -227,7 +244,7 @@ impl Screen {
                 }
                 v
             }
-            Screen::Relations(anchor) => relation_watches(anchor, scope),
+            Screen::Relations(_, anchor) => relation_watches(anchor, scope),
             other => other.kinds().into_iter().map(WatchKey::all).collect(),
         }
     }

@@ -27,7 +27,7 @@ fn typed(app: &mut App, s: &str) -> Vec<Effect> {
 }
 
 fn selected_name(app: &App, v: ListView) -> Option<String> {
-    match app.selected_ref(v)? {
+    match app.selected_ref(v)?.row {
         RowRef::Runtime((_, n)) | RowRef::Grant(n) | RowRef::Class(n) | RowRef::Namespace(n) => {
             Some(n)
         }
@@ -70,7 +70,7 @@ fn views_switch_with_numbers_tab_and_commands() {
     let eff = typed(&mut app, "2");
     assert_eq!(app.screen(), &Screen::List(ListView::Grants));
     assert!(
-        matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::RuntimeGrant))
+        matches!(eff.as_slice(), [Effect::Watch(_, k)] if k.iter().any(|w| w.kind == Kind::RuntimeGrant))
     );
     press(&mut app, KeyCode::Tab);
     assert_eq!(app.screen(), &Screen::List(ListView::Handlers));
@@ -80,7 +80,9 @@ fn views_switch_with_numbers_tab_and_commands() {
     typed(&mut app, ":retained");
     let eff = press(&mut app, KeyCode::Enter);
     assert_eq!(app.screen(), &Screen::List(ListView::Retained));
-    assert!(matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::Pod)));
+    assert!(
+        matches!(eff.as_slice(), [Effect::Watch(_, k)] if k.iter().any(|w| w.kind == Kind::Pod))
+    );
     typed(&mut app, ":rc");
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.screen(), &Screen::List(ListView::Handlers));
@@ -93,15 +95,19 @@ fn enter_drills_down_and_esc_goes_back() {
     let eff = press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.screen(),
-        &Screen::Rollout(("demo".into(), "web".into()))
+        &Screen::Rollout(crate::fixtures::cluster(), ("demo".into(), "web".into()))
     );
     assert!(
-        matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::ReplicaSet) && k.iter().any(|w| w.kind == Kind::Event))
+        matches!(eff.as_slice(), [Effect::Watch(_, k)] if k.iter().any(|w| w.kind == Kind::ReplicaSet) && k.iter().any(|w| w.kind == Kind::Event))
     );
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.screen(),
-        &Screen::Details(Kind::Runtime, ("demo".into(), "web".into()))
+        &Screen::Details(
+            crate::fixtures::cluster(),
+            Kind::Runtime,
+            ("demo".into(), "web".into())
+        )
     );
     press(&mut app, KeyCode::Esc);
     press(&mut app, KeyCode::Esc);
@@ -112,7 +118,11 @@ fn enter_drills_down_and_esc_goes_back() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.screen(),
-        &Screen::Details(Kind::RuntimeClass, (String::new(), "bounded-runc".into()))
+        &Screen::Details(
+            crate::fixtures::cluster(),
+            Kind::RuntimeClass,
+            (String::new(), "bounded-runc".into())
+        )
     );
 }
 
@@ -124,7 +134,7 @@ fn sort_by_selected_column_toggles_direction() {
     assert_eq!(app.list(ListView::Runtimes).column, 4);
     let order = |app: &App| -> Vec<String> {
         let t = app.table(ListView::Runtimes);
-        t.visible.iter().map(|&i| t.cells[i][1].clone()).collect()
+        (0..t.len()).map(|p| t.cell(p, 1)).collect()
     };
     typed(&mut app, "s");
     assert_eq!(app.list(ListView::Runtimes).sort, Some((4, false)));
@@ -151,7 +161,7 @@ fn filter_narrows_rows_and_esc_clears_it() {
     let mut app = fixtures::app();
     typed(&mut app, "/rev");
     assert_eq!(app.ui.mode, Mode::Filter);
-    assert_eq!(app.table(ListView::Runtimes).visible.len(), 1);
+    assert_eq!(app.table(ListView::Runtimes).len(), 1);
     press(&mut app, KeyCode::Backspace);
     press(&mut app, KeyCode::Backspace);
     assert_eq!(app.list(ListView::Runtimes).filter, "r");
@@ -164,7 +174,7 @@ fn filter_narrows_rows_and_esc_clears_it() {
     );
     press(&mut app, KeyCode::Esc);
     assert!(app.list(ListView::Runtimes).filter.is_empty());
-    assert_eq!(app.table(ListView::Runtimes).visible.len(), 3);
+    assert_eq!(app.table(ListView::Runtimes).len(), 3);
 }
 
 #[test]
@@ -195,7 +205,7 @@ fn command_completion_cycles_candidates() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.screen(),
-        &Screen::Rollout(("demo".into(), "worker".into()))
+        &Screen::Rollout(crate::fixtures::cluster(), ("demo".into(), "worker".into()))
     );
 }
 
@@ -209,7 +219,7 @@ fn ns_switches_scope_with_the_same_connection() {
         matches!(eff.first(), Some(Effect::Rescope { scope: Scope::Namespace(n), .. }) if n == "demo")
     );
     assert_eq!(
-        app.data.store.count(Kind::Runtime),
+        app.clusters[0].data.store.count(Kind::Runtime),
         0,
         "data is dropped on switch"
     );
@@ -231,15 +241,11 @@ fn ns_alone_lists_namespaces_from_the_namespace_list_and_enter_picks() {
     let eff = press(&mut app, KeyCode::Enter);
     assert_eq!(app.screen(), &Screen::List(ListView::Namespaces));
     assert!(
-        matches!(eff.as_slice(), [Effect::Watch(k)] if k.iter().any(|w| w.kind == Kind::Namespace))
+        matches!(eff.as_slice(), [Effect::Watch(_, k)] if k.iter().any(|w| w.kind == Kind::Namespace))
     );
     // `empty` holds no object the console watches: it comes from the list.
-    let names: Vec<String> = app
-        .table(ListView::Namespaces)
-        .cells
-        .iter()
-        .map(|c| c[0].clone())
-        .collect();
+    let t = app.table(ListView::Namespaces);
+    let names: Vec<String> = (0..t.len()).map(|p| t.cell(p, 0)).collect();
     assert_eq!(names, ["default", "demo", "empty", "legacy"]);
     typed(&mut app, "jj");
     let eff = press(&mut app, KeyCode::Enter);
@@ -280,25 +286,25 @@ fn a_failed_ctx_switch_keeps_the_old_context_usable() {
     assert_eq!(
         eff,
         vec![Effect::Connect {
-            context: "broken".into()
+            contexts: vec!["broken".into()]
         }]
     );
     // Nothing is dropped while the new context is tried.
-    assert_eq!(app.session.context, "kwok-test");
-    assert_eq!(app.session.switching.as_deref(), Some("broken"));
-    assert_eq!(app.data.store.count(Kind::Runtime), 3);
+    assert_eq!(app.contexts_label(), "kwok-test");
+    assert_eq!(app.session.switching, Some(vec!["broken".to_string()]));
+    assert_eq!(app.clusters[0].data.store.count(Kind::Runtime), 3);
     let generation = app.session.generation;
     update(
         &mut app,
         Msg::SwitchFailed {
-            context: "broken".into(),
+            asked: vec!["broken".into()],
             error: "connection refused\u{1b}[2J".into(),
         },
     );
-    assert_eq!(app.session.context, "kwok-test");
+    assert_eq!(app.contexts_label(), "kwok-test");
     assert_eq!(app.session.switching, None);
     assert_eq!(app.session.generation, generation);
-    assert_eq!(app.data.store.count(Kind::Runtime), 3);
+    assert_eq!(app.clusters[0].data.store.count(Kind::Runtime), 3);
     let flash = app.ui.flash.clone().unwrap_or_default();
     assert_eq!(
         flash,
@@ -385,7 +391,7 @@ fn the_cursor_stays_on_its_object_across_updates_filters_and_sorts() {
     );
     assert_eq!(app.list(ListView::Runtimes).selected, 1);
     // A live update inserts a row before it: still on web.
-    let mut zed = app
+    let mut zed = app.clusters[0]
         .data
         .store
         .get(Kind::Runtime, &("demo".into(), "worker".into()))
@@ -413,7 +419,7 @@ fn the_cursor_stays_on_its_object_across_updates_filters_and_sorts() {
         Some("web")
     );
     // A relist (reconnect) rebuilds everything: still on web.
-    let all: Vec<Object> = app
+    let all: Vec<Object> = app.clusters[0]
         .data
         .store
         .runtimes
@@ -435,7 +441,7 @@ fn the_cursor_stays_on_its_object_across_updates_filters_and_sorts() {
         Some("web")
     );
     // Deleted: the cursor stays at the same height, on a neighbour.
-    let web = app
+    let web = app.clusters[0]
         .data
         .store
         .get(Kind::Runtime, &("demo".into(), "web".into()))
@@ -453,7 +459,7 @@ fn the_cursor_stays_on_its_object_across_updates_filters_and_sorts() {
 fn age_sorts_by_duration() {
     let mut app = fixtures::app();
     // Three Runtimes created 5m, 2d and 30s ago: as text "2d" < "30s" < "5m".
-    let base = app
+    let base = app.clusters[0]
         .data
         .store
         .get(Kind::Runtime, &("demo".into(), "web".into()))
@@ -484,7 +490,7 @@ fn age_sorts_by_duration() {
     typed(&mut app, "llllllll");
     typed(&mut app, "s");
     let t = app.table(ListView::Runtimes);
-    let ages: Vec<&str> = t.visible.iter().map(|&i| t.cells[i][8].as_str()).collect();
+    let ages: Vec<String> = (0..t.len()).map(|p| t.cell(p, 8)).collect();
     assert_eq!(ages, ["30s", "5m", "2d"]);
 }
 
@@ -500,7 +506,7 @@ fn paste_goes_into_the_command_line_filter_and_typed_confirmation() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.screen(),
-        &Screen::Rollout(("demo".into(), "worker".into()))
+        &Screen::Rollout(crate::fixtures::cluster(), ("demo".into(), "worker".into()))
     );
 
     let mut app = fixtures::app();
@@ -508,7 +514,7 @@ fn paste_goes_into_the_command_line_filter_and_typed_confirmation() {
     update(&mut app, Msg::Paste("revo\r\nsecond line".into()));
     app.refresh();
     assert_eq!(app.list(ListView::Runtimes).filter, "revo");
-    assert_eq!(app.table(ListView::Runtimes).visible.len(), 1);
+    assert_eq!(app.table(ListView::Runtimes).len(), 1);
 
     let mut app = fixtures::app();
     typed(&mut app, ":ns ");
@@ -522,7 +528,7 @@ fn paste_goes_into_the_command_line_filter_and_typed_confirmation() {
 #[test]
 fn watch_events_update_rows_and_relist_replaces() {
     let mut app = fixtures::app();
-    let web = app
+    let web = app.clusters[0]
         .data
         .store
         .get(Kind::Runtime, &("demo".into(), "web".into()))
@@ -532,7 +538,7 @@ fn watch_events_update_rows_and_relist_replaces() {
         Msg::Watch(Kind::Runtime, WatchEvent::Delete(web.clone())),
     );
     app.refresh();
-    assert_eq!(app.table(ListView::Runtimes).cells.len(), 2);
+    assert_eq!(app.table(ListView::Runtimes).total(), 2);
     update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Init));
     update(
         &mut app,
@@ -540,10 +546,10 @@ fn watch_events_update_rows_and_relist_replaces() {
     );
     // Until InitDone the old state stays.
     app.refresh();
-    assert_eq!(app.table(ListView::Runtimes).cells.len(), 2);
+    assert_eq!(app.table(ListView::Runtimes).total(), 2);
     update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::InitDone));
     app.refresh();
-    assert_eq!(app.table(ListView::Runtimes).cells.len(), 1);
+    assert_eq!(app.table(ListView::Runtimes).total(), 1);
     assert!(app.ui.dirty);
 }
 
@@ -562,15 +568,15 @@ fn rollout_and_details_scroll() {
 #[test]
 fn events_of_an_old_connection_are_dropped_after_a_switch() {
     let mut app = fixtures::app();
-    let web = app
+    let web = app.clusters[0]
         .data
         .store
         .get(Kind::Runtime, &("demo".into(), "web".into()))
         .expect("web");
-    let old = app.session.generation;
+    let old = fixtures::origin(&app);
     typed(&mut app, ":ns other");
     press(&mut app, KeyCode::Enter);
-    assert_ne!(app.session.generation, old);
+    assert_ne!(app.session.generation, old.generation);
     update(
         &mut app,
         Msg::Watched(
@@ -580,11 +586,11 @@ fn events_of_an_old_connection_are_dropped_after_a_switch() {
         ),
     );
     assert_eq!(
-        app.data.store.count(Kind::Runtime),
+        app.clusters[0].data.store.count(Kind::Runtime),
         0,
         "stale event ignored"
     );
-    let current = app.session.generation;
+    let current = fixtures::origin(&app);
     update(
         &mut app,
         Msg::Watched(
@@ -593,30 +599,30 @@ fn events_of_an_old_connection_are_dropped_after_a_switch() {
             WatchEvent::Apply(web),
         ),
     );
-    assert_eq!(app.data.store.count(Kind::Runtime), 1);
+    assert_eq!(app.clusters[0].data.store.count(Kind::Runtime), 1);
 }
 
 #[test]
 fn a_resumed_watch_keeps_its_data_and_is_synced_again() {
     let mut app = fixtures::app();
-    let before = app.data.store.runtimes.len();
+    let before = app.clusters[0].data.store.runtimes.len();
     assert!(before > 0);
     update(
         &mut app,
         Msg::Watch(Kind::Runtime, WatchEvent::Error("refused".into())),
     );
-    assert!(app.data.reconnecting(ListView::Runtimes));
+    assert!(app.clusters[0].data.reconnecting(ListView::Runtimes));
     assert!(matches!(
-        app.data.connection(),
+        app.clusters[0].data.connection(),
         Some((Kind::Runtime, WatchState::Reconnecting(_)))
     ));
     // The last data stays while reconnecting …
-    assert_eq!(app.data.store.runtimes.len(), before);
+    assert_eq!(app.clusters[0].data.store.runtimes.len(), before);
     // … and a resume (no Init/InitDone) makes it current again.
     update(&mut app, Msg::Watch(Kind::Runtime, WatchEvent::Resumed));
-    assert!(!app.data.reconnecting(ListView::Runtimes));
-    assert_eq!(app.data.connection(), None);
-    assert_eq!(app.data.store.runtimes.len(), before);
+    assert!(!app.clusters[0].data.reconnecting(ListView::Runtimes));
+    assert_eq!(app.clusters[0].data.connection(), None);
+    assert_eq!(app.clusters[0].data.store.runtimes.len(), before);
 
     // A watch still in its first list is not made Synced by a resume: only
     // its InitDone says the data is complete.
@@ -628,61 +634,81 @@ fn a_resumed_watch_keeps_its_data_and_is_synced_again() {
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Init));
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Resumed));
     assert!(matches!(
-        app.data.connection(),
+        app.clusters[0].data.connection(),
         Some((Kind::Node, WatchState::Reconnecting(_)))
     ));
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::InitDone));
-    assert_eq!(app.data.connection(), None);
+    assert_eq!(app.clusters[0].data.connection(), None);
 
     // A watch refused after its list, then allowed: running again.
     update(
         &mut app,
         Msg::Watch(Kind::Node, WatchEvent::Denied("forbidden".into())),
     );
-    assert_eq!(app.data.denied().len(), 1);
+    assert_eq!(app.clusters[0].data.denied().len(), 1);
     update(&mut app, Msg::Watch(Kind::Node, WatchEvent::Resumed));
-    assert!(app.data.denied().is_empty());
+    assert!(app.clusters[0].data.denied().is_empty());
 }
 
 /// A pod of the fixture's, as a watch event would bring it again.
 fn a_pod(app: &App) -> Object {
-    let key = app.data.store.pods.keys().next().cloned().expect("a pod");
-    app.data.store.get(Kind::Pod, &key).expect("pod")
+    let key = app.clusters[0]
+        .data
+        .store
+        .pods
+        .keys()
+        .next()
+        .cloned()
+        .expect("a pod");
+    app.clusters[0]
+        .data
+        .store
+        .get(Kind::Pod, &key)
+        .expect("pod")
 }
 
 #[test]
 fn only_live_views_whose_inputs_changed_are_rebuilt() {
     let mut app = fixtures::app();
     assert_eq!(app.current_list(), Some(ListView::Runtimes));
-    assert!(ListView::ALL.iter().all(|v| !app.stale(*v)));
-    let handlers = app.derived.built[ListView::Handlers.index()];
+    assert!(ListView::ALL.iter().all(|v| !app.stale(0, *v)));
+    let handlers = app.clusters[0].rows.built[ListView::Handlers.index()];
 
     // A pod changes while Runtimes is shown: nothing on screen reads pods.
     let pod = a_pod(&app);
     update(&mut app, Msg::Watch(Kind::Pod, WatchEvent::Apply(pod)));
     assert!(app.ui.dirty);
-    assert!(!app.stale(ListView::Runtimes) && !app.stale(ListView::Grants));
-    assert!(app.stale(ListView::Handlers) && app.stale(ListView::Retained));
+    assert!(!app.stale(0, ListView::Runtimes) && !app.stale(0, ListView::Grants));
+    assert!(app.stale(0, ListView::Handlers) && app.stale(0, ListView::Retained));
     app.refresh();
     // Handlers is not on screen: rebuilt once for its tab count (issue 31),
     // then not again within COUNT_REFRESH_SECONDS.
-    assert_ne!(app.derived.built[ListView::Handlers.index()], handlers);
-    let handlers = app.derived.built[ListView::Handlers.index()];
+    assert_ne!(
+        app.clusters[0].rows.built[ListView::Handlers.index()],
+        handlers
+    );
+    let handlers = app.clusters[0].rows.built[ListView::Handlers.index()];
     let pod = a_pod(&app);
     update(&mut app, Msg::Watch(Kind::Pod, WatchEvent::Apply(pod)));
     app.refresh();
-    assert_eq!(app.derived.built[ListView::Handlers.index()], handlers);
-    assert!(app.stale(ListView::Handlers));
+    assert_eq!(
+        app.clusters[0].rows.built[ListView::Handlers.index()],
+        handlers
+    );
+    assert!(app.stale(0, ListView::Handlers));
 
     // Shown, it is rebuilt; Retained (not shown) stays stale.
     press(&mut app, KeyCode::Char('3'));
     assert_eq!(app.current_list(), Some(ListView::Handlers));
-    assert!(!app.stale(ListView::Handlers));
-    assert_ne!(app.derived.built[ListView::Handlers.index()], handlers);
-    assert!(app.stale(ListView::Retained));
+    assert!(!app.stale(0, ListView::Handlers));
+    assert_ne!(
+        app.clusters[0].rows.built[ListView::Handlers.index()],
+        handlers
+    );
+    assert!(app.stale(0, ListView::Retained));
 
     // Grants are live on any screen (the status bar reads them).
-    let g = app
+    let g = app.clusters[0]
         .data
         .store
         .grants
@@ -690,27 +716,31 @@ fn only_live_views_whose_inputs_changed_are_rebuilt() {
         .next()
         .cloned()
         .expect("a grant");
-    let g = app.data.store.get(Kind::RuntimeGrant, &g).expect("grant");
+    let g = app.clusters[0]
+        .data
+        .store
+        .get(Kind::RuntimeGrant, &g)
+        .expect("grant");
     update(
         &mut app,
         Msg::Watch(Kind::RuntimeGrant, WatchEvent::Apply(g)),
     );
     app.refresh();
-    assert!(!app.stale(ListView::Grants));
+    assert!(!app.stale(0, ListView::Grants));
 }
 
 #[test]
 fn time_passing_rebuilds_nothing_but_redraws() {
     let mut app = fixtures::app();
-    let built = app.derived.built;
-    let version = app.data.store.version;
+    let built = app.clusters[0].rows.built;
+    let version = app.clusters[0].data.store.version;
     app.ui.dirty = false;
     let later = fixtures::now() + k8s_openapi::jiff::SignedDuration::from_secs(3600);
     update(&mut app, Msg::Tick(later));
     assert!(app.ui.dirty, "ages on screen change: a frame is drawn");
     app.refresh();
-    assert_eq!(app.derived.built, built);
-    assert_eq!(app.data.store.version, version);
+    assert_eq!(app.clusters[0].rows.built, built);
+    assert_eq!(app.clusters[0].data.store.version, version);
 }
 
 #[test]
@@ -718,17 +748,21 @@ fn details_of_a_reduced_kind_fetch_the_whole_object() {
     let mut app = fixtures::app();
     let pod = a_pod(&app);
     let key = pod.key();
-    let eff = app.open(Screen::Details(Kind::Pod, key.clone()));
+    let eff = app.open(Screen::Details(
+        crate::fixtures::cluster(),
+        Kind::Pod,
+        key.clone(),
+    ));
     assert!(
         eff.contains(&Effect::Fetch(
-            app.session.generation,
+            fixtures::origin(&app),
             Kind::Pod,
             key.clone()
         )),
         "{eff:?}"
     );
     // A Runtime is kept whole: nothing to fetch.
-    let rt = app
+    let rt = app.clusters[0]
         .data
         .store
         .runtimes
@@ -736,7 +770,11 @@ fn details_of_a_reduced_kind_fetch_the_whole_object() {
         .next()
         .cloned()
         .expect("runtime");
-    let eff = app.open(Screen::Details(Kind::Runtime, rt));
+    let eff = app.open(Screen::Details(
+        crate::fixtures::cluster(),
+        Kind::Runtime,
+        rt,
+    ));
     assert!(
         !eff.iter().any(|e| matches!(e, Effect::Fetch(..))),
         "{eff:?}"
@@ -744,26 +782,40 @@ fn details_of_a_reduced_kind_fetch_the_whole_object() {
     app.ui.screens.pop();
 
     // The answer is kept for that screen only, and for this connection.
-    let g = app.session.generation;
+    let g = fixtures::origin(&app);
+    let older = Origin {
+        generation: g.generation + 1,
+        ..g.clone()
+    };
+    let elsewhere = Origin {
+        cluster: ClusterId::new("another"),
+        ..g.clone()
+    };
+    for origin in [older, elsewhere] {
+        update(
+            &mut app,
+            Msg::Fetched(origin, Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
+        );
+        assert!(app.ui.details.is_none(), "another connection's answer");
+    }
     update(
         &mut app,
-        Msg::Fetched(g + 1, Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
+        Msg::Fetched(g.clone(), Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
     );
-    assert!(app.ui.details.is_none(), "an older connection's answer");
-    update(
-        &mut app,
-        Msg::Fetched(g, Kind::Pod, key.clone(), Ok(Some(pod.clone()))),
-    );
-    assert!(matches!(&app.ui.details, Some((Kind::Pod, k, Ok(Some(_)))) if *k == key));
+    assert!(matches!(&app.ui.details, Some((_, Kind::Pod, k, Ok(Some(_)))) if *k == key));
 
     // The pod changes: read again.
     let eff = update(
         &mut app,
-        Msg::Watched(g, WatchKey::all(Kind::Pod), WatchEvent::Apply(pod.clone())),
+        Msg::Watched(
+            g.clone(),
+            WatchKey::all(Kind::Pod),
+            WatchEvent::Apply(pod.clone()),
+        ),
     );
     assert_eq!(
         eff,
-        vec![Effect::Fetch(app.session.generation, Kind::Pod, key)]
+        vec![Effect::Fetch(fixtures::origin(&app), Kind::Pod, key)]
     );
     // Another pod's change fetches nothing.
     let mut other = pod;

@@ -3,18 +3,26 @@
 //! line and the layout the last frame measured ([`Viewport`]).
 
 use crate::retire::Review;
-use crate::store::{Kind, ObjKey, Object};
+use crate::store::{ClusterId, Kind, ObjKey, Object};
 
 use super::App;
-use super::msg::Effect;
+use super::msg::{Effect, Origin};
 use super::screen::{ListView, Screen};
 use super::viewport::Viewport;
+
+/// The whole object read for a Details screen: its cluster, kind and key,
+/// and the object (`None`: it does not exist) or why it could not be read.
+pub type Fetched = (ClusterId, Kind, ObjKey, Result<Option<Object>, String>);
 
 /// A retirement review open in the TUI.
 #[derive(Clone, Debug)]
 pub enum ReviewState {
     /// Permission check, reads and dry-run in flight.
     Loading {
+        /// Which request ([`Effect::Review`]): only its answer is shown.
+        id: u64,
+        /// The cluster asked.
+        cluster: ClusterId,
         /// The action's title.
         title: String,
         /// `NAMESPACE/NAME`.
@@ -30,6 +38,7 @@ pub enum ReviewState {
     Running { review: Box<Review>, typed: String },
     /// The review could not be made (RBAC, not found, …).
     Failed {
+        cluster: ClusterId,
         title: String,
         target: String,
         error: String,
@@ -84,9 +93,11 @@ pub struct Ui {
     pub flash: Option<String>,
     /// The retirement review shown, if any.
     pub review: Option<ReviewState>,
+    /// The number of the last review asked for.
+    pub reviews: u64,
     /// The whole object the Details screen shows, once fetched (kinds the
     /// store keeps reduced), or why it could not be read.
-    pub details: Option<(Kind, ObjKey, Result<Option<Object>, String>)>,
+    pub details: Option<Fetched>,
     /// Draw without colours (`--no-color`, `NO_COLOR`): emphasis stays.
     pub no_color: bool,
     pub quit: bool,
@@ -107,6 +118,7 @@ impl Default for Ui {
             scroll: 0,
             flash: None,
             review: None,
+            reviews: 0,
             details: None,
             no_color: false,
             quit: false,
@@ -166,7 +178,7 @@ impl App {
             }
         }
         self.ui.dirty = true;
-        let mut effects = vec![self.watch_effect()];
+        let mut effects = self.watch_effects();
         effects.extend(self.fetch_details());
         effects
     }
@@ -175,17 +187,21 @@ impl App {
     /// is kept reduced in the store.
     pub(super) fn fetch_details(&mut self) -> Option<Effect> {
         match self.screen() {
-            Screen::Details(kind, key) if crate::store::compact::compacted(*kind) => {
-                let (kind, key) = (*kind, key.clone());
+            Screen::Details(cluster, kind, key) if crate::store::compact::compacted(*kind) => {
+                let (cluster, kind, key) = (cluster.clone(), *kind, key.clone());
                 if self
                     .ui
                     .details
                     .as_ref()
-                    .is_none_or(|d| (d.0, &d.1) != (kind, &key))
+                    .is_none_or(|d| (&d.0, d.1, &d.2) != (&cluster, kind, &key))
                 {
                     self.ui.details = None;
                 }
-                Some(Effect::Fetch(self.session.generation, kind, key))
+                let origin = Origin {
+                    cluster,
+                    generation: self.session.generation,
+                };
+                Some(Effect::Fetch(origin, kind, key))
             }
             _ => None,
         }

@@ -13,11 +13,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::Key(k) => keys::on_key(app, k),
         Msg::Paste(text) => keys::on_paste(app, &text),
         Msg::Connected {
-            context,
+            asked,
             contexts,
-            conn,
-        } => app.connected(context, contexts, conn),
-        Msg::SwitchFailed { context, error } => app.switch_failed(&context, &error),
+            conns,
+            problems,
+        } => app.connected(asked, contexts, conns, problems),
+        Msg::SwitchFailed { asked, error } => app.switch_failed(&asked, &error),
         Msg::Resize => {
             app.ui.dirty = true;
             Vec::new()
@@ -34,59 +35,91 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 app.ui.dirty = true;
             }
             // Watches whose grace period ran out stop here.
-            if app.update_watches() {
-                vec![Effect::Watch(app.data.watch_set.running())]
-            } else {
-                Vec::new()
-            }
+            app.update_watches()
+                .into_iter()
+                .map(|i| app.watch_effect_of(i))
+                .collect()
         }
         Msg::Watch(kind, ev) => {
             app.ui.dirty = true;
-            app.data.on_watch(WatchKey::all(kind), ev);
+            let now = app.now;
+            let c = &mut app.clusters[0];
+            c.heard = Some(now);
+            c.data.on_watch(WatchKey::all(kind), ev);
             Vec::new()
         }
-        Msg::Watched(generation, key, ev) => {
-            if generation != app.session.generation || app.data.stopped.contains(&key) {
+        Msg::Watched(origin, key, ev) => {
+            if origin.generation != app.session.generation {
+                return Vec::new();
+            }
+            let Some(i) = app.cluster_index(&origin.cluster) else {
+                return Vec::new();
+            };
+            if app.clusters[i].data.stopped.contains(&key) {
                 return Vec::new();
             }
             let kind = key.kind;
             // The object shown whole changed: read it again.
             let shown = match (&ev, app.screen()) {
-                (WatchEvent::Apply(o), Screen::Details(k, key)) => *k == kind && o.key() == *key,
+                (WatchEvent::Apply(o), Screen::Details(c, k, key)) => {
+                    *c == origin.cluster && *k == kind && o.key() == *key
+                }
                 _ => false,
             };
             app.ui.dirty = true;
-            app.data.on_watch(key, ev);
+            let now = app.now;
+            let c = &mut app.clusters[i];
+            c.heard = Some(now);
+            c.data.on_watch(key, ev);
             if shown {
                 app.fetch_details().into_iter().collect()
             } else {
                 Vec::new()
             }
         }
-        Msg::Fetched(generation, kind, key, result) => {
-            if generation == app.session.generation
-                && matches!(app.screen(), Screen::Details(k, sk) if *k == kind && *sk == key)
+        Msg::Fetched(origin, kind, key, result) => {
+            if origin.generation == app.session.generation
+                && matches!(app.screen(), Screen::Details(c, k, sk) if *c == origin.cluster && *k == kind && *sk == key)
             {
-                app.ui.details = Some((kind, key, result));
+                app.ui.details = Some((origin.cluster, kind, key, result));
                 app.ui.dirty = true;
             }
             Vec::new()
         }
-        Msg::Reviewed(result) => {
+        Msg::Reviewed { id, result } => {
             app.ui.dirty = true;
-            if let Some(ReviewState::Loading { title, target }) = app.ui.review.take() {
-                app.ui.scroll = 0;
-                app.ui.review = Some(match *result {
-                    Ok(review) => ReviewState::Ready {
-                        review: Box::new(review),
-                        typed: String::new(),
-                    },
-                    Err(e) => ReviewState::Failed {
-                        title,
-                        target,
-                        error: e.to_string(),
-                    },
-                });
+            match app.ui.review.take() {
+                Some(ReviewState::Loading {
+                    id: asked,
+                    cluster,
+                    title,
+                    target,
+                }) if asked == id => {
+                    app.ui.scroll = 0;
+                    app.ui.review = Some(match *result {
+                        Ok(review) if review.cluster == cluster => ReviewState::Ready {
+                            review: Box::new(review),
+                            typed: String::new(),
+                        },
+                        Ok(review) => ReviewState::Failed {
+                            error: format!(
+                                "the review came back from cluster {}, not {cluster}; nothing was changed",
+                                review.cluster
+                            ),
+                            cluster,
+                            title,
+                            target,
+                        },
+                        Err(e) => ReviewState::Failed {
+                            cluster,
+                            title,
+                            target,
+                            error: e.to_string(),
+                        },
+                    });
+                }
+                // The answer of a review closed (or replaced) since.
+                other => app.ui.review = other,
             }
             Vec::new()
         }

@@ -27,7 +27,7 @@ fn tick(app: &mut App, secs: i64) -> Vec<Effect> {
 
 fn kinds_of(eff: &[Effect]) -> Vec<WatchKey> {
     match eff {
-        [Effect::Watch(k)] => k.clone(),
+        [Effect::Watch(_, k)] => k.clone(),
         other => panic!("expected one Watch effect, got {other:?}"),
     }
 }
@@ -44,7 +44,7 @@ fn pod(ns: &str, name: &str) -> Object {
 }
 
 fn watched(app: &mut App, key: &WatchKey, ev: WatchEvent) {
-    let g = app.session.generation;
+    let g = crate::fixtures::origin(app);
     update(app, Msg::Watched(g, key.clone(), ev));
 }
 
@@ -57,7 +57,13 @@ fn list(app: &mut App, key: &WatchKey, objs: &[Object]) {
 }
 
 fn pod_names(app: &App) -> Vec<String> {
-    app.data.store.pods.keys().map(|k| k.1.clone()).collect()
+    app.clusters[0]
+        .data
+        .store
+        .pods
+        .keys()
+        .map(|k| k.1.clone())
+        .collect()
 }
 
 #[test]
@@ -65,47 +71,47 @@ fn an_unneeded_kind_stops_after_the_grace_period_and_its_data_goes() {
     let mut app = fixtures::app();
     let eff = app.open(Screen::List(ListView::Handlers));
     assert!(kinds_of(&eff).contains(&WatchKey::all(Kind::Pod)));
-    assert!(app.data.loaded(ListView::Handlers));
+    assert!(app.clusters[0].data.loaded(ListView::Handlers));
     // Unneeded from now on.
     app.open(Screen::List(ListView::Runtimes));
     // Within the grace period: still watched, data kept.
     assert!(tick(&mut app, 1).is_empty());
     assert!(tick(&mut app, GRACE_SECONDS - 2).is_empty());
-    assert!(app.data.store.count(Kind::Pod) > 0);
+    assert!(app.clusters[0].data.store.count(Kind::Pod) > 0);
     // After it: stopped, its data dropped, not synced.
     let running = kinds_of(&tick(&mut app, 1));
     assert!(!running.contains(&WatchKey::all(Kind::Pod)));
     assert!(running.contains(&WatchKey::all(Kind::Runtime)));
-    assert_eq!(app.data.store.count(Kind::Pod), 0);
-    assert_eq!(app.data.store.count(Kind::ReplicaSet), 0);
-    assert!(!app.data.loaded(ListView::Handlers));
+    assert_eq!(app.clusters[0].data.store.count(Kind::Pod), 0);
+    assert_eq!(app.clusters[0].data.store.count(Kind::ReplicaSet), 0);
+    assert!(!app.clusters[0].data.loaded(ListView::Handlers));
     // Its rows went too: coming back shows loading, not old rows.
-    assert!(app.table(ListView::Handlers).cells.is_empty());
-    assert!(app.derived.built[ListView::Handlers.index()].is_none());
+    assert!(app.table(ListView::Handlers).total() == 0);
+    assert!(app.clusters[0].rows.built[ListView::Handlers.index()].is_none());
     // The always-live views keep theirs.
-    assert!(app.data.store.count(Kind::Runtime) > 0);
-    assert!(app.data.loaded(ListView::Runtimes));
+    assert!(app.clusters[0].data.store.count(Kind::Runtime) > 0);
+    assert!(app.clusters[0].data.loaded(ListView::Runtimes));
     // Late events of the stopped watch are ignored.
     watched(
         &mut app,
         &WatchKey::all(Kind::Pod),
         WatchEvent::Apply(pod("x", "late")),
     );
-    assert_eq!(app.data.store.count(Kind::Pod), 0);
+    assert_eq!(app.clusters[0].data.store.count(Kind::Pod), 0);
     // Back: started again, loading until its list completes.
     let eff = app.open(Screen::List(ListView::Handlers));
     assert!(kinds_of(&eff).contains(&WatchKey::all(Kind::Pod)));
-    assert!(!app.data.loaded(ListView::Handlers));
+    assert!(!app.clusters[0].data.loaded(ListView::Handlers));
     for kind in ANALYSIS_KINDS {
         list(&mut app, &WatchKey::all(*kind), &[pod("x", "fresh")]);
     }
-    assert!(app.data.loaded(ListView::Handlers));
+    assert!(app.clusters[0].data.loaded(ListView::Handlers));
     assert_eq!(pod_names(&app), ["fresh"]);
 }
 
 #[test]
 fn a_view_is_built_only_once_every_kind_it_needs_has_listed() {
-    let mut app = App::new("t", Scope::All, fixtures::now());
+    let mut app = App::new("kwok-test", Scope::All, fixtures::now());
     app.open(Screen::List(ListView::Handlers));
     let objs = fixtures::objects();
     let (last, first) = ANALYSIS_KINDS.split_last().expect("kinds");
@@ -114,15 +120,15 @@ fn a_view_is_built_only_once_every_kind_it_needs_has_listed() {
         list(&mut app, &WatchKey::all(*kind), &of);
         app.refresh();
         assert!(
-            app.derived.built[ListView::Handlers.index()].is_none(),
+            app.clusters[0].rows.built[ListView::Handlers.index()].is_none(),
             "{kind:?}"
         );
     }
     list(&mut app, &WatchKey::all(*last), &[]);
     assert_eq!(app.current_loaded(), Some(true));
     app.refresh();
-    assert!(app.derived.built[ListView::Handlers.index()].is_some());
-    assert!(!app.table(ListView::Handlers).cells.is_empty());
+    assert!(app.clusters[0].rows.built[ListView::Handlers.index()].is_some());
+    assert!(app.table(ListView::Handlers).total() != 0);
 }
 
 #[test]
@@ -132,18 +138,18 @@ fn pinned_kinds_outlive_the_grace_period() {
     app.open(Screen::List(ListView::Runtimes));
     tick(&mut app, 1);
     tick(&mut app, 10 * GRACE_SECONDS);
-    let running = app.data.watch_set.running();
+    let running = app.clusters[0].data.watch_set.running();
     for k in [Kind::Runtime, Kind::RuntimeGrant, Kind::Lease] {
         assert!(running.contains(&WatchKey::all(k)), "{k:?}");
     }
-    assert!(app.data.loaded(ListView::Grants));
+    assert!(app.clusters[0].data.loaded(ListView::Grants));
 }
 
 #[test]
 fn rollout_and_details_watch_only_their_object() {
     let app = fixtures::app();
     let key: ObjKey = ("demo".into(), "web".into());
-    let w = Screen::Rollout(key.clone()).watches(&Scope::All);
+    let w = Screen::Rollout(crate::fixtures::cluster(), key.clone()).watches(&Scope::All);
     let sel = "app.kubernetes.io/component=server,berth.dev/runtime=web";
     assert_eq!(
         w,
@@ -156,11 +162,13 @@ fn rollout_and_details_watch_only_their_object() {
         ]
     );
     // Watching only that namespace anyway: the whole Event watch.
-    let w = Screen::Rollout(key).watches(&Scope::Namespace("demo".into()));
+    let w =
+        Screen::Rollout(crate::fixtures::cluster(), key).watches(&Scope::Namespace("demo".into()));
     assert!(w.contains(&WatchKey::all(Kind::Event)));
 
     let pod_key: ObjKey = ("demo".into(), "web-rev2-0".into());
-    let w = Screen::Details(Kind::Pod, pod_key.clone()).watches(&Scope::All);
+    let w = Screen::Details(crate::fixtures::cluster(), Kind::Pod, pod_key.clone())
+        .watches(&Scope::All);
     assert_eq!(
         w,
         vec![
@@ -174,12 +182,12 @@ fn rollout_and_details_watch_only_their_object() {
         ]
     );
     // Over the Handlers list, which watches every Pod: that watch serves.
-    let mut over = App::new("t", Scope::All, app.now);
+    let mut over = App::new("kwok-test", Scope::All, app.now);
     over.ui.screens = vec![
         Screen::List(ListView::Handlers),
-        Screen::Details(Kind::Pod, pod_key),
+        Screen::Details(crate::fixtures::cluster(), Kind::Pod, pod_key),
     ];
-    let needed = over.needed_watches();
+    let needed = over.needed_watches(0);
     assert!(needed.contains(&WatchKey::all(Kind::Pod)));
     assert!(!needed.iter().any(|k| k.kind == Kind::Pod && !k.is_all()));
     assert!(needed.iter().any(|k| k.kind == Kind::Event && !k.is_all()));
@@ -187,7 +195,7 @@ fn rollout_and_details_watch_only_their_object() {
 
 #[test]
 fn overlapping_watches_of_a_kind_keep_the_store_consistent() {
-    let mut app = App::new("t", Scope::All, fixtures::now());
+    let mut app = App::new("kwok-test", Scope::All, fixtures::now());
     let all = WatchKey::all(Kind::Pod);
     let s1 = WatchKey::select(Kind::Pod, "a", "x=1", "");
     let s2 = WatchKey::select(Kind::Pod, "a", "", "metadata.name=p1");
@@ -214,12 +222,12 @@ fn overlapping_watches_of_a_kind_keep_the_store_consistent() {
     assert_eq!(pod_names(&app), ["p3"]);
     watched(&mut app, &s2, WatchEvent::Apply(pod("a", "p1")));
     // Stopping the whole watch keeps only what scoped watches hold.
-    app.drop_watch(&all);
+    app.drop_watch(0, &all);
     assert_eq!(pod_names(&app), ["p1"]);
     // Stopping the last scoped holder drops it.
-    app.drop_watch(&s2);
+    app.drop_watch(0, &s2);
     assert_eq!(pod_names(&app), Vec::<String>::new());
-    assert!(app.data.store.links == crate::store::Store::default().links);
+    assert!(app.clusters[0].data.store.links == crate::store::Store::default().links);
 }
 
 /// A world of two Runtimes in two namespaces as the agent renders them:
@@ -372,7 +380,8 @@ fn rollout_and_details_rows_are_the_same_from_a_scoped_store() {
     for ns in ["a", "b"] {
         for rt in ["web", "api"] {
             let key: ObjKey = (ns.into(), rt.into());
-            let keys = Screen::Rollout(key.clone()).watches(&Scope::All);
+            let keys =
+                Screen::Rollout(crate::fixtures::cluster(), key.clone()).watches(&Scope::All);
             let scoped = scoped_store(&objs, &keys);
             assert!(scoped.count(Kind::Pod) < full.count(Kind::Pod));
             let want = rows::rollout(&full, &key, now).expect("rollout");
@@ -381,7 +390,8 @@ fn rollout_and_details_rows_are_the_same_from_a_scoped_store() {
             assert!(want.events.len() >= 6, "{:?}", want.events);
 
             let pod_key: ObjKey = (ns.into(), format!("{rt}-2-1"));
-            let keys = Screen::Details(Kind::Pod, pod_key.clone()).watches(&Scope::All);
+            let keys = Screen::Details(crate::fixtures::cluster(), Kind::Pod, pod_key.clone())
+                .watches(&Scope::All);
             let scoped = scoped_store(&objs, &keys);
             assert_eq!(scoped.count(Kind::Pod), 1);
             assert_eq!(scoped.count(Kind::Event), 1);
@@ -395,8 +405,8 @@ fn rollout_and_details_rows_are_the_same_from_a_scoped_store() {
 /// Feeds every running watch that has not listed yet the objects of
 /// `objs` it selects, as the apiserver would.
 fn list_running(app: &mut App, objs: &[Object]) {
-    for key in app.data.watch_set.running() {
-        if app.data.synced.contains(&key) {
+    for key in app.clusters[0].data.watch_set.running() {
+        if app.clusters[0].data.synced.contains(&key) {
             continue;
         }
         let of: Vec<Object> = objs
@@ -412,13 +422,13 @@ fn list_running(app: &mut App, objs: &[Object]) {
 fn leaving_a_rollout_stops_its_scoped_watches_after_the_grace_period() {
     let objs = rollout_world();
     let key: ObjKey = ("a".into(), "web".into());
-    let rollout = Screen::Rollout(key.clone());
+    let rollout = Screen::Rollout(crate::fixtures::cluster(), key.clone());
     let scoped: Vec<WatchKey> = rollout
         .watches(&Scope::All)
         .into_iter()
         .filter(|k| !k.is_all())
         .collect();
-    let mut app = App::new("t", Scope::All, fixtures::now());
+    let mut app = App::new("kwok-test", Scope::All, fixtures::now());
     app.open(Screen::List(ListView::Runtimes));
     list_running(&mut app, &objs);
     let running = kinds_of(&app.open(rollout.clone()));
@@ -428,24 +438,27 @@ fn leaving_a_rollout_stops_its_scoped_watches_after_the_grace_period() {
     assert!(!app.screen_listed(&rollout));
     list_running(&mut app, &objs);
     assert!(app.screen_listed(&rollout));
-    let want = rows::rollout(&app.data.store, &key, app.now).expect("rollout");
+    let want = rows::rollout(&app.clusters[0].data.store, &key, app.now).expect("rollout");
     assert_eq!(want.replica_sets.len(), 2);
     // Only that Runtime's server pods (2 ReplicaSets × 2), not b's, not
     // api's, not its Job pod.
-    assert_eq!(app.data.store.count(Kind::Pod), 4);
+    assert_eq!(app.clusters[0].data.store.count(Kind::Pod), 4);
 
     // Back to the list, and to the Rollout within the grace period: the
     // watches kept running, nothing relists, the rows are whole at once.
     app.open(Screen::List(ListView::Runtimes));
     assert!(tick(&mut app, 1).is_empty());
     assert!(tick(&mut app, GRACE_SECONDS - 2).is_empty());
-    let synced_before = app.data.synced.clone();
+    let synced_before = app.clusters[0].data.synced.clone();
     let running = kinds_of(&app.open(rollout.clone()));
     assert!(scoped.iter().all(|k| running.contains(k)));
-    assert_eq!(app.data.synced, synced_before, "nothing restarted");
+    assert_eq!(
+        app.clusters[0].data.synced, synced_before,
+        "nothing restarted"
+    );
     assert!(app.screen_listed(&rollout));
     assert_eq!(
-        rows::rollout(&app.data.store, &key, app.now),
+        rows::rollout(&app.clusters[0].data.store, &key, app.now),
         Some(want.clone())
     );
 
@@ -453,16 +466,16 @@ fn leaving_a_rollout_stops_its_scoped_watches_after_the_grace_period() {
     app.open(Screen::List(ListView::Runtimes));
     assert!(tick(&mut app, 1).is_empty());
     assert!(tick(&mut app, GRACE_SECONDS - 2).is_empty());
-    assert_eq!(app.data.store.count(Kind::Pod), 4);
+    assert_eq!(app.clusters[0].data.store.count(Kind::Pod), 4);
     let running = kinds_of(&tick(&mut app, 1));
     assert!(!running.iter().any(|k| scoped.contains(k)), "{running:?}");
     assert!(running.contains(&WatchKey::all(Kind::Runtime)));
     // Their objects are freed; the Runtimes (pinned) stay.
     for kind in [Kind::Deployment, Kind::ReplicaSet, Kind::Pod, Kind::Event] {
-        assert_eq!(app.data.store.count(kind), 0, "{kind:?}");
+        assert_eq!(app.clusters[0].data.store.count(kind), 0, "{kind:?}");
     }
-    assert!(app.data.store.count(Kind::Runtime) > 0);
-    assert!(app.data.held.is_empty());
+    assert!(app.clusters[0].data.store.count(Kind::Runtime) > 0);
+    assert!(app.clusters[0].data.held.is_empty());
 
     // Back after the grace period: started again, loading until they
     // relist, then the same rows.
@@ -471,15 +484,18 @@ fn leaving_a_rollout_stops_its_scoped_watches_after_the_grace_period() {
     assert!(!app.screen_listed(&rollout));
     list_running(&mut app, &objs);
     assert!(app.screen_listed(&rollout));
-    assert_eq!(rows::rollout(&app.data.store, &key, app.now), Some(want));
+    assert_eq!(
+        rows::rollout(&app.clusters[0].data.store, &key, app.now),
+        Some(want)
+    );
 }
 
 #[test]
 fn a_scoped_watch_counts_as_listed_through_the_whole_kind_that_replaces_it() {
     let objs = rollout_world();
     let key: ObjKey = ("a".into(), "web".into());
-    let rollout = Screen::Rollout(key);
-    let mut app = App::new("t", Scope::All, fixtures::now());
+    let rollout = Screen::Rollout(crate::fixtures::cluster(), key);
+    let mut app = App::new("kwok-test", Scope::All, fixtures::now());
     // Handlers watches every Pod, ReplicaSet and Deployment.
     app.open(Screen::List(ListView::Handlers));
     list_running(&mut app, &objs);
@@ -493,7 +509,7 @@ fn a_scoped_watch_counts_as_listed_through_the_whole_kind_that_replaces_it() {
 
 #[test]
 fn the_frame_that_ends_the_last_sync_completes_the_screen() {
-    let mut app = App::new("t", Scope::All, fixtures::now());
+    let mut app = App::new("kwok-test", Scope::All, fixtures::now());
     let keys = kinds_of(&app.open(Screen::List(ListView::Grants)));
     let own = WatchKey::all(Kind::RuntimeGrant);
     let rest: Vec<WatchKey> = keys.iter().filter(|k| **k != own).cloned().collect();
@@ -522,7 +538,7 @@ fn the_frame_that_ends_the_last_sync_completes_the_screen() {
             "{key:?}"
         );
     }
-    assert_eq!(app.data.connection().map(|(k, _)| k), None);
+    assert_eq!(app.clusters[0].data.connection().map(|(k, _)| k), None);
     // Nothing changed: nothing completed.
     assert!(!app.completion().completed_by(app.completion()));
 }

@@ -9,7 +9,8 @@ use std::io::{BufRead, Write};
 use kube::Client;
 
 use super::review::{RetireError, parse_target, review};
-use super::{Action, Verdict, execute::execute, lines, plan::confirms, prompt};
+use super::{Action, Verdict, confirms, execute::execute, lines, prompt};
+use crate::store::ClusterId;
 
 /// Options of one scripted retirement.
 #[derive(Clone, Debug)]
@@ -26,7 +27,7 @@ pub struct Options {
 /// `out` and refusals to `err`, reads the confirmation from `input` when `interactive`. Returns
 /// the exit code (0 done or dry-run accepted, 1 refused or aborted).
 pub async fn run(
-    client: Option<&Client>,
+    client: Option<(&Client, &ClusterId)>,
     opts: &Options,
     interactive: bool,
     input: &mut dyn BufRead,
@@ -44,11 +45,11 @@ pub async fn run(
             return Ok(1);
         }
     };
-    let Some(client) = client else {
+    let Some((client, cluster)) = client else {
         writeln!(err, "berth: not connected")?;
         return Ok(1);
     };
-    let rev = match review(client, &opts.action, &ns, &name).await {
+    let rev = match review(client, cluster, &opts.action, &ns, &name).await {
         Ok(r) => r,
         Err(e) => {
             writeln!(err, "berth: {e}")?;
@@ -86,11 +87,13 @@ pub async fn run(
             )?;
             return Ok(1);
         }
-        write!(out, "{}", prompt(&rev.plan))?;
+        // One cluster by construction (`--context` names one): the name
+        // or yes, as before.
+        write!(out, "{}", prompt(&rev, false))?;
         out.flush()?;
         let mut typed = String::new();
         input.read_line(&mut typed)?;
-        if !confirms(&rev.plan, &typed) {
+        if !confirms(&rev, false, &typed) {
             writeln!(err, "aborted: nothing was changed")?;
             return Ok(1);
         }

@@ -40,7 +40,13 @@ pub fn lines(review: &Review) -> Vec<(Tone, String)> {
     let mut out = vec![
         (
             Tone::Heading,
-            format!("{} — {} {}", p.action.title(), p.kind, p.target()),
+            format!(
+                "cluster {} — {} — {} {}",
+                review.cluster,
+                p.action.title(),
+                p.kind,
+                p.target()
+            ),
         ),
         (
             Tone::Plain,
@@ -87,14 +93,40 @@ pub fn lines(review: &Review) -> Vec<(Tone, String)> {
     out
 }
 
+/// What must be typed to confirm a review: the name for a destructive
+/// action, `yes` otherwise (`None`); with `ask_cluster` (the console shows
+/// several clusters) the cluster first, `CLUSTER/NAME`, or the cluster's
+/// name in place of `yes`, so that a confirmation typed for one cluster
+/// never confirms a change in another.
+pub fn confirmation(review: &Review, ask_cluster: bool) -> Option<String> {
+    let p = &review.plan;
+    match (ask_cluster, p.action.destructive()) {
+        (false, false) => None,
+        (false, true) => Some(p.confirm_word.clone()),
+        (true, false) => Some(review.cluster.shown()),
+        (true, true) => Some(format!("{}/{}", review.cluster, p.confirm_word)),
+    }
+}
+
+/// Whether `typed` confirms `review` (see [`confirmation`]).
+pub fn confirms(review: &Review, ask_cluster: bool, typed: &str) -> bool {
+    match confirmation(review, ask_cluster) {
+        None => plan::confirms(&review.plan, typed),
+        Some(word) => {
+            let typed = typed.trim();
+            !typed.is_empty() && typed == word
+        }
+    }
+}
+
 /// The confirmation prompt for a review.
-pub fn prompt(plan: &Plan) -> String {
-    if plan.action.destructive() {
-        format!(
-            "Type the name {} to confirm (anything else aborts): ",
-            plan.confirm_word
-        )
-    } else {
-        "Type yes to confirm (anything else aborts): ".to_string()
+pub fn prompt(review: &Review, ask_cluster: bool) -> String {
+    match confirmation(review, ask_cluster) {
+        None => "Type yes to confirm (anything else aborts): ".to_string(),
+        Some(word) if ask_cluster => format!(
+            "Type {word} to confirm in cluster {} (anything else aborts): ",
+            review.cluster
+        ),
+        Some(word) => format!("Type the name {word} to confirm (anything else aborts): "),
     }
 }

@@ -21,6 +21,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Precon
 use kube::{Api, Client};
 
 use super::plan::{self, Action, Change, Plan, RuntimeContext};
+use crate::store::ClusterId;
 use crate::store::ingest::prepare;
 
 /// What the server said about the dry-run.
@@ -50,9 +51,13 @@ impl Verdict {
     }
 }
 
-/// A reviewed action: the plan, the user, and the dry-run verdict.
+/// A reviewed action: the cluster it was reviewed in, the plan, the user,
+/// and the dry-run verdict.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Review {
+    /// The cluster whose connection made the reads and the dry-run: the
+    /// only one the change may be sent to.
+    pub cluster: ClusterId,
     pub plan: Plan,
     /// The user as the API server sees them (sanitized).
     pub user: String,
@@ -193,9 +198,11 @@ pub fn parse_target(s: &str) -> Result<(String, String), RetireError> {
 }
 
 /// Reviews `action` on `namespace/name` (a Runtime, or a Deployment for
-/// prune): user, permission, plan, dry-run. Nothing is changed.
+/// prune) in `cluster`, whose connection `client` is: user, permission,
+/// plan, dry-run. Nothing is changed.
 pub async fn review(
     client: &Client,
+    cluster: &ClusterId,
     action: &Action,
     namespace: &str,
     name: &str,
@@ -259,6 +266,7 @@ pub async fn review(
         None => dry_run(client, &plan.change).await,
     };
     Ok(Review {
+        cluster: cluster.clone(),
         plan,
         user,
         verdict,

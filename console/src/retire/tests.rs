@@ -113,6 +113,7 @@ fn ctx() -> RuntimeContext {
 
 fn review(plan: super::Plan, verdict: Verdict) -> Review {
     Review {
+        cluster: fixtures::cluster(),
         plan,
         user: USER.into(),
         verdict,
@@ -380,6 +381,7 @@ fn review_screens() {
     snap(
         "review-forbidden",
         &mut app_with(ReviewState::Failed {
+            cluster: fixtures::cluster(),
             title: Action::Suspend.title(),
             target: "demo-production/worker".into(),
             error: RetireError::Forbidden {
@@ -407,20 +409,35 @@ fn keys_open_a_review_and_confirm_only_with_the_typed_name() {
         .table(crate::model::ListView::Runtimes)
         .visible
         .iter()
-        .position(|&i| app.derived.runtimes[i].name == "worker")
+        .position(|at| app.clusters[0].rows.runtimes[at.row as usize].name == "worker")
         .expect("worker row");
     app.ui.lists[0].selected = idx;
     let eff = press(&mut app, KeyCode::Char('D'));
     assert!(
-        matches!(eff.as_slice(), [Effect::Review { action: Action::Delete, namespace, name }] if namespace == "demo" && name == "worker"),
+        matches!(eff.as_slice(), [Effect::Review { action: Action::Delete, namespace, name, cluster, .. }] if namespace == "demo" && name == "worker" && *cluster == fixtures::cluster()),
         "{eff:?}"
     );
+    let Some(Effect::Review { id, .. }) = eff.first() else {
+        unreachable!()
+    };
     assert!(matches!(app.ui.review, Some(ReviewState::Loading { .. })));
     let rt = runtime(Some("bounded-worker"), "Revoked", json!({}));
     let plan = plan_runtime(&Action::Delete, &rt, &ctx(), USER, NOW).expect("plan");
+    // An answer to another request is not this review's.
     update(
         &mut app,
-        Msg::Reviewed(Box::new(Ok(review(plan, Verdict::Accepted)))),
+        Msg::Reviewed {
+            id: id + 1,
+            result: Box::new(Ok(review(plan.clone(), Verdict::Accepted))),
+        },
+    );
+    assert!(matches!(app.ui.review, Some(ReviewState::Loading { .. })));
+    update(
+        &mut app,
+        Msg::Reviewed {
+            id: *id,
+            result: Box::new(Ok(review(plan, Verdict::Accepted))),
+        },
     );
     assert!(matches!(app.ui.review, Some(ReviewState::Ready { .. })));
     // Wrong text: not confirmed, nothing sent.
@@ -441,7 +458,10 @@ fn keys_open_a_review_and_confirm_only_with_the_typed_name() {
         press(&mut app, KeyCode::Char(c));
     }
     let eff = press(&mut app, KeyCode::Enter);
-    assert!(matches!(eff.as_slice(), [Effect::Execute(_)]), "{eff:?}");
+    assert!(
+        matches!(eff.as_slice(), [Effect::Execute { .. }]),
+        "{eff:?}"
+    );
     assert!(matches!(app.ui.review, Some(ReviewState::Running { .. })));
     update(
         &mut app,
@@ -470,7 +490,10 @@ fn a_pasted_name_confirms_a_review() {
         app.ui.review
     );
     let eff = press(&mut app, KeyCode::Enter);
-    assert!(matches!(eff.as_slice(), [Effect::Execute(_)]), "{eff:?}");
+    assert!(
+        matches!(eff.as_slice(), [Effect::Execute { .. }]),
+        "{eff:?}"
+    );
     // While it runs, a paste changes nothing.
     update(&mut app, Msg::Paste("x".into()));
     assert!(
@@ -489,6 +512,8 @@ fn refused_dry_run_cannot_be_confirmed_and_esc_cancels() {
     assert!(press(&mut app, KeyCode::Enter).is_empty());
     assert!(app.ui.review.is_none(), "Enter closes a refused review");
     let mut app = app_with(ReviewState::Loading {
+        id: 1,
+        cluster: fixtures::cluster(),
         title: "suspend".into(),
         target: "demo/worker".into(),
     });
@@ -497,7 +522,10 @@ fn refused_dry_run_cannot_be_confirmed_and_esc_cancels() {
     // A late answer for a cancelled review is dropped.
     update(
         &mut app,
-        Msg::Reviewed(Box::new(Err(RetireError::ReadOnly))),
+        Msg::Reviewed {
+            id: 1,
+            result: Box::new(Err(RetireError::ReadOnly)),
+        },
     );
     assert!(app.ui.review.is_none());
 }
@@ -527,7 +555,7 @@ fn prune_key_on_a_runtime_uses_its_class_and_deployment() {
         .table(crate::model::ListView::Runtimes)
         .visible
         .iter()
-        .position(|&i| app.derived.runtimes[i].name == "worker")
+        .position(|at| app.clusters[0].rows.runtimes[at.row as usize].name == "worker")
         .expect("worker row");
     app.ui.lists[0].selected = idx;
     let eff = press(&mut app, KeyCode::Char('P'));

@@ -35,9 +35,9 @@ fn assert_same_rows(store: &Store, what: &str) {
 #[test]
 fn fixture_rows_are_those_of_every_workload() {
     let app = crate::fixtures::app();
-    assert!(!handler_rows(&app.data.store).is_empty());
-    assert!(!retained_rows(&app.data.store).is_empty());
-    assert_same_rows(&app.data.store, "fixtures");
+    assert!(!handler_rows(&app.clusters[0].data.store).is_empty());
+    assert!(!retained_rows(&app.clusters[0].data.store).is_empty());
+    assert_same_rows(&app.clusters[0].data.store, "fixtures");
 }
 
 #[test]
@@ -51,13 +51,19 @@ fn a_small_synthetic_world_has_the_same_rows() {
         nodes: 5,
     };
     let app = crate::scale_world::app_with(world.objects());
-    let retained = retained_rows(&app.data.store);
+    let retained = retained_rows(&app.clusters[0].data.store);
     assert_eq!(retained.len(), world.retained_rows());
-    assert_eq!(handler_rows(&app.data.store).len(), world.classes);
+    assert_eq!(
+        handler_rows(&app.clusters[0].data.store).len(),
+        world.classes
+    );
     // The index holds the classed objects only, not the 108 on the
     // default runtime.
-    assert_eq!(classed_workloads(&app.data.store).len(), 12 * (2 + 3));
-    assert_same_rows(&app.data.store, "small world");
+    assert_eq!(
+        classed_workloads(&app.clusters[0].data.store).len(),
+        12 * (2 + 3)
+    );
+    assert_same_rows(&app.clusters[0].data.store, "small world");
 }
 
 const CLASSES: &[&str] = &["", "a", "b", "gone"];
@@ -161,7 +167,7 @@ fn indexed(store: &Store) -> Vec<(Kind, crate::store::ObjKey)> {
 fn rows_agree_after_random_writes() {
     for seed in 1..=12u64 {
         let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ seed);
-        let mut store = crate::fixtures::app().data.store;
+        let mut store = crate::fixtures::app().clusters.remove(0).data.store;
         let mut kinds = std::collections::BTreeSet::new();
         for step in 0..300 {
             let Some(o) = random_object(&mut rng) else {

@@ -264,7 +264,7 @@ mod tests {
     #[test]
     fn the_revoked_runtime_is_explained_as_the_agent_decided() {
         let app = fixtures::app();
-        let store = &app.data.store;
+        let store = &app.clusters[0].data.store;
         let e =
             explain(store, &target(Kind::Runtime, "demo", "worker"), None, None).expect("known");
         assert_eq!(e.decision, "Revoked");
@@ -320,7 +320,7 @@ mod tests {
     fn a_pod_outside_berth_is_explained_by_the_retained_analysis() {
         let app = fixtures::app();
         let e = explain(
-            &app.data.store,
+            &app.clusters[0].data.store,
             &target(Kind::Pod, "legacy", "legacy-batch"),
             None,
             None,
@@ -337,7 +337,7 @@ mod tests {
     fn lines_and_json_are_sanitized() {
         let app = fixtures::app();
         let mut e = explain(
-            &app.data.store,
+            &app.clusters[0].data.store,
             &target(Kind::Runtime, "demo", "worker"),
             None,
             None,

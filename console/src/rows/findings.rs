@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::handlers::{bindings, node_infos, observed_classes, workloads};
 use super::store_kind;
 use super::table::{Cell, Row, RowRef, RowTone};
-use crate::store::{ANALYSIS_KINDS, Kind, ObjKey, Store};
+use crate::store::{ANALYSIS_KINDS, ClusterId, Kind, ObjKey, Store};
 
 /// Why the console reports the webhook certificate as not checked.
 pub const CERT_NOT_READ: &str = "the console cannot read the webhook's serving certificate (the agent keeps a self-signed one in memory and rotates it; a supplied one is in a Secret); check cert-manager for a supplied certificate";
@@ -103,6 +103,41 @@ pub fn findings_of(
         unreadable: &unreadable,
         thresholds: Thresholds::default(),
     })
+}
+
+/// One cluster's part of the findings: its store and the kinds it refused.
+#[derive(Clone, Debug)]
+pub struct ClusterInputs<'a> {
+    pub cluster: ClusterId,
+    pub store: &'a Store,
+    pub refused: &'a [(Kind, String)],
+}
+
+/// Every cluster's findings, each with its cluster, and the findings
+/// across clusters, each with the clusters it names; worst first (then
+/// by kind, clusters and objects).
+pub fn fleet_findings(
+    inputs: &[ClusterInputs<'_>],
+    lease: &ObjKey,
+    now: Timestamp,
+    _same_grants: &[Vec<ClusterId>],
+) -> Vec<(Vec<ClusterId>, Finding)> {
+    let mut out: Vec<(Vec<ClusterId>, Finding)> = inputs
+        .iter()
+        .flat_map(|i| {
+            findings_of(i.store, lease, now, i.refused)
+                .into_iter()
+                .map(|f| (vec![i.cluster.clone()], f))
+        })
+        .collect();
+    out.sort_by(|(ca, a), (cb, b)| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.kind.cmp(&b.kind))
+            .then(ca.cmp(cb))
+            .then(a.objects.cmp(&b.objects))
+    });
+    out
 }
 
 /// One finding as a row.

@@ -226,7 +226,7 @@ mod tests {
     #[test]
     fn checks_and_restart_required_show_in_cells_and_tone() {
         let app = fixtures::app();
-        let rows = grant_rows(&app.data.store, fixtures::now());
+        let rows = grant_rows(&app.clusters[0].data.store, fixtures::now());
         assert!(!rows.is_empty());
         for r in &rows {
             let cells = r.cells();
@@ -245,7 +245,7 @@ mod tests {
         let mut objs = fixtures::objects();
         objs.extend(fixtures::namespaces_sharing_demo_production());
         let app = fixtures::app_with(objs);
-        let rows = grant_rows(&app.data.store, fixtures::now());
+        let rows = grant_rows(&app.clusters[0].data.store, fixtures::now());
         let ok = rows
             .iter()
             .find(|r| r.check == "ok" && r.project == "demo")

@@ -403,7 +403,7 @@ mod tests {
     #[test]
     fn missing_classes_are_problems_and_unused_ones_safe() {
         let app = fixtures::app();
-        let rows = handler_rows(&app.data.store);
+        let rows = handler_rows(&app.clusters[0].data.store);
         let gvisor = rows.iter().find(|r| r.class == "gvisor").expect("gvisor");
         assert_eq!(gvisor.tone(), RowTone::Good);
         assert!(

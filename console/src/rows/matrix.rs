@@ -145,7 +145,7 @@ mod tests {
     #[test]
     fn fixture_matrix_has_every_class_and_groups_every_node() {
         let app = fixtures::app();
-        let store = &app.data.store;
+        let store = &app.clusters[0].data.store;
         let m = matrix(store);
         assert_eq!(m.classes.len(), store.classes.len());
         let grouped: usize = m.groups.iter().map(|g| g.nodes.len()).sum();

@@ -8,6 +8,7 @@ pub mod findings;
 pub mod grants;
 pub mod handlers;
 pub mod matrix;
+pub mod merged;
 pub mod namespaces;
 pub mod plan;
 pub mod relations;
@@ -24,6 +25,7 @@ use k8s_openapi::jiff::Timestamp;
 
 pub use grants::{GrantRow, grant_rows};
 pub use handlers::{HandlerRow, WorkloadEntry, handler_rows, workloads};
+pub use merged::{Located, Merged, RowId};
 pub use namespaces::{NamespaceRow, namespace_rows};
 pub use retained::{RetainedRow, retained_rows};
 pub use rollout::{

@@ -101,7 +101,7 @@ mod tests {
     #[test]
     fn every_namespace_of_the_list_is_a_row() {
         let app = fixtures::app();
-        let rows = namespace_rows(&app.data.store, fixtures::now());
+        let rows = namespace_rows(&app.clusters[0].data.store, fixtures::now());
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
         // `empty` holds nothing the console watches: only the list knows it.
         assert_eq!(names, ["default", "demo", "empty", "legacy"]);

@@ -12,7 +12,7 @@ fn names(lines: &[Related], relation: &str) -> Vec<String> {
 #[test]
 fn a_grant_leads_to_its_class_runtimes_workloads_pods_and_nodes() {
     let app = fixtures::app();
-    let store = &app.data.store;
+    let store = &app.clusters[0].data.store;
     let anchor = Anchor::grant(store, "bounded-web").expect("grant");
     let Anchor::Grant {
         ref class,
@@ -41,7 +41,7 @@ fn a_grant_leads_to_its_class_runtimes_workloads_pods_and_nodes() {
 #[test]
 fn a_grant_without_runtimes_or_class_says_so() {
     let app = fixtures::app();
-    let store = &app.data.store;
+    let store = &app.clusters[0].data.store;
     let lines = relations(store, &Anchor::grant(store, "gvisor-api").expect("grant"));
     let class = lines.iter().find(|l| l.relation == "class").expect("class");
     assert_eq!(
@@ -59,7 +59,7 @@ fn a_grant_without_runtimes_or_class_says_so() {
 #[test]
 fn a_pod_leads_back_to_its_grant_or_says_why_none_covers_it() {
     let app = fixtures::app();
-    let store = &app.data.store;
+    let store = &app.clusters[0].data.store;
     let covered = relations(store, &Anchor::Pod(("demo".into(), "web-rev2-0".into())));
     let grant = covered
         .iter()

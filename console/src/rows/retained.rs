@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn grant_gone_is_a_problem_never_granted_a_warning() {
         let app = fixtures::app();
-        let rows = retained_rows(&app.data.store);
+        let rows = retained_rows(&app.clusters[0].data.store);
         assert!(!rows.is_empty());
         for r in &rows {
             let expected = if r.reason.starts_with("grant gone")

@@ -383,7 +383,7 @@ mod tests {
     #[test]
     fn image_change_shows_from_and_to() {
         let app = fixtures::app();
-        let rows = rollout_rows(&app.data.store, fixtures::now());
+        let rows = rollout_rows(&app.clusters[0].data.store, fixtures::now());
         let web = rows.iter().find(|r| r.name == "web").expect("web");
         let cells = web.cells();
         assert_eq!(cells.len(), HEADERS.len());

@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn blocked_runtimes_are_problems_and_progressing_ones_warnings() {
         let app = fixtures::app();
-        let rows = runtime_rows(&app.data.store, fixtures::now());
+        let rows = runtime_rows(&app.clusters[0].data.store, fixtures::now());
         let tone = |n: &str| rows.iter().find(|r| r.name == n).map(Row::tone);
         assert_eq!(tone("worker"), Some(RowTone::Problem));
         assert_eq!(tone("api"), Some(RowTone::Warn));

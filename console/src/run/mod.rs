@@ -22,16 +22,22 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::sync::mpsc::{UnboundedSender, channel, unbounded_channel};
 
 use crate::frames::FrameLimiter;
-use crate::model::{App, Msg, ObjKey, Scope, update};
+use crate::model::{App, ClusterId, Msg, ObjKey, Scope, update};
 use crate::tui::Tui;
 use crate::views;
-use crate::watch::{ConnectOptions, connect};
+use crate::watch::{ConnectOptions, Connection, connect};
 use perform::{Effects, Flow, Outbox};
 
 /// Options of the interactive app.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
+    /// The kubeconfig (its context unused: see `contexts`).
     pub connect: ConnectOptions,
+    /// The contexts to show, one cluster each (empty: the kubeconfig's
+    /// current context).
+    pub contexts: Vec<String>,
+    /// Groups of contexts declared to run the same grants file.
+    pub same_grants: Vec<Vec<String>>,
     /// `None` = the context's namespace.
     pub scope: Option<Scope>,
     pub read_only: bool,
@@ -54,24 +60,28 @@ const WATCH_QUEUE: usize = 1024;
 
 /// Runs the TUI until the user quits.
 pub async fn run(opts: RunOptions) -> Result<()> {
-    let conn = connect(&opts.connect)
-        .await
-        .wrap_err("connecting to the cluster")?;
+    let conns = connect_all(&opts.connect, &opts.contexts).await?;
+    // The first context's namespace, as with one context.
     let scope = opts
         .scope
         .clone()
-        .unwrap_or_else(|| Scope::Namespace(conn.default_namespace.clone()));
-    let mut app = App::new(conn.context.clone(), scope.clone(), Timestamp::now());
-    app.session.contexts = conn.contexts.clone();
+        .unwrap_or_else(|| Scope::Namespace(conns[0].default_namespace.clone()));
+    let ids: Vec<ClusterId> = conns.iter().map(|c| c.cluster()).collect();
+    let mut app = App::of_fleet(ids, scope.clone(), Timestamp::now());
+    app.session.contexts = conns[0].contexts.clone();
     app.session.read_only = opts.read_only;
     app.session.agent_lease = opts.agent_lease.clone();
+    app.session.same_grants = opts
+        .same_grants
+        .iter()
+        .map(|g| g.iter().map(ClusterId::new).collect())
+        .collect();
     app.ui.no_color = opts.no_color;
 
     let (tx, mut rx) = unbounded_channel::<Msg>();
     let (wtx, mut wrx) = channel::<Msg>(WATCH_QUEUE);
     let mut effects = Effects::new(
-        conn.client,
-        conn.starts,
+        conns,
         scope,
         app.session.generation,
         opts.agent_lease.clone(),
@@ -81,12 +91,14 @@ pub async fn run(opts: RunOptions) -> Result<()> {
             events: wtx,
         },
     );
-    let first = app.watch_effect();
+    let first = app.watch_effects();
 
     let mut tui = Tui::start(opts.mouse, tx.clone()).wrap_err("setting up the terminal")?;
     let ticker = tokio::spawn(tick(tx.clone()));
     let result: Result<()> = async {
-        effects.perform(first, &mut tui).await?;
+        for effect in first {
+            effects.perform(effect, &mut tui).await?;
+        }
         let mut frames = FrameLimiter::new();
         // A frame the user waits for (a key press, an answer): drawn at once.
         let mut urgent = true;
@@ -167,6 +179,27 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     effects.stop();
     drop(tui);
     result
+}
+
+/// A client for each context (the current one when none is named). A
+/// context that cannot be used at all (not in the kubeconfig, broken
+/// credentials) is an error naming it; one that does not answer is not:
+/// its watches retry, its rows say so, the others are shown meanwhile.
+async fn connect_all(base: &ConnectOptions, contexts: &[String]) -> Result<Vec<Connection>> {
+    if contexts.is_empty() {
+        let conn = connect(base).await.wrap_err("connecting to the cluster")?;
+        return Ok(vec![conn]);
+    }
+    let attempts = futures::future::join_all(contexts.iter().map(|c| {
+        let opts = base.for_context(c);
+        async move { connect(&opts).await }
+    }))
+    .await;
+    contexts
+        .iter()
+        .zip(attempts)
+        .map(|(c, a)| a.wrap_err_with(|| format!("connecting to context {c}")))
+        .collect()
 }
 
 /// Test hook: with this variable set the app panics after its first

@@ -9,11 +9,10 @@
 use kube::Client;
 use tokio::sync::mpsc::{Sender, UnboundedSender};
 
-use crate::model::{Effect, Handover, Msg, ObjKey, Scope};
-use crate::retire;
+use crate::model::{ClusterId, Effect, Handover, Msg, ObjKey, Origin, Scope};
+use crate::retire::{self, RetireError};
 use crate::watch::{
-    self, ConnectError, ConnectOptions, Connection, WatchStarts, Watchers, connect_checked,
-    prompts_on_terminal,
+    self, ConnectOptions, Connection, WatchStarts, Watchers, connect_answering, prompts_on_terminal,
 };
 
 /// What the loop does after an effect.
@@ -40,12 +39,15 @@ impl Hold for () {
     }
 }
 
-/// The connection in use: requests run with its client, its watchers feed
-/// `events`.
+/// One cluster's connection in use: requests about that cluster run with
+/// its client, its watchers feed `events` tagged with its id.
 struct Live {
+    cluster: ClusterId,
     client: Client,
     starts: WatchStarts,
     watchers: Watchers,
+    /// The app's generation these watchers and requests belong to.
+    generation: u64,
 }
 
 /// Where what the I/O side learns goes: two queues into the app task.
@@ -57,9 +59,11 @@ pub struct Outbox {
     pub events: Sender<Msg>,
 }
 
-/// Carries out the model's effects against one connection at a time.
+/// Carries out the model's effects against one connection per cluster. A
+/// request about a cluster goes to that cluster's connection or nowhere:
+/// there is no "current" connection to fall back on.
 pub struct Effects {
-    live: Live,
+    lives: Vec<Live>,
     /// How to connect for `:ctx` (the kubeconfig of the start).
     connect: ConnectOptions,
     agent_lease: ObjKey,
@@ -68,11 +72,10 @@ pub struct Effects {
 }
 
 impl Effects {
-    /// Uses `client` for connection `generation`, watching `scope`; no
-    /// watch runs until an [`Effect::Watch`].
+    /// Uses `conns` (one per cluster) for connection `generation`,
+    /// watching `scope`; no watch runs until an [`Effect::Watch`].
     pub fn new(
-        client: Client,
-        starts: WatchStarts,
+        conns: Vec<Connection>,
         scope: Scope,
         generation: u64,
         agent_lease: ObjKey,
@@ -80,164 +83,290 @@ impl Effects {
         outbox: Outbox,
     ) -> Self {
         let Outbox { answers, events } = outbox;
-        let watchers = Watchers::new(
-            client.clone(),
-            starts.clone(),
-            scope,
-            agent_lease.clone(),
-            generation,
-            events.clone(),
-        );
-        Effects {
-            live: Live {
-                client,
-                starts,
-                watchers,
-            },
+        let mut effects = Effects {
+            lives: Vec::new(),
             connect,
             agent_lease,
             answers,
             events,
-        }
+        };
+        let conns = conns
+            .into_iter()
+            .map(|c| (c.cluster(), c.client, c.starts))
+            .collect();
+        effects.use_connections(conns, scope, generation);
+        effects
+    }
+
+    /// The connection of `cluster`, if it is one of those in use.
+    fn live(&self, cluster: &ClusterId) -> Option<&Live> {
+        self.lives.iter().find(|l| l.cluster == *cluster)
+    }
+
+    /// The connection of `origin`'s cluster, if it is still the one of
+    /// `origin`'s generation.
+    fn live_of(&self, origin: &Origin) -> Option<&Live> {
+        self.live(&origin.cluster)
+            .filter(|l| l.generation == origin.generation)
     }
 
     /// Carries out one effect.
     pub async fn perform(&mut self, effect: Effect, term: &mut dyn Hold) -> std::io::Result<Flow> {
         match effect {
             Effect::Quit => return Ok(Flow::Quit),
-            Effect::Watch(keys) => self.live.watchers.sync(&keys),
+            Effect::Watch(cluster, keys) => {
+                if let Some(l) = self.lives.iter_mut().find(|l| l.cluster == cluster) {
+                    l.watchers.sync(&keys);
+                }
+            }
             Effect::Review {
+                id,
+                cluster,
                 action,
                 namespace,
                 name,
-            } => self.answer(move |client| async move {
-                let r = retire::review::review(&client, &action, &namespace, &name).await;
-                Msg::Reviewed(Box::new(r))
-            }),
-            Effect::Execute(review) => self.answer(move |client| async move {
-                let r = retire::execute::execute(&client, &review).await;
-                Msg::Executed(Box::new(r))
-            }),
-            Effect::Fetch(generation, kind, key) => self.answer(move |client| async move {
-                let r = watch::fetch(client, kind, &key)
-                    .await
-                    .map_err(|e| e.to_string());
-                Msg::Fetched(generation, kind, key, r)
-            }),
+            } => match self.live(&cluster) {
+                Some(l) => {
+                    // The review records the cluster of the connection
+                    // that made it, which is the only one it may go to.
+                    let (client, cluster) = (l.client.clone(), l.cluster.clone());
+                    self.answer(async move {
+                        let r =
+                            retire::review::review(&client, &cluster, &action, &namespace, &name)
+                                .await;
+                        Msg::Reviewed {
+                            id,
+                            result: Box::new(r),
+                        }
+                    });
+                }
+                None => {
+                    let _ = self.answers.send(Msg::Reviewed {
+                        id,
+                        result: Box::new(Err(not_connected(&cluster))),
+                    });
+                }
+            },
+            Effect::Execute { generation, review } => {
+                let origin = Origin {
+                    cluster: review.cluster.clone(),
+                    generation,
+                };
+                match self.live_of(&origin) {
+                    Some(l) => {
+                        let client = l.client.clone();
+                        self.answer(async move {
+                            let r = retire::execute::execute(&client, &review).await;
+                            Msg::Executed(Box::new(r))
+                        });
+                    }
+                    None => {
+                        let _ = self
+                            .answers
+                            .send(Msg::Executed(Box::new(Err(not_connected(&review.cluster)))));
+                    }
+                }
+            }
+            Effect::Fetch(origin, kind, key) => {
+                // Not connected (any more): the Details screen of that
+                // connection is gone too, nothing waits for an answer.
+                if let Some(l) = self.live_of(&origin) {
+                    let client = l.client.clone();
+                    self.answer(async move {
+                        let r = watch::fetch(client, kind, &key)
+                            .await
+                            .map_err(|e| e.to_string());
+                        Msg::Fetched(origin, kind, key, r)
+                    });
+                }
+            }
             Effect::Rescope { scope, generation } => {
-                let (client, starts) = (self.live.client.clone(), self.live.starts.clone());
-                self.use_connection(client, starts, scope, generation);
+                let conns = self
+                    .lives
+                    .iter()
+                    .map(|l| (l.cluster.clone(), l.client.clone(), l.starts.clone()))
+                    .collect();
+                self.use_connections(conns, scope, generation);
             }
             Effect::Adopt {
-                conn,
+                conns,
                 scope,
                 generation,
             } => {
-                // Only the Connection this interpreter handed over comes
-                // back here.
-                if let Some(c) = conn.get::<Connection>() {
-                    self.use_connection(c.client.clone(), c.starts.clone(), scope, generation);
-                }
+                // Only the Connections this interpreter handed over come
+                // back here, each under the cluster it connects to.
+                let conns = conns
+                    .iter()
+                    .filter_map(|(id, h)| h.get::<Connection>().filter(|c| c.cluster() == *id))
+                    .map(|c| (c.cluster(), c.client.clone(), c.starts.clone()))
+                    .collect();
+                self.use_connections(conns, scope, generation);
             }
-            Effect::Connect { context } => self.connect(context, term).await?,
+            Effect::Connect { contexts } => self.connect(contexts, term).await?,
         }
         Ok(Flow::Continue)
     }
 
     /// Stops every watcher (leaving the app).
     pub fn stop(&mut self) {
-        self.live.watchers.stop();
+        for l in &mut self.lives {
+            l.watchers.stop();
+        }
     }
 
-    /// Runs a request with the current client off the app task; its answer
-    /// comes back as a message.
-    fn answer<F>(&self, request: impl FnOnce(Client) -> F)
+    /// Runs a request off the app task; its answer comes back as a
+    /// message.
+    fn answer<F>(&self, request: F)
     where
         F: Future<Output = Msg> + Send + 'static,
     {
-        let (fut, tx) = (request(self.live.client.clone()), self.answers.clone());
+        let tx = self.answers.clone();
         tokio::spawn(async move {
-            let _ = tx.send(fut.await);
+            let _ = tx.send(request.await);
         });
     }
 
-    /// Drops every watch and uses `client` from now on.
-    fn use_connection(
+    /// Drops every watch and uses these connections from now on.
+    fn use_connections(
         &mut self,
-        client: Client,
-        starts: WatchStarts,
+        conns: Vec<(ClusterId, Client, WatchStarts)>,
         scope: Scope,
         generation: u64,
     ) {
-        self.live.watchers.stop();
-        let watchers = Watchers::new(
-            client.clone(),
-            starts.clone(),
-            scope,
-            self.agent_lease.clone(),
-            generation,
-            self.events.clone(),
-        );
-        self.live = Live {
-            client,
-            starts,
-            watchers,
-        };
+        self.stop();
+        self.lives = conns
+            .into_iter()
+            .map(|(cluster, client, starts)| {
+                let watchers = Watchers::new(
+                    client.clone(),
+                    starts.clone(),
+                    scope.clone(),
+                    self.agent_lease.clone(),
+                    Origin {
+                        cluster: cluster.clone(),
+                        generation,
+                    },
+                    self.events.clone(),
+                );
+                Live {
+                    cluster,
+                    client,
+                    starts,
+                    watchers,
+                    generation,
+                }
+            })
+            .collect();
     }
 
-    /// Connects to `context` off the app task (the console stays usable on
-    /// the old one meanwhile), or with the terminal handed over when its
-    /// credential plugin may prompt. Answers [`Msg::Connected`] or
+    /// Connects to `contexts` off the app task (the console stays usable
+    /// on the old ones meanwhile), or with the terminal handed over when
+    /// a credential plugin may prompt. Answers [`Msg::Connected`] or
     /// [`Msg::SwitchFailed`].
-    async fn connect(&mut self, context: String, term: &mut dyn Hold) -> std::io::Result<()> {
-        let opts = ConnectOptions {
-            context: Some(context.clone()),
-            ..self.connect.clone()
-        };
-        let prompts = prompts_on_terminal(&opts);
+    async fn connect(&mut self, contexts: Vec<String>, term: &mut dyn Hold) -> std::io::Result<()> {
+        let options: Vec<ConnectOptions> = contexts
+            .iter()
+            .map(|c| self.connect.for_context(c))
+            .collect();
+        let prompts = options.iter().any(prompts_on_terminal);
         if prompts {
-            // The plugin may prompt: it gets the terminal until the
+            // A plugin may prompt: it gets the terminal until every
             // connection is made or refused.
             term.suspend();
             println!(
-                "berth: switching to context {}; its credential plugin may ask for input.",
-                berth_shared::sanitize::short(&context)
+                "berth: switching to {}; a credential plugin may ask for input.",
+                berth_shared::sanitize::short(&contexts.join(","))
             );
         }
-        // In its own task: a panic while connecting is a failed switch,
-        // not a dead console.
-        let attempt = tokio::spawn(async move { connect_checked(&opts).await });
+        // Each in its own task: a panic while connecting is a failed
+        // context, not a dead console. One after the other when a plugin
+        // may prompt (two prompts at once would share the terminal).
+        let attempt = connect_each(options, !prompts);
         if prompts {
             let r = attempt.await;
             term.resume()?;
             // The terminal was set up again: everything is drawn anew.
             let _ = self.answers.send(Msg::Resize);
-            let _ = self.answers.send(connected(context, r));
+            let _ = self.answers.send(connected(contexts, r));
         } else {
             let tx = self.answers.clone();
             tokio::spawn(async move {
-                let _ = tx.send(connected(context, attempt.await));
+                let _ = tx.send(connected(contexts, attempt.await));
             });
         }
         Ok(())
     }
 }
 
-/// The message a connection attempt answers with.
-fn connected(
-    context: String,
-    attempt: Result<Result<Connection, ConnectError>, tokio::task::JoinError>,
-) -> Msg {
-    let error = match attempt {
-        Ok(Ok(c)) => {
-            return Msg::Connected {
-                context,
-                contexts: c.contexts.clone(),
-                conn: Handover::new(c),
-            };
+/// Why a request about `cluster` was not sent.
+fn not_connected(cluster: &ClusterId) -> RetireError {
+    RetireError::Invalid(format!(
+        "cluster {cluster} is not connected any more (the console switched contexts); nothing was changed"
+    ))
+}
+
+/// One connection attempt: the connection (and why it does not answer,
+/// if it does not), or why none could be made.
+type Attempt = Result<(Connection, Option<String>), String>;
+
+/// Connects with each of `options`, all at once or one after another.
+async fn connect_each(options: Vec<ConnectOptions>, at_once: bool) -> Vec<Attempt> {
+    let one = |o: ConnectOptions| async move {
+        match tokio::spawn(async move { connect_answering(&o).await }).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(e.to_string()),
         }
-        Ok(Err(e)) => e.to_string(),
-        Err(e) => e.to_string(),
     };
-    Msg::SwitchFailed { context, error }
+    if at_once {
+        futures::future::join_all(options.into_iter().map(one)).await
+    } else {
+        let mut out = Vec::new();
+        for o in options {
+            out.push(one(o).await);
+        }
+        out
+    }
+}
+
+/// The message a switch answers with: the connections made, if any
+/// context answered; otherwise why the switch failed.
+fn connected(asked: Vec<String>, attempts: Vec<Attempt>) -> Msg {
+    let mut conns = Vec::new();
+    let mut problems = Vec::new();
+    let mut answered = false;
+    let mut contexts = Vec::new();
+    for (context, attempt) in asked.iter().zip(attempts) {
+        match attempt {
+            Ok((c, silent)) => {
+                contexts.clone_from(&c.contexts);
+                match silent {
+                    None => answered = true,
+                    Some(e) => problems.push((context.clone(), e)),
+                }
+                conns.push((c.cluster(), Handover::new(c)));
+            }
+            Err(e) => problems.push((context.clone(), e)),
+        }
+    }
+    if !answered {
+        let error = problems
+            .iter()
+            .map(|(c, e)| {
+                if asked.len() > 1 {
+                    format!("{c}: {e}")
+                } else {
+                    e.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Msg::SwitchFailed { asked, error };
+    }
+    Msg::Connected {
+        asked,
+        contexts,
+        conns,
+        problems,
+    }
 }

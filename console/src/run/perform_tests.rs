@@ -10,7 +10,8 @@ use tokio::sync::mpsc::{Receiver, UnboundedReceiver, channel, unbounded_channel}
 
 use super::perform::{Effects, Flow, Hold, Outbox};
 use crate::model::{
-    App, DEFAULT_AGENT_LEASE, Effect, Handover, Kind, Msg, Scope, WatchEvent, WatchKey, update,
+    App, ClusterId, DEFAULT_AGENT_LEASE, Effect, Handover, Kind, Msg, Origin, Scope, WatchEvent,
+    WatchKey, update,
 };
 use crate::retire::Action;
 use crate::watch::{ConnectOptions, Connection, WatchStarts, client_from_config};
@@ -66,8 +67,18 @@ struct Rig {
     events: Receiver<Msg>,
 }
 
-fn rig(generation: u64, connect: ConnectOptions) -> Rig {
-    let (client, starts) = unreachable_client();
+/// A connection of context `context` through `client`.
+fn connection(context: &str, (client, starts): (Client, WatchStarts)) -> Connection {
+    Connection {
+        client,
+        starts,
+        context: context.into(),
+        contexts: vec!["kwok-test".into(), "prod".into()],
+        default_namespace: "default".into(),
+    }
+}
+
+fn rig_of(generation: u64, connect: ConnectOptions, conns: Vec<Connection>) -> Rig {
     let (atx, answers) = unbounded_channel();
     let (etx, events) = channel(64);
     let lease = (
@@ -75,8 +86,7 @@ fn rig(generation: u64, connect: ConnectOptions) -> Rig {
         DEFAULT_AGENT_LEASE.1.to_string(),
     );
     let effects = Effects::new(
-        client,
-        starts,
+        conns,
         Scope::All,
         generation,
         lease,
@@ -93,6 +103,26 @@ fn rig(generation: u64, connect: ConnectOptions) -> Rig {
     }
 }
 
+/// One cluster, `kwok-test`, unreachable.
+fn rig(generation: u64, connect: ConnectOptions) -> Rig {
+    rig_of(
+        generation,
+        connect,
+        vec![connection("kwok-test", unreachable_client())],
+    )
+}
+
+fn kwok() -> ClusterId {
+    ClusterId::new("kwok-test")
+}
+
+fn origin(generation: u64) -> Origin {
+    Origin {
+        cluster: kwok(),
+        generation,
+    }
+}
+
 /// The next answer; generous, as the machine may be slow (a refused
 /// connection answers at once).
 async fn next(rx: &mut UnboundedReceiver<Msg>) -> Msg {
@@ -102,8 +132,8 @@ async fn next(rx: &mut UnboundedReceiver<Msg>) -> Msg {
         .expect("channel open")
 }
 
-/// The generation and key of the first watch message queued.
-fn first_watch(rx: &mut Receiver<Msg>) -> (u64, WatchKey) {
+/// The origin and key of the first watch message queued.
+fn first_watch(rx: &mut Receiver<Msg>) -> (Origin, WatchKey) {
     match rx.try_recv() {
         Ok(Msg::Watched(g, key, WatchEvent::Init)) => (g, key),
         other => panic!("expected a watch start, got {other:?}"),
@@ -123,14 +153,21 @@ async fn quit_ends_the_loop_and_answers_nothing() {
 }
 
 #[tokio::test]
-async fn watches_are_tagged_with_the_generation_of_their_connection() {
+async fn watches_are_tagged_with_the_cluster_and_generation_of_their_connection() {
     let mut rig = rig(4, ConnectOptions::default());
     let runtimes = WatchKey::all(Kind::Runtime);
-    let flow = perform(&mut rig, Effect::Watch(vec![runtimes.clone()])).await;
+    let flow = perform(&mut rig, Effect::Watch(kwok(), vec![runtimes.clone()])).await;
     assert_eq!(flow, Flow::Continue);
-    assert_eq!(first_watch(&mut rig.events), (4, runtimes.clone()));
+    assert_eq!(first_watch(&mut rig.events), (origin(4), runtimes.clone()));
     // Running already: not started again.
-    perform(&mut rig, Effect::Watch(vec![runtimes.clone()])).await;
+    perform(&mut rig, Effect::Watch(kwok(), vec![runtimes.clone()])).await;
+    assert!(rig.events.try_recv().is_err());
+    // A cluster not connected here starts nothing.
+    perform(
+        &mut rig,
+        Effect::Watch(ClusterId::new("prod"), vec![runtimes.clone()]),
+    )
+    .await;
     assert!(rig.events.try_recv().is_err());
 
     // A new scope: every watch starts over, as the new generation.
@@ -139,30 +176,174 @@ async fn watches_are_tagged_with_the_generation_of_their_connection() {
         generation: 5,
     };
     perform(&mut rig, rescope).await;
-    perform(&mut rig, Effect::Watch(vec![runtimes.clone()])).await;
-    assert_eq!(first_watch(&mut rig.events), (5, runtimes));
+    perform(&mut rig, Effect::Watch(kwok(), vec![runtimes.clone()])).await;
+    assert_eq!(first_watch(&mut rig.events), (origin(5), runtimes));
 }
 
 #[tokio::test]
 async fn requests_answer_as_messages_even_when_the_cluster_is_unreachable() {
     let mut rig = rig(7, ConnectOptions::default());
     let key = ("demo".to_string(), "web".to_string());
-    perform(&mut rig, Effect::Fetch(7, Kind::Pod, key.clone())).await;
+    perform(&mut rig, Effect::Fetch(origin(7), Kind::Pod, key.clone())).await;
     match next(&mut rig.answers).await {
-        Msg::Fetched(7, Kind::Pod, k, Err(_)) => assert_eq!(k, key),
+        Msg::Fetched(o, Kind::Pod, k, Err(_)) => {
+            assert_eq!(k, key);
+            assert_eq!(o, origin(7));
+        }
         other => panic!("expected a failed fetch, got {other:?}"),
     }
 
     let review = Effect::Review {
+        id: 3,
+        cluster: kwok(),
         action: Action::Suspend,
         namespace: "demo".into(),
         name: "web".into(),
     };
     perform(&mut rig, review).await;
     match next(&mut rig.answers).await {
-        Msg::Reviewed(r) => assert!(r.is_err(), "{r:?}"),
+        Msg::Reviewed { id: 3, result } => assert!(result.is_err(), "{result:?}"),
         other => panic!("expected a review, got {other:?}"),
     }
+}
+
+/// A loopback HTTP server that answers every request with 500 and counts
+/// the requests it was sent: which cluster a request went to.
+async fn counting_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let count = count.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16384];
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 {
+                        return;
+                    }
+                    if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+                        count.fetch_add(1, Ordering::SeqCst);
+                        let body = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"no","reason":"InternalError","code":500}"#;
+                        let reply = format!(
+                            "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if s.write_all(reply.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (port, seen)
+}
+
+fn client_at(port: u16) -> (Client, WatchStarts) {
+    let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().expect("url"));
+    client_from_config(config).expect("client")
+}
+
+/// Two clusters: a review, an execution and a fetch of one go to that
+/// cluster's connection only; one of a cluster not connected, or of an
+/// older generation, goes nowhere and says so.
+#[tokio::test]
+async fn requests_go_to_their_clusters_connection_and_no_other() {
+    use std::sync::atomic::Ordering;
+    let ((pa, a), (pb, b)) = (counting_server().await, counting_server().await);
+    let mut rig = rig_of(
+        2,
+        ConnectOptions::default(),
+        vec![
+            connection("a", client_at(pa)),
+            connection("b", client_at(pb)),
+        ],
+    );
+    let review = |cluster: &str| Effect::Review {
+        id: 1,
+        cluster: ClusterId::new(cluster),
+        action: Action::Suspend,
+        namespace: "demo".into(),
+        name: "web".into(),
+    };
+    perform(&mut rig, review("b")).await;
+    assert!(matches!(next(&mut rig.answers).await, Msg::Reviewed { .. }));
+    let (seen_a, seen_b) = (a.load(Ordering::SeqCst), b.load(Ordering::SeqCst));
+    assert!(seen_b > 0, "the review reached b");
+    assert_eq!(seen_a, 0, "a was sent nothing");
+
+    // A cluster that is not connected: nothing is sent anywhere.
+    perform(&mut rig, review("c")).await;
+    match next(&mut rig.answers).await {
+        Msg::Reviewed { result, .. } => {
+            let e = result.expect_err("not connected").to_string();
+            assert!(e.contains("cluster c is not connected"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // An execution of a review made in b, for this generation: b only.
+    let plan = crate::retire::plan::plan_runtime(
+        &Action::Suspend,
+        &serde_json::from_value(serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "Runtime",
+            "metadata": {"name": "web", "namespace": "demo", "uid": "u", "resourceVersion": "1"},
+            "spec": {"application": "shop", "service": "web",
+                     "image": {"repository": "r", "tag": "1"}},
+        }))
+        .expect("runtime"),
+        &Default::default(),
+        "me",
+        "2026-11-29T12:00:00Z",
+    )
+    .expect("plan");
+    let reviewed = crate::retire::Review {
+        cluster: ClusterId::new("b"),
+        plan,
+        user: "me".into(),
+        verdict: crate::retire::Verdict::Accepted,
+    };
+    let before = (a.load(Ordering::SeqCst), b.load(Ordering::SeqCst));
+    perform(
+        &mut rig,
+        Effect::Execute {
+            generation: 2,
+            review: Box::new(reviewed.clone()),
+        },
+    )
+    .await;
+    assert!(matches!(next(&mut rig.answers).await, Msg::Executed(_)));
+    assert_eq!(a.load(Ordering::SeqCst), before.0, "a was sent nothing");
+    assert!(b.load(Ordering::SeqCst) > before.1, "the change reached b");
+
+    // The same review after a switch (another generation): sent nowhere.
+    let before = (a.load(Ordering::SeqCst), b.load(Ordering::SeqCst));
+    perform(
+        &mut rig,
+        Effect::Execute {
+            generation: 1,
+            review: Box::new(reviewed),
+        },
+    )
+    .await;
+    match next(&mut rig.answers).await {
+        Msg::Executed(r) => {
+            let e = r.expect_err("old generation").to_string();
+            assert!(e.contains("nothing was changed"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        (a.load(Ordering::SeqCst), b.load(Ordering::SeqCst)),
+        before,
+        "nothing was sent"
+    );
 }
 
 #[tokio::test]
@@ -174,10 +355,11 @@ async fn a_context_that_cannot_be_used_answers_switch_failed() {
     };
     let mut rig = rig(0, connect);
     let mut term = Recorder::default();
-    // Not in the kubeconfig, then in it but not answering.
-    for context in ["nope", "only"] {
+    // Not in the kubeconfig, then in it but not answering, then both.
+    for asked in [vec!["nope"], vec!["only"], vec!["nope", "only"]] {
+        let asked: Vec<String> = asked.into_iter().map(str::to_string).collect();
         let effect = Effect::Connect {
-            context: context.into(),
+            contexts: asked.clone(),
         };
         let flow = rig
             .effects
@@ -186,8 +368,8 @@ async fn a_context_that_cannot_be_used_answers_switch_failed() {
             .expect("perform");
         assert_eq!(flow, Flow::Continue);
         match next(&mut rig.answers).await {
-            Msg::SwitchFailed { context: c, error } => {
-                assert_eq!(c, context);
+            Msg::SwitchFailed { asked: a, error } => {
+                assert_eq!(a, asked);
                 assert!(!error.is_empty());
             }
             other => panic!("expected SwitchFailed, got {other:?}"),
@@ -203,29 +385,24 @@ async fn a_switch_is_a_message_and_its_effects_move_the_watchers() {
     let mut app = crate::fixtures::app();
     app.session.contexts = vec!["kwok-test".into(), "prod".into()];
     let mut rig = rig(app.session.generation, ConnectOptions::default());
-    let old = app.session.generation;
-    app.session.switching = Some("prod".into());
+    let old = crate::fixtures::origin(&app);
+    app.session.switching = Some(vec!["prod".into()]);
     // What the connect task sends once the context answered.
-    let (client, starts) = unreachable_client();
-    let conn = Connection {
-        client,
-        starts,
-        context: "prod".into(),
-        contexts: vec!["kwok-test".into(), "prod".into()],
-        default_namespace: "default".into(),
-    };
+    let conn = connection("prod", unreachable_client());
     let msg = Msg::Connected {
-        context: "prod".into(),
+        asked: vec!["prod".into()],
         contexts: conn.contexts.clone(),
-        conn: Handover::new(conn),
+        conns: vec![(conn.cluster(), Handover::new(conn))],
+        problems: Vec::new(),
     };
     for effect in update(&mut app, msg) {
         perform(&mut rig, effect).await;
     }
-    let new = app.session.generation;
+    let new = crate::fixtures::origin(&app);
     assert_ne!(new, old);
-    // The new watchers tag their events with the new generation, which
-    // the model accepts; the old generation's are dropped.
+    assert_eq!(new.cluster, ClusterId::new("prod"));
+    // The new watchers tag their events with the new cluster and
+    // generation, which the model accepts; the old ones' are dropped.
     let mut started = Vec::new();
     while let Ok(m) = rig.events.try_recv() {
         started.push(m);
@@ -238,13 +415,13 @@ async fn a_switch_is_a_message_and_its_effects_move_the_watchers() {
     );
     let key = WatchKey::all(Kind::Runtime);
     update(&mut app, Msg::Watched(new, key.clone(), WatchEvent::Init));
-    assert!(app.data.pending.contains_key(&key));
+    assert!(app.clusters[0].data.pending.contains_key(&key));
     update(
         &mut app,
         Msg::Watched(old, key.clone(), WatchEvent::InitDone),
     );
     assert!(
-        app.data.pending.contains_key(&key),
+        app.clusters[0].data.pending.contains_key(&key),
         "old generation ignored"
     );
 }
@@ -253,24 +430,42 @@ async fn a_switch_is_a_message_and_its_effects_move_the_watchers() {
 async fn a_handover_of_something_else_is_not_adopted() {
     let mut rig = rig(1, ConnectOptions::default());
     let adopt = Effect::Adopt {
-        conn: Handover::new("not a connection"),
+        conns: vec![(kwok(), Handover::new("not a connection"))],
         scope: Scope::All,
         generation: 2,
     };
     perform(&mut rig, adopt).await;
     let runtimes = WatchKey::all(Kind::Runtime);
-    perform(&mut rig, Effect::Watch(vec![runtimes.clone()])).await;
-    assert_eq!(first_watch(&mut rig.events), (1, runtimes));
+    perform(&mut rig, Effect::Watch(kwok(), vec![runtimes.clone()])).await;
+    assert!(
+        rig.events.try_recv().is_err(),
+        "nothing adopted, nothing runs"
+    );
+    // Nor a connection handed over under another cluster's name.
+    let adopt = Effect::Adopt {
+        conns: vec![(
+            kwok(),
+            Handover::new(connection("prod", unreachable_client())),
+        )],
+        scope: Scope::All,
+        generation: 3,
+    };
+    perform(&mut rig, adopt).await;
+    for c in [kwok(), ClusterId::new("prod")] {
+        perform(&mut rig, Effect::Watch(c, vec![runtimes.clone()])).await;
+    }
+    assert!(rig.events.try_recv().is_err());
 }
 
 /// The app type is what the loop drives; a fresh one asks for watches
 /// first, which the interpreter starts.
 #[tokio::test]
 async fn the_first_effect_of_a_fresh_app_starts_its_watches() {
-    let mut app = App::new("ctx", Scope::All, crate::fixtures::now());
+    let mut app = App::new("kwok-test", Scope::All, crate::fixtures::now());
     let mut rig = rig(app.session.generation, ConnectOptions::default());
-    let first = app.watch_effect();
-    perform(&mut rig, first).await;
+    for e in app.watch_effects() {
+        perform(&mut rig, e).await;
+    }
     let (g, _) = first_watch(&mut rig.events);
-    assert_eq!(g, app.session.generation);
+    assert_eq!(g, crate::fixtures::origin(&app));
 }

@@ -7,6 +7,7 @@
 //! else of the console.
 
 pub mod classed;
+pub mod cluster_id;
 pub mod compact;
 pub mod index;
 pub mod ingest;
@@ -30,6 +31,7 @@ use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::ResourceExt;
 
+pub use cluster_id::ClusterId;
 use kept::Kept;
 use slim::SlimPod;
 use slim_apps::{SlimDeployment, SlimReplicaSet};

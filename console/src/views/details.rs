@@ -18,16 +18,20 @@ pub struct DetailsView;
 
 /// Every line of the details of the shown object.
 pub fn lines(app: &App) -> Vec<Line<'static>> {
-    let Screen::Details(kind, key) = app.screen() else {
+    let Screen::Details(cluster, kind, key) = app.screen() else {
         return Vec::new();
     };
+    let Some(c) = app.cluster(cluster) else {
+        return Vec::new();
+    };
+    let store = &c.data.store;
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut out = Vec::new();
     let note = Style::new().fg(Color::Yellow);
     // Kinds the store keeps reduced are shown whole once fetched; until
     // then (or if the read fails) the reduced copy, said so.
     let fetched = match &app.ui.details {
-        Some((k, dk, r)) if k == kind && dk == key => Some(r),
+        Some((dc, k, dk, r)) if dc == cluster && k == kind && dk == key => Some(r),
         _ => None,
     };
     let obj = match fetched {
@@ -38,13 +42,13 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                 format!("# cannot read the whole object: {}", super::clean(e)),
                 note,
             ));
-            app.data.store.get(*kind, key)
+            store.get(*kind, key)
         }
         None => {
             if compacted(*kind) {
                 out.push(Line::styled("# summary; reading the whole object…", note));
             }
-            app.data.store.get(*kind, key)
+            store.get(*kind, key)
         }
     };
     match obj {
@@ -59,7 +63,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         )),
     }
     if *kind == Kind::RuntimeClass
-        && let Some(h) = app.derived.handlers.iter().find(|h| h.class == key.1)
+        && let Some(h) = c.rows.handlers.iter().find(|h| h.class == key.1)
     {
         out.push(Line::raw(""));
         out.push(Line::styled(
@@ -81,7 +85,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     }
     out.push(Line::raw(""));
     out.push(Line::styled("Events", bold));
-    let events = rows::events_of(&app.data.store, *kind, key, app.now);
+    let events = rows::events_of(store, *kind, key, app.now);
     if events.is_empty() {
         out.push(Line::raw("  (none)"));
     }
@@ -96,7 +100,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
 
 impl Component for DetailsView {
     fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
-        let Screen::Details(kind, (ns, name)) = app.screen() else {
+        let Screen::Details(_, kind, (ns, name)) = app.screen() else {
             return;
         };
         let title = if ns.is_empty() {

@@ -39,7 +39,10 @@ fn style_of(line: &str) -> Style {
 
 /// Every line of the explanation of the screen's target.
 pub fn lines(app: &App) -> Vec<Line<'static>> {
-    let Screen::Explain(kind, key) = app.screen() else {
+    let Screen::Explain(cluster, kind, key) = app.screen() else {
+        return Vec::new();
+    };
+    let Some(c) = app.cluster(cluster) else {
         return Vec::new();
     };
     let target = Target {
@@ -49,7 +52,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     let admission = Admission::NotChecked {
         why: NO_DRY_RUN.into(),
     };
-    match explain(&app.data.store, &target, None, Some(&admission)) {
+    match explain(&c.data.store, &target, None, Some(&admission)) {
         Some(e) => explain_lines(&e)
             .into_iter()
             .map(|l| {
@@ -68,12 +71,18 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
 
 impl Component for ExplainView {
     fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
+        let title = match app.screen().cluster() {
+            Some(c) if app.fleet() => {
+                format!(" Explain: the agent's decision in {c}, step by step ")
+            }
+            _ => " Explain: the agent's decision, step by step ".to_string(),
+        };
         super::draw_scrolled(
             app,
             frame,
             area,
             fit,
-            Block::bordered().title(" Explain: the agent's decision, step by step "),
+            Block::bordered().title(title),
             lines(app),
         );
     }

@@ -39,8 +39,10 @@ fn x_on_a_runtime_explains_it() {
         .table(crate::model::ListView::Runtimes)
         .visible
         .iter()
-        .position(|&i| {
-            app.table(crate::model::ListView::Runtimes).cells[i]
+        .position(|at| {
+            app.table(crate::model::ListView::Runtimes).parts[0]
+                .table
+                .cells[at.row as usize]
                 .iter()
                 .any(|c| c == "worker")
         })
@@ -51,7 +53,11 @@ fn x_on_a_runtime_explains_it() {
     key(&mut app, KeyCode::Char('x'));
     assert_eq!(
         app.screen(),
-        &Screen::Explain(Kind::Runtime, ("demo".into(), "worker".into()))
+        &Screen::Explain(
+            crate::fixtures::cluster(),
+            Kind::Runtime,
+            ("demo".into(), "worker".into())
+        )
     );
     let text = both("explain-runtime", &mut app);
     assert!(text.contains("Revoked"), "{text}");
@@ -68,7 +74,11 @@ fn explain_command_opens_a_pod() {
     command(&mut app, "explain pod/legacy/legacy-batch");
     assert_eq!(
         app.screen(),
-        &Screen::Explain(Kind::Pod, ("legacy".into(), "legacy-batch".into()))
+        &Screen::Explain(
+            crate::fixtures::cluster(),
+            Kind::Pod,
+            ("legacy".into(), "legacy-batch".into())
+        )
     );
     let text = both("explain-pod", &mut app);
     assert!(text.contains("Retained"), "{text}");

@@ -13,21 +13,47 @@ use berth_shared::sanitize;
 
 use super::Component;
 use crate::model::{App, Viewport};
-use crate::rows::findings::findings_of;
-use crate::store::Kind;
+use crate::rows::findings::{ClusterInputs, fleet_findings};
+use crate::store::{ClusterId, Kind};
+
+/// Every finding of every cluster and across them, each with the
+/// clusters it is about, worst first.
+pub fn app_findings(app: &App) -> Vec<(Vec<ClusterId>, berth_shared::findings::Finding)> {
+    let refused: Vec<Vec<(Kind, String)>> = app
+        .clusters
+        .iter()
+        .map(|c| {
+            c.data
+                .denied()
+                .into_iter()
+                .map(|(k, e)| (k, e.to_string()))
+                .collect()
+        })
+        .collect();
+    let inputs: Vec<ClusterInputs> = app
+        .clusters
+        .iter()
+        .zip(&refused)
+        .map(|(c, refused)| ClusterInputs {
+            cluster: c.id.clone(),
+            store: &c.data.store,
+            refused,
+        })
+        .collect();
+    fleet_findings(
+        &inputs,
+        &app.session.agent_lease,
+        app.now,
+        &app.session.same_grants,
+    )
+}
 
 /// The Findings view.
 pub struct FindingsView;
 
 /// Every line of the findings.
 pub fn lines(app: &App) -> Vec<Line<'static>> {
-    let refused: Vec<(Kind, String)> = app
-        .data
-        .denied()
-        .into_iter()
-        .map(|(k, e)| (k, e.to_string()))
-        .collect();
-    let findings = findings_of(&app.data.store, &app.session.agent_lease, app.now, &refused);
+    let findings = app_findings(app);
     if findings.is_empty() {
         return vec![Line::styled(
             "No findings: nothing needs attention.",
@@ -36,15 +62,21 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     }
     let clean = |s: &str| sanitize::line(s, sanitize::MAX_VALUE_CHARS);
     let mut out = Vec::new();
-    for f in &findings {
+    for (clusters, f) in &findings {
         let style = match f.severity {
             Severity::Error => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
             Severity::Warning => Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
             Severity::Info => Style::new().add_modifier(Modifier::BOLD),
         };
+        let at = if app.fleet() {
+            let names: Vec<String> = clusters.iter().map(|c| c.shown()).collect();
+            format!("[{}] ", names.join(","))
+        } else {
+            String::new()
+        };
         out.push(Line::styled(
             format!(
-                "{:<7} {}: {}",
+                "{:<7} {at}{}: {}",
                 f.severity.word(),
                 f.kind.id(),
                 clean(&f.message)

@@ -28,13 +28,14 @@ impl Component for List {
 fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView, fit: &mut Viewport) {
     let (t, l) = (app.table(view), app.list(view));
     let title = view.title();
-    let len = t.visible.len();
-    let loaded = app.data.loaded(view);
+    let len = t.len();
+    let loaded = app.loaded(view);
+    let headers = t.headers();
     let mut heading = if loaded {
         format!(
             " {title} [{}] {len}/{} ",
             app.session.scope.label(),
-            t.cells.len()
+            t.total()
         )
     } else {
         format!(" {title} [{}] … ", app.session.scope.label())
@@ -43,25 +44,55 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView, fit: &mu
         heading.push_str(&format!("filter: /{}/ ", super::clean(&l.filter)));
     }
     if let Some((c, desc)) = l.sort {
-        let name = t.headers.get(c).copied().unwrap_or("?");
+        let name = headers.get(c).copied().unwrap_or("?");
         heading.push_str(&format!("sort: {name}{} ", if desc { "▼" } else { "▲" }));
     }
-    // The rows are the last data known while a watch they come from is
-    // failing: dimmed, and said in words (dim alone may not show on every
-    // terminal).
-    let stale = app.data.reconnecting(view);
-    if stale && loaded {
-        heading.push_str("· last known data, reconnecting… ");
+    // The rows of a cluster are the last data known while a watch they
+    // come from is failing there: dimmed, and said in words (dim alone may
+    // not show on every terminal), naming the clusters in a fleet.
+    let stale: Vec<bool> = app
+        .clusters
+        .iter()
+        .map(|c| c.data.reconnecting(view))
+        .collect();
+    if loaded && stale.iter().any(|s| *s) {
+        if app.fleet() {
+            let names: Vec<String> = app
+                .clusters
+                .iter()
+                .zip(&stale)
+                .filter(|(_, s)| **s)
+                .map(|(c, _)| c.id.shown())
+                .collect();
+            heading.push_str(&format!(
+                "· {}: last known data, reconnecting… ",
+                names.join(", ")
+            ));
+        } else {
+            heading.push_str("· last known data, reconnecting… ");
+        }
     }
     let mut block = Block::bordered().title(heading);
-    if view.agent_status() && app.status_may_be_stale() {
-        block = block.title(
-            Line::styled(
-                " no agent leader: status may be stale ",
-                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-            )
-            .right_aligned(),
-        );
+    if view.agent_status() {
+        let without_leader = app.stale_clusters();
+        if !without_leader.is_empty() {
+            let text = if app.fleet() {
+                let names: Vec<String> = without_leader.iter().map(|c| c.id.shown()).collect();
+                format!(
+                    " no agent leader in {}: status may be stale ",
+                    names.join(", ")
+                )
+            } else {
+                " no agent leader: status may be stale ".to_string()
+            };
+            block = block.title(
+                Line::styled(
+                    text,
+                    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                )
+                .right_aligned(),
+            );
+        }
     }
     let inner = block.inner(area);
     let body = inner.height.saturating_sub(1) as usize;
@@ -72,17 +103,26 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView, fit: &mu
         // Only refusals of what this view needs explain its emptiness.
         let kinds = Screen::List(view).kinds();
         let denied: Vec<_> = app
-            .data
-            .denied()
-            .into_iter()
-            .filter(|(k, _)| kinds.contains(k))
+            .clusters
+            .iter()
+            .flat_map(|c| c.data.denied().into_iter().map(move |d| (c, d)))
+            .filter(|(_, (k, _))| kinds.contains(k))
             .collect();
-        let msg = if t.cells.is_empty() && !denied.is_empty() {
-            let (kind, err) = denied[0];
-            format!("cannot read {}: {}", kind.label(), super::clean(err))
-        } else if t.cells.is_empty() && !loaded {
+        let msg = if t.total() == 0 && !denied.is_empty() {
+            let (c, (kind, err)) = denied[0];
+            if app.fleet() {
+                format!(
+                    "cannot read {} in {}: {}",
+                    kind.label(),
+                    c.id.shown(),
+                    super::clean(err)
+                )
+            } else {
+                format!("cannot read {}: {}", kind.label(), super::clean(err))
+            }
+        } else if t.total() == 0 && !loaded {
             "loading…".to_string()
-        } else if t.cells.is_empty() {
+        } else if t.total() == 0 {
             "nothing here".to_string()
         } else {
             "no row matches the filter".to_string()
@@ -108,16 +148,13 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView, fit: &mu
     fit.offsets[view.index()] = off;
     let window = &t.visible[off..(off + body).min(len)];
 
-    let mut widths: Vec<usize> = t.headers.iter().map(|h| h.chars().count() + 1).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count() + 1).collect();
     // Ages are computed here from the rows' timestamps (see
     // `TableData::text`), once per visible cell.
+    let columns = t.columns();
     let texts: Vec<Vec<std::borrow::Cow<'_, str>>> = window
         .iter()
-        .map(|&i| {
-            (0..t.cells[i].len())
-                .map(|c| t.text(i, c, app.now))
-                .collect()
-        })
+        .map(|&at| (0..columns).map(|c| t.text(at, c, app.now)).collect())
         .collect();
     for row in &texts {
         for (c, cell) in row.iter().enumerate() {
@@ -139,7 +176,7 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView, fit: &mu
         })
         .collect();
 
-    let header = Row::new(t.headers.iter().enumerate().map(|(c, h)| {
+    let header = Row::new(headers.iter().enumerate().map(|(c, h)| {
         let mut text = (*h).to_string();
         if let Some((sc, desc)) = l.sort
             && sc == c
@@ -159,12 +196,12 @@ fn draw_table(app: &App, frame: &mut Frame, area: Rect, view: ListView, fit: &mu
         .iter()
         .zip(texts)
         .enumerate()
-        .map(|(pos, (&i, row))| {
-            let mut style = tone_style(t.tones[i]);
+        .map(|(pos, (&at, row))| {
+            let mut style = tone_style(t.tone(at));
             if off + pos == sel {
                 style = style.add_modifier(Modifier::REVERSED);
             }
-            if stale {
+            if stale.get(at.part as usize).copied().unwrap_or(false) {
                 style = style.add_modifier(Modifier::DIM);
             }
             Row::new(row.into_iter().map(Cell::from)).style(style)

@@ -160,16 +160,45 @@ pub fn lines(m: &Matrix, width: usize) -> Vec<Line<'static>> {
 
 impl Component for MatrixView {
     fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
-        let m = matrix(&app.data.store);
-        let block = Block::bordered().title(format!(
-            " Handler matrix: {} class(es) × {} node(s) in {} group(s) ",
-            m.classes.len(),
-            m.groups.iter().map(|g| g.nodes.len()).sum::<usize>(),
-            m.groups.len()
-        ));
+        // Each cluster's matrix (node groups never span clusters), one
+        // under the other in a fleet, each under its cluster's name.
+        let ms: Vec<(&crate::model::Cluster, Matrix)> = app
+            .clusters
+            .iter()
+            .map(|c| (c, matrix(&c.data.store)))
+            .collect();
+        let classes: std::collections::BTreeSet<&str> = ms
+            .iter()
+            .flat_map(|(_, m)| m.classes.iter().map(|c| c.class.as_str()))
+            .collect();
+        let nodes: usize = ms
+            .iter()
+            .flat_map(|(_, m)| m.groups.iter().map(|g| g.nodes.len()))
+            .sum();
+        let groups: usize = ms.iter().map(|(_, m)| m.groups.len()).sum();
+        let mut title = format!(
+            " Handler matrix: {} class(es) × {nodes} node(s) in {groups} group(s) ",
+            classes.len()
+        );
+        if app.fleet() {
+            title.push_str(&format!("in {} clusters ", ms.len()));
+        }
+        let block = Block::bordered().title(title);
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        let all = lines(&m, inner.width as usize);
+        let mut all = Vec::new();
+        for (c, m) in &ms {
+            if app.fleet() {
+                all.push(Line::styled(
+                    format!("── cluster {} ──", c.id),
+                    Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED),
+                ));
+            }
+            all.extend(lines(m, inner.width as usize));
+            if app.fleet() {
+                all.push(Line::raw(""));
+            }
+        }
         fit.page = inner.height as usize;
         fit.scroll_max = all.len().saturating_sub(inner.height as usize);
         let start = app.ui.scroll.min(fit.scroll_max);

@@ -91,7 +91,7 @@ fn relations_from_a_grant_to_pods_and_back_from_a_pod() {
     key(&mut app, KeyCode::Enter);
     keys(&mut app, "r");
     assert!(
-        matches!(app.screen(), Screen::Relations(Anchor::Grant { name, .. }) if name == "bounded-web"),
+        matches!(app.screen(), Screen::Relations(_, Anchor::Grant { name, .. }) if name == "bounded-web"),
         "{:?}",
         app.screen()
     );
@@ -101,7 +101,10 @@ fn relations_from_a_grant_to_pods_and_back_from_a_pod() {
     key(&mut app, KeyCode::Enter);
     assert_eq!(
         app.screen(),
-        &Screen::Relations(Anchor::Pod(("demo".into(), "web-rev2-0".into())))
+        &Screen::Relations(
+            crate::fixtures::cluster(),
+            Anchor::Pod(("demo".into(), "web-rev2-0".into()))
+        )
     );
     both("relations-pod", &mut app);
     let t = text(&mut app, 140, 24);
@@ -110,15 +113,15 @@ fn relations_from_a_grant_to_pods_and_back_from_a_pod() {
     key(&mut app, KeyCode::Esc);
     assert!(matches!(
         app.screen(),
-        Screen::Relations(Anchor::Grant { .. })
+        Screen::Relations(_, Anchor::Grant { .. })
     ));
 }
 
 #[test]
 fn relation_screens_watch_scoped_never_whole_kinds_of_workloads() {
     let mut app = fixtures::app();
-    let anchor = Anchor::grant(&app.data.store, "bounded-web").expect("grant");
-    let screen = Screen::Relations(anchor);
+    let anchor = Anchor::grant(&app.clusters[0].data.store, "bounded-web").expect("grant");
+    let screen = Screen::Relations(crate::fixtures::cluster(), anchor);
     for w in screen.watches(&app.session.scope) {
         assert!(
             !w.is_all() || matches!(w.kind, Kind::Runtime | Kind::RuntimeGrant),
@@ -126,7 +129,10 @@ fn relation_screens_watch_scoped_never_whole_kinds_of_workloads() {
         );
     }
     app.open(screen);
-    let pod = Screen::Relations(Anchor::Pod(("demo".into(), "web-rev2-0".into())));
+    let pod = Screen::Relations(
+        crate::fixtures::cluster(),
+        Anchor::Pod(("demo".into(), "web-rev2-0".into())),
+    );
     for w in pod.watches(&app.session.scope) {
         assert!(
             !w.is_all() || matches!(w.kind, Kind::Runtime | Kind::RuntimeGrant),
@@ -169,5 +175,5 @@ fn every_tab_counts_once_its_inputs_are_loaded() {
         t.contains("3:Handlers (…)") && t.contains("4:Retained (…)"),
         "{t}"
     );
-    assert!(!app.needed_watches().iter().any(|w| w.kind == Kind::Pod));
+    assert!(!app.needed_watches(0).iter().any(|w| w.kind == Kind::Pod));
 }

@@ -9,6 +9,7 @@ pub mod command;
 pub mod details;
 pub mod explain;
 pub mod findings;
+pub mod fleet_header;
 pub mod help;
 pub mod list;
 pub mod matrix;
@@ -58,21 +59,25 @@ pub fn tone_style(t: RowTone) -> Style {
 /// starting from what the last frame measured.
 pub fn draw(frame: &mut Frame, app: &App) -> Viewport {
     let mut fit = app.ui.viewport.clone();
-    let [tabs, main, status, bottom] = Layout::vertical([
+    let [tabs, header, main, status, bottom] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(fleet_header::height(app)),
         Constraint::Min(3),
         Constraint::Length(1),
         Constraint::Length(1),
     ])
     .areas(frame.area());
     draw_tabs(app, frame, tabs);
+    if app.fleet() {
+        fleet_header::FleetHeader.draw(app, frame, header, &mut fit);
+    }
     match app.screen() {
         Screen::List(v) => list::List(*v).draw(app, frame, main, &mut fit),
-        Screen::Rollout(_) => rollout::RolloutView.draw(app, frame, main, &mut fit),
+        Screen::Rollout(..) => rollout::RolloutView.draw(app, frame, main, &mut fit),
         Screen::Details(..) => details::DetailsView.draw(app, frame, main, &mut fit),
-        Screen::Plan => plan::PlanView.draw(app, frame, main, &mut fit),
+        Screen::Plan(_) => plan::PlanView.draw(app, frame, main, &mut fit),
         Screen::Matrix => matrix::MatrixView.draw(app, frame, main, &mut fit),
-        Screen::Relations(_) => relations::RelationsView.draw(app, frame, main, &mut fit),
+        Screen::Relations(..) => relations::RelationsView.draw(app, frame, main, &mut fit),
         Screen::Explain(..) => explain::ExplainView.draw(app, frame, main, &mut fit),
         Screen::Findings => findings::FindingsView.draw(app, frame, main, &mut fit),
     }
@@ -110,8 +115,8 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         // Until the first list completes the count is unknown, not zero;
         // so it is while the view was never built (Handlers and Retained
         // are built only when shown: see `App::live_views`).
-        let n = if app.data.loaded(*v) && app.derived.built[v.index()].is_some() {
-            app.table(*v).cells.len().to_string()
+        let n = if app.counted(*v) {
+            app.table(*v).total().to_string()
         } else {
             "…".to_string()
         };
@@ -123,47 +128,39 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         };
         spans.push(Span::styled(label, style));
     }
-    match app.screen() {
-        Screen::Rollout((ns, n)) => spans.push(Span::styled(
-            format!(" › rollout {ns}/{n} "),
-            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
-        )),
-        Screen::Details(k, (ns, n)) => {
+    // A screen of one cluster says which, in a fleet.
+    let at = match app.screen().cluster() {
+        Some(c) if app.fleet() => format!("@{c} "),
+        _ => String::new(),
+    };
+    let crumb = match app.screen() {
+        Screen::Rollout(_, (ns, n)) => Some(format!(" › rollout {ns}/{n} {at}")),
+        Screen::Details(_, k, (ns, n)) => {
             let name = if ns.is_empty() {
                 n.clone()
             } else {
                 format!("{ns}/{n}")
             };
-            spans.push(Span::styled(
-                format!(" › {} {name} ", k.label()),
-                Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
-            ));
+            Some(format!(" › {} {name} {at}", k.label()))
         }
-        Screen::List(ListView::Namespaces) => spans.push(Span::styled(
-            " › namespaces: Enter switches ",
-            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        Screen::List(ListView::Namespaces) => Some(" › namespaces: Enter switches ".into()),
+        Screen::Plan(_) => Some(format!(" › plan of the pending grants file {at}")),
+        Screen::Matrix => Some(" › handler matrix ".into()),
+        Screen::Relations(_, a) => Some(format!(" › related: {} {at}", clean(&a.label()))),
+        Screen::Explain(_, k, (ns, n)) => Some(format!(
+            " › explain {} {}/{} {at}",
+            k.label(),
+            clean(ns),
+            clean(n)
         )),
-        Screen::Plan => spans.push(Span::styled(
-            " › plan of the pending grants file ",
+        Screen::Findings => Some(" › findings ".into()),
+        Screen::List(_) => None,
+    };
+    if let Some(crumb) = crumb {
+        spans.push(Span::styled(
+            crumb,
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
-        )),
-        Screen::Matrix => spans.push(Span::styled(
-            " › handler matrix ",
-            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
-        )),
-        Screen::Relations(a) => spans.push(Span::styled(
-            format!(" › related: {} ", clean(&a.label())),
-            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
-        )),
-        Screen::Explain(k, (ns, n)) => spans.push(Span::styled(
-            format!(" › explain {} {}/{} ", k.label(), clean(ns), clean(n)),
-            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
-        )),
-        Screen::Findings => spans.push(Span::styled(
-            " › findings ",
-            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
-        )),
-        Screen::List(_) => {}
+        ));
     }
     frame.render_widget(Line::from(spans), area);
 }

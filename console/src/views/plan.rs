@@ -12,7 +12,7 @@ use ratatui::widgets::Block;
 use berth_shared::plan::candidate_from_pending;
 
 use super::Component;
-use crate::model::{App, Viewport};
+use crate::model::{App, Screen, Viewport};
 use crate::rows::plan::{plan_from_store, plan_lines};
 
 /// The Plan view.
@@ -39,13 +39,15 @@ fn style_of(line: &str) -> Style {
 
 /// Every line of the plan of the agent's pending file.
 pub fn lines(app: &App) -> Vec<Line<'static>> {
+    let Screen::Plan(cluster) = app.screen() else {
+        return Vec::new();
+    };
+    let Some(c) = app.cluster(cluster) else {
+        return Vec::new();
+    };
+    let store = &c.data.store;
     let publisher = &app.session.agent_lease.1;
-    let Some(pending) = app
-        .data
-        .store
-        .pending_files
-        .get(&(String::new(), publisher.clone()))
-    else {
+    let Some(pending) = store.pending_files.get(&(String::new(), publisher.clone())) else {
         return vec![
             Line::styled(
                 "No pending grants file.",
@@ -61,7 +63,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         ];
     };
     let candidate = candidate_from_pending(format!("PendingGrantsFile/{publisher}"), &pending.spec);
-    let plan = plan_from_store(&app.data.store, publisher, &candidate);
+    let plan = plan_from_store(store, publisher, &candidate);
     plan_lines(&plan)
         .into_iter()
         .map(|l| {
@@ -78,7 +80,12 @@ impl Component for PlanView {
             frame,
             area,
             fit,
-            Block::bordered().title(" Plan: the pending grants file, on the next agent restart "),
+            Block::bordered().title(match app.screen().cluster() {
+                Some(c) if app.fleet() => {
+                    format!(" Plan: {c}'s pending grants file, on the next agent restart there ")
+                }
+                _ => " Plan: the pending grants file, on the next agent restart ".to_string(),
+            }),
             lines(app),
         );
     }

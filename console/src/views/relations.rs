@@ -18,16 +18,24 @@ pub struct RelationsView;
 
 impl Component for RelationsView {
     fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
-        let Screen::Relations(anchor) = app.screen() else {
+        let Screen::Relations(cluster, anchor) = app.screen() else {
             return;
         };
+        let Some(c) = app.cluster(cluster) else {
+            return;
+        };
+        let at = if app.fleet() {
+            format!(" in {cluster}")
+        } else {
+            String::new()
+        };
         let block = Block::bordered().title(format!(
-            " Related to {} · Enter: go there · r: its relations · Esc: back ",
+            " Related to {}{at} · Enter: go there · r: its relations · Esc: back ",
             clean(&anchor.label())
         ));
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        let all = relations(&app.data.store, anchor);
+        let all = relations(&c.data.store, anchor);
         let height = inner.height as usize;
         fit.page = height;
         // The scroll is the selection here: j/k move it over the lines.

@@ -34,20 +34,45 @@ impl Component for ReviewView {
             return;
         };
         frame.render_widget(Clear, area);
+        // In a fleet the title names the cluster from the start (the
+        // review's own first line names it in every case).
+        let at = |cluster: &crate::store::ClusterId| {
+            if app.fleet() {
+                format!(" in cluster {cluster}")
+            } else {
+                String::new()
+            }
+        };
         let (title, body, footer): (String, Vec<Line>, Line) = match state {
-            ReviewState::Loading { title, target } => (
-                format!(" Review: {} {} ", clean(title), clean(target)),
+            ReviewState::Loading {
+                cluster,
+                title,
+                target,
+                ..
+            } => (
+                format!(
+                    " Review{}: {} {} ",
+                    at(cluster),
+                    clean(title),
+                    clean(target)
+                ),
                 vec![Line::raw(
                     "checking permission, reading, and asking the API server for a dry-run …",
                 )],
                 Line::styled("Esc cancel", Style::new().fg(Color::DarkGray)),
             ),
             ReviewState::Failed {
+                cluster,
                 title,
                 target,
                 error,
             } => (
-                format!(" Review: {} {} ", clean(title), clean(target)),
+                format!(
+                    " Review{}: {} {} ",
+                    at(cluster),
+                    clean(title),
+                    clean(target)
+                ),
                 vec![
                     Line::styled(clean(error), style(Tone::Bad)),
                     Line::raw(""),
@@ -66,7 +91,7 @@ impl Component for ReviewView {
                 } else if review.can_execute() {
                     Line::from(vec![
                         Span::styled(
-                            clean(&retire::prompt(&review.plan)),
+                            clean(&retire::prompt(review, app.fleet())),
                             Style::new().add_modifier(Modifier::BOLD),
                         ),
                         Span::raw(clean(typed)),
@@ -85,7 +110,11 @@ impl Component for ReviewView {
                     )
                 };
                 (
-                    format!(" Review: {} ", clean(&review.plan.action.title())),
+                    format!(
+                        " Review{}: {} ",
+                        at(&review.cluster),
+                        clean(&review.plan.action.title())
+                    ),
                     lines,
                     footer,
                 )

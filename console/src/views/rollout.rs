@@ -32,12 +32,20 @@ fn phase_style(phase: &str, blocked: bool) -> Style {
 
 impl Component for RolloutView {
     fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
-        let Screen::Rollout(key) = app.screen() else {
+        let Screen::Rollout(cluster, key) = app.screen() else {
             return;
         };
-        let mut block = Block::bordered().title(format!(" Rollout {}/{} ", key.0, key.1));
+        let Some(c) = app.cluster(cluster) else {
+            return;
+        };
+        let title = if app.fleet() {
+            format!(" Rollout {}/{} in {cluster} ", key.0, key.1)
+        } else {
+            format!(" Rollout {}/{} ", key.0, key.1)
+        };
+        let mut block = Block::bordered().title(title);
         // Phase and counts are the agent's status: say when nobody updates it.
-        if app.status_may_be_stale() {
+        if app.stale_status(c) {
             block = block.title(
                 Line::styled(
                     " no agent leader: status may be stale ",
@@ -48,7 +56,7 @@ impl Component for RolloutView {
         }
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        let Some(r) = rows::rollout(&app.data.store, key, app.now) else {
+        let Some(r) = rows::rollout(&c.data.store, key, app.now) else {
             frame.render_widget(
                 Paragraph::new("Runtime not found (yet): waiting for the watch…"),
                 inner,
@@ -233,13 +241,16 @@ mod tests {
     #[test]
     fn says_loading_until_every_watch_of_the_screen_has_listed() {
         let mut app = fixtures::app();
-        let rollout = Screen::Rollout(("demo".into(), "web".into()));
+        let rollout = Screen::Rollout(fixtures::cluster(), ("demo".into(), "web".into()));
         app.open(rollout.clone());
         let whole = text(&app);
         // The current ReplicaSet's line.
         assert!(whole.contains("new rev") && !whole.contains(LOADING));
         // As after the grace period: the ReplicaSets' watch is relisting.
-        app.data.synced.remove(&WatchKey::all(Kind::ReplicaSet));
+        app.clusters[0]
+            .data
+            .synced
+            .remove(&WatchKey::all(Kind::ReplicaSet));
         let scoped = rollout
             .watches(&Scope::All)
             .into_iter()
@@ -248,8 +259,11 @@ mod tests {
         let loading = text(&app);
         assert!(loading.contains(LOADING), "{loading}");
         assert!(!loading.contains("new rev"), "{loading}");
-        let g = app.session.generation;
-        update(&mut app, Msg::Watched(g, scoped.clone(), WatchEvent::Init));
+        let g = fixtures::origin(&app);
+        update(
+            &mut app,
+            Msg::Watched(g.clone(), scoped.clone(), WatchEvent::Init),
+        );
         assert!(text(&app).contains(LOADING));
         update(&mut app, Msg::Watched(g, scoped, WatchEvent::InitDone));
         assert!(!text(&app).contains(LOADING));

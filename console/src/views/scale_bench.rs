@@ -54,12 +54,12 @@ fn frame_time_at_scale() {
             Kind::Node
         ]
         .iter()
-        .map(|k| app.data.store.count(*k))
+        .map(|k| app.clusters[0].data.store.count(*k))
         .sum::<usize>(),
         rss0 / 1024,
         rss1 / 1024
     );
-    print_store_sizes(&app.data.store);
+    print_store_sizes(&app.clusters[0].data.store);
     let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
     let mut draw = |app: &mut App| {
         app.refresh();
@@ -90,7 +90,7 @@ fn frame_time_at_scale() {
         );
         let text = draw(&mut app);
         // What is measured is the full view, not a loading or empty screen.
-        assert_eq!(app.table(view).visible.len(), rows, "{view:?}");
+        assert_eq!(app.table(view).len(), rows, "{view:?}");
         assert!(
             text.contains(&format!("{rows}/{rows}")),
             "{view:?} shows its {rows} rows:\n{text}"
@@ -98,22 +98,27 @@ fn frame_time_at_scale() {
         if view == ListView::Handlers {
             // The classes' usage is the granted Runtimes' Deployment,
             // ReplicaSet and Pods: the analysis ran over them.
-            let used: usize = app.derived.handlers.iter().map(|r| r.workloads.len()).sum();
+            let used: usize = app.clusters[0]
+                .rows
+                .handlers
+                .iter()
+                .map(|r| r.workloads.len())
+                .sum();
             assert_eq!(used, world.granted * (2 + world.replicas));
         }
         let (mut events, mut floor) = (Vec::new(), Vec::new());
         for _ in 0..FRAMES {
             let t = Instant::now();
-            app.data.store.touch(Kind::Runtime);
-            app.data.store.touch(Kind::Pod);
+            app.clusters[0].data.store.touch(Kind::Runtime);
+            app.clusters[0].data.store.touch(Kind::Pod);
             draw(&mut app);
             events.push(t.elapsed());
-            assert!(!app.stale(view), "{view:?} was rebuilt");
+            assert!(!app.stale(0, view), "{view:?} was rebuilt");
             let t = Instant::now();
             draw(&mut app);
             floor.push(t.elapsed());
         }
-        assert_eq!(app.table(view).visible.len(), rows, "{view:?}");
+        assert_eq!(app.table(view).len(), rows, "{view:?}");
         let (e, f) = (median(events), median(floor));
         println!(
             "{:<10} {e:>11.2?} {f:>14.2?} {:>7.1}",
@@ -168,16 +173,20 @@ fn rollout_event_to_frame(
     app: &mut App,
     term: &mut Terminal<TestBackend>,
 ) -> (Duration, Duration, usize) {
-    let key = app
+    let key = app.clusters[0]
         .data
         .store
         .runtimes
         .keys()
-        .nth(app.data.store.runtimes.len() / 2)
+        .nth(app.clusters[0].data.store.runtimes.len() / 2)
         .cloned()
         .expect("a Runtime");
-    app.open(crate::model::Screen::Rollout(key.clone()));
-    let row = crate::rows::rollout(&app.data.store, &key, app.now).expect("its rollout");
+    app.open(crate::model::Screen::Rollout(
+        app.clusters[0].id.clone(),
+        key.clone(),
+    ));
+    let row =
+        crate::rows::rollout(&app.clusters[0].data.store, &key, app.now).expect("its rollout");
     let pods: Vec<String> = row
         .replica_sets
         .iter()
@@ -185,7 +194,7 @@ fn rollout_event_to_frame(
         .collect();
     assert!(!pods.is_empty(), "{key:?} has pods");
     let pod_key = (key.0.clone(), pods[0].clone());
-    let pod = crate::model::Object::from(app.data.store.pods[&pod_key].to_pod());
+    let pod = crate::model::Object::from(app.clusters[0].data.store.pods[&pod_key].to_pod());
     let mut draw = |app: &mut App| {
         app.refresh();
         term.draw(|f| {

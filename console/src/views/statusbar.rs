@@ -18,12 +18,37 @@ pub struct StatusBar;
 /// Longest context name shown (longer ones are cut with `…`).
 const CONTEXT_CHARS: usize = 32;
 
-/// The connection state as text and whether it is bad.
+/// The connection state as text and whether it is bad: one cluster's
+/// words as they always were; in a fleet, which clusters are unreachable
+/// or syncing (the header has each cluster's line).
 pub fn connection_text(app: &App) -> (String, Style) {
-    match app.data.connection() {
-        None if app.data.watches.is_empty() => {
-            ("connecting…".into(), Style::new().fg(Color::Yellow))
-        }
+    let Some(c) = app.single() else {
+        let failing: Vec<String> = app
+            .clusters
+            .iter()
+            .filter(|c| matches!(c.data.connection(), Some((_, WatchState::Reconnecting(_)))))
+            .map(|c| c.id.shown())
+            .collect();
+        let syncing = app
+            .clusters
+            .iter()
+            .any(|c| c.data.watches.is_empty() || c.data.connection().is_some());
+        return if !failing.is_empty() {
+            (
+                format!("reconnecting… {}", failing.join(", ")),
+                Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+            )
+        } else if syncing {
+            ("syncing…".into(), Style::new().fg(Color::Yellow))
+        } else {
+            (
+                format!("{} clusters connected", app.clusters.len()),
+                Style::new().fg(Color::Green),
+            )
+        };
+    };
+    match c.data.connection() {
+        None if c.data.watches.is_empty() => ("connecting…".into(), Style::new().fg(Color::Yellow)),
         None => ("connected".into(), Style::new().fg(Color::Green)),
         Some((kind, WatchState::Reconnecting(e))) => (
             format!("reconnecting… {}: {}", kind.label(), clean(e)),
@@ -58,30 +83,55 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
             ),
         );
     }
-    let denied = app.data.denied();
+    let fleet = app.fleet();
+    // In a fleet each cluster names itself: `b: Pod`.
+    let of = |c: &crate::model::Cluster, what: &str| {
+        if fleet {
+            format!("{}: {what}", c.id.shown())
+        } else {
+            what.to_string()
+        }
+    };
+    let denied: Vec<String> = app
+        .clusters
+        .iter()
+        .filter_map(|c| {
+            let kinds: Vec<&str> = c.data.denied().iter().map(|(k, _)| k.label()).collect();
+            (!kinds.is_empty()).then(|| of(c, &kinds.join(",")))
+        })
+        .collect();
     if !denied.is_empty() {
-        let kinds: Vec<&str> = denied.iter().map(|(k, _)| k.label()).collect();
         push(
             &mut spans,
             Span::styled(
-                format!("no access: {}", kinds.join(",")),
+                format!("no access: {}", denied.join("; ")),
                 Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
             ),
         );
     }
-    let leader = app.leader_state();
-    if app.status_may_be_stale() {
+    let without_leader = app.stale_clusters();
+    if !without_leader.is_empty() {
+        let text = if fleet {
+            let names: Vec<String> = without_leader.iter().map(|c| c.id.shown()).collect();
+            format!("no leader in {}: status may be stale", names.join(", "))
+        } else {
+            "no leader: status may be stale".to_string()
+        };
         push(
             &mut spans,
             Span::styled(
-                "no leader: status may be stale",
+                text,
                 Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
             ),
         );
     }
-    // The agent's grants file changed on disk: say so, and where the
+    // An agent's grants file changed on disk: say so, and where the
     // plan of the change is.
-    if app.derived.grants.iter().any(|g| g.restart_required) {
+    if app
+        .clusters
+        .iter()
+        .any(|c| c.rows.grants.iter().any(|g| g.restart_required))
+    {
         push(
             &mut spans,
             Span::styled(
@@ -94,7 +144,7 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
         push(
             &mut spans,
             Span::styled(
-                format!("switching to {}…", clean(target)),
+                format!("switching to {}…", clean(&target.join(","))),
                 Style::new().fg(Color::Yellow),
             ),
         );
@@ -102,19 +152,25 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
     let (conn, conn_style) = connection_text(app);
     push(&mut spans, Span::styled(conn, conn_style));
     push(&mut spans, Span::styled("ctx ", dim));
-    let mut ctx = berth_shared::sanitize::line(&app.session.context, CONTEXT_CHARS);
+    let contexts: Vec<&str> = app.clusters.iter().map(|c| c.id.context()).collect();
+    let mut ctx = berth_shared::sanitize::line(&contexts.join(","), CONTEXT_CHARS);
     if ctx.is_empty() {
         ctx = "-".into();
     }
     spans.push(Span::raw(ctx));
     spans.push(Span::styled(" │ ns ", dim));
     spans.push(Span::raw(clean(app.session.scope.label())));
-    spans.push(Span::styled(" │ leader ", dim));
-    spans.push(Span::raw(match leader {
-        LeaderState::Live(h) => clean(&h),
-        LeaderState::Expired(_) | LeaderState::NoLease => "none".into(),
-        LeaderState::Unknown => "?".into(),
-    }));
+    // One cluster's leader; a fleet's are in the header.
+    if let Some(c) = app.single() {
+        spans.push(Span::styled(" │ leader ", dim));
+        spans.push(Span::raw(
+            match c.leader_state(&app.session.agent_lease, app.now) {
+                LeaderState::Live(h) => clean(&h),
+                LeaderState::Expired(_) | LeaderState::NoLease => "none".into(),
+                LeaderState::Unknown => "?".into(),
+            },
+        ));
+    }
     spans.push(Span::styled(" │ ? help", dim));
     spans
 }

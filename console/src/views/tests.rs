@@ -144,14 +144,14 @@ fn ages_are_drawn_from_the_time_of_the_frame() {
             .unwrap_or_default()
     };
     assert!(web(&text).contains("Complete    24h"), "{text}");
-    let built = app.derived.built;
+    let built = app.clusters[0].rows.built;
     // Two days later: the rows are not rebuilt, the age drawn moves on.
     update(
         &mut app,
         Msg::Tick("2026-12-01T12:00:00Z".parse().expect("time")),
     );
     let text = text_of(&render(&mut app, 140, 24));
-    assert_eq!(app.derived.built, built);
+    assert_eq!(app.clusters[0].rows.built, built);
     assert!(web(&text).contains("Complete    3d"), "{text}");
 }
 
@@ -274,17 +274,36 @@ fn details_view() {
 #[test]
 fn pod_details_show_the_fetched_whole_object() {
     let mut app = fixtures::app();
-    let key = app.data.store.pods.keys().next().cloned().expect("a pod");
-    app.open(crate::model::Screen::Details(Kind::Pod, key.clone()));
+    let key = app.clusters[0]
+        .data
+        .store
+        .pods
+        .keys()
+        .next()
+        .cloned()
+        .expect("a pod");
+    app.open(crate::model::Screen::Details(
+        crate::fixtures::cluster(),
+        Kind::Pod,
+        key.clone(),
+    ));
     let text = text_of(&render(&mut app, 140, 40));
     assert!(text.contains("summary; reading the whole object"), "{text}");
-    let mut full = Box::new(app.data.store.pods.get(&key).expect("pod").to_pod());
+    let mut full = Box::new(
+        app.clusters[0]
+            .data
+            .store
+            .pods
+            .get(&key)
+            .expect("pod")
+            .to_pod(),
+    );
     full.metadata.annotations = Some([("note".to_string(), "FULL-MARKER".to_string())].into());
-    let g = app.session.generation;
+    let g = crate::fixtures::origin(&app);
     update(
         &mut app,
         Msg::Fetched(
-            g,
+            g.clone(),
             Kind::Pod,
             key.clone(),
             Ok(Some(crate::store::Object::Pod(full))),
@@ -358,10 +377,13 @@ fn help_scrolls_to_everything_at_80x24() {
 fn status_bar_keeps_safety_states_first_at_80_columns() {
     let mut app = fixtures::app();
     app.session.read_only = true;
-    app.session.context = format!(
+    app.clusters[0].id = crate::model::ClusterId::new(format!(
         "arn:aws:eks:eu-west-1:123456789012:cluster/{}",
         "very-long-name-".repeat(4)
-    );
+    ));
+    app.derived = crate::model::Derived::for_clusters(&app.cluster_ids());
+    app.clusters[0].rows = Default::default();
+    app.refresh_all();
     update(
         &mut app,
         Msg::Watch(Kind::Node, WatchEvent::Denied("nodes is forbidden".into())),
@@ -388,7 +410,7 @@ fn an_expired_lease_means_no_leader_and_stale_status() {
     );
     assert_eq!(app.leader(), None);
     assert_eq!(
-        app.leader_state(),
+        app.clusters[0].leader_state(&app.session.agent_lease, app.now),
         crate::model::LeaderState::Expired(Some("berth-agent-7f9c".into()))
     );
     let buf = render(&mut app, 140, 24);
@@ -618,7 +640,10 @@ fn app_with_runtimes(n: usize) -> App {
             },
         );
         rt.metadata.namespace = Some(format!("ns-{}", i % 50));
-        app.data.store.apply(crate::model::Object::from(rt));
+        app.clusters[0]
+            .data
+            .store
+            .apply(crate::model::Object::from(rt));
     }
     app.refresh();
     app
@@ -635,7 +660,7 @@ fn frame_time_ratio_50k_vs_100() {
     let mut term = Terminal::new(TestBackend::new(160, 50)).expect("terminal");
     let mut time = |app: &mut App| {
         // Scroll to the middle so the window is not the first page.
-        let mid = app.table(crate::model::ListView::Runtimes).visible.len() / 2;
+        let mid = app.table(crate::model::ListView::Runtimes).len() / 2;
         app.ui.lists[0].selected = mid;
         term.draw(|f| {
             super::draw(f, app);
@@ -675,7 +700,7 @@ fn only_visible_rows_are_drawn_for_large_tables() {
     // The selected row is scrolled into view; the first rows are not drawn.
     let name = |i: usize| {
         let t = app.table(crate::model::ListView::Runtimes);
-        t.cells[t.visible[i]][1].clone()
+        t.cell(i, 1)
     };
     assert!(text.contains(&name(4_000)), "{text}");
     assert!(!text.contains(&name(0)), "{text}");
@@ -745,7 +770,7 @@ fn plan_view_shows_the_pending_file_revocations_first_and_is_reachable() {
     key(&mut app, KeyCode::Char(':'));
     keys(&mut app, "plan");
     key(&mut app, KeyCode::Enter);
-    assert!(matches!(app.screen(), crate::model::Screen::Plan));
+    assert!(matches!(app.screen(), crate::model::Screen::Plan(_)));
     let buf = render(&mut app, 140, 24);
     let text = text_of(&buf);
     let revoke = text.find("REVOKE").expect("revocation shown");
@@ -763,7 +788,7 @@ fn plan_view_shows_the_pending_file_revocations_first_and_is_reachable() {
         text_of(&buf)
     );
     key(&mut app, KeyCode::Enter);
-    assert!(matches!(app.screen(), crate::model::Screen::Plan));
+    assert!(matches!(app.screen(), crate::model::Screen::Plan(_)));
 }
 
 #[test]

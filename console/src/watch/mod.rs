@@ -23,7 +23,7 @@ mod load;
 
 pub use load::{Loaded, PAGE, fetch, load, load_available, load_paged};
 
-use crate::model::{Filter, Msg, Scope, WatchEvent, WatchKey};
+use crate::model::{Filter, Msg, Origin, Scope, WatchEvent, WatchKey};
 use crate::store::ingest::admit;
 use crate::store::visit::{KindFn, Watched};
 use crate::store::{Kind, ObjKey};
@@ -39,6 +39,16 @@ pub struct ConnectOptions {
     pub context: Option<String>,
 }
 
+impl ConnectOptions {
+    /// The same kubeconfig, context `context`.
+    pub fn for_context(&self, context: &str) -> ConnectOptions {
+        ConnectOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: Some(context.to_string()),
+        }
+    }
+}
+
 /// A connected client and what the kubeconfig said.
 #[derive(Clone)]
 pub struct Connection {
@@ -51,6 +61,13 @@ pub struct Connection {
     pub contexts: Vec<String>,
     /// The context's namespace (or `default`).
     pub default_namespace: String,
+}
+
+impl Connection {
+    /// The cluster this connection reaches: its context.
+    pub fn cluster(&self) -> crate::store::ClusterId {
+        crate::store::ClusterId::new(&self.context)
+    }
 }
 
 /// Errors connecting.
@@ -104,19 +121,40 @@ pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 /// context works — credentials, exec plugins, reachability — before the
 /// console gives up the connection it has.
 pub async fn connect_checked(opts: &ConnectOptions) -> Result<Connection, ConnectError> {
-    let conn = connect(opts).await?;
-    let unreachable = |error: String| ConnectError::Unreachable {
-        context: conn.context.clone(),
-        error,
-    };
-    match tokio::time::timeout(CONNECT_TIMEOUT, conn.client.apiserver_version()).await {
-        Ok(Ok(_)) => Ok(conn),
-        Ok(Err(e)) => Err(unreachable(e.to_string())),
-        Err(_) => Err(unreachable(format!(
-            "no answer within {}s",
-            CONNECT_TIMEOUT.as_secs()
-        ))),
+    match connect_answering(opts).await? {
+        (conn, None) => Ok(conn),
+        (conn, Some(error)) => Err(ConnectError::Unreachable {
+            context: conn.context,
+            error,
+        }),
     }
+}
+
+/// [`connect`], then one request (the apiserver version) to see whether
+/// the context works: the connection, and why it does not answer if it
+/// does not (a cluster of a fleet that is down now is kept, its watches
+/// retry on their own). `Err` only when no client could be made.
+pub async fn connect_answering(
+    opts: &ConnectOptions,
+) -> Result<(Connection, Option<String>), ConnectError> {
+    let conn = connect(opts).await?;
+    let silent = match tokio::time::timeout(CONNECT_TIMEOUT, conn.client.apiserver_version()).await
+    {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs())),
+    };
+    Ok((conn, silent))
+}
+
+/// Every context of the kubeconfig at `path` (else `KUBECONFIG`, else
+/// `~/.kube/config`), in its order (`--all-contexts`).
+pub fn kubeconfig_contexts(path: Option<&std::path::Path>) -> Result<Vec<String>, ConnectError> {
+    let kc = match path {
+        Some(p) => Kubeconfig::read_from(p)?,
+        None => Kubeconfig::read()?,
+    };
+    Ok(kc.contexts.iter().map(|c| c.name.clone()).collect())
 }
 
 /// Builds a client from the kubeconfig and context, like kubectl.
@@ -183,30 +221,31 @@ pub fn client_from_config(mut config: Config) -> Result<(Client, WatchStarts), k
     Ok((client, starts))
 }
 
-/// The running watchers of one connection.
+/// The running watchers of one connection (one cluster).
 pub struct Watchers {
     client: Client,
     starts: WatchStarts,
     scope: Scope,
     agent_lease: ObjKey,
     tx: MsgSender<Msg>,
-    generation: u64,
+    origin: Origin,
     tasks: BTreeMap<WatchKey, JoinHandle<()>>,
 }
 
 impl Watchers {
     /// No watcher runs yet. Events are sent as [`Msg::Watched`] tagged
-    /// with `generation` (the app's at connection time) into a bounded
-    /// channel: a watcher waits while the app is behind (backpressure; no
-    /// event is dropped, the apiserver holds the rest). `starts` must be
-    /// the one of `client` ([`client_from_config`]); without it a resumed
-    /// watch is only noticed at its next event.
+    /// with `origin` (the cluster `client` reaches, and the app's
+    /// generation at connection time) into a bounded channel: a watcher
+    /// waits while the app is behind (backpressure; no event is dropped,
+    /// the apiserver holds the rest). `starts` must be the one of `client`
+    /// ([`client_from_config`]); without it a resumed watch is only
+    /// noticed at its next event.
     pub fn new(
         client: Client,
         starts: WatchStarts,
         scope: Scope,
         agent_lease: ObjKey,
-        generation: u64,
+        origin: Origin,
         tx: MsgSender<Msg>,
     ) -> Self {
         Self {
@@ -215,7 +254,7 @@ impl Watchers {
             scope,
             agent_lease,
             tx,
-            generation,
+            origin,
             tasks: BTreeMap::new(),
         }
     }
@@ -252,9 +291,11 @@ impl Watchers {
         // Not awaited (the app task calls this and is the receiver): if
         // the channel is full this one is dropped, which loses nothing,
         // as the watcher's own first event is an Init too.
-        let _ = self
-            .tx
-            .try_send(Msg::Watched(self.generation, key.clone(), WatchEvent::Init));
+        let _ = self.tx.try_send(Msg::Watched(
+            self.origin.clone(),
+            key.clone(),
+            WatchEvent::Init,
+        ));
         let handle = spawn_kind(
             self.client.clone(),
             &self.starts,
@@ -263,7 +304,7 @@ impl Watchers {
             &key,
             Sender {
                 tx: self.tx.clone(),
-                generation: self.generation,
+                origin: self.origin.clone(),
                 key: key.clone(),
             },
         );
@@ -284,10 +325,11 @@ impl Drop for Watchers {
     }
 }
 
-/// Sends one watch's events tagged with the connection's generation.
+/// Sends one watch's events tagged with its cluster and the connection's
+/// generation.
 struct Sender {
     tx: MsgSender<Msg>,
-    generation: u64,
+    origin: Origin,
     key: WatchKey,
 }
 
@@ -295,7 +337,7 @@ impl Sender {
     /// Waits while the channel is full (backpressure).
     async fn send(&self, ev: WatchEvent) -> Result<(), ()> {
         self.tx
-            .send(Msg::Watched(self.generation, self.key.clone(), ev))
+            .send(Msg::Watched(self.origin.clone(), self.key.clone(), ev))
             .await
             .map_err(|_| ())
     }

@@ -234,10 +234,10 @@ pub async fn model_app(conn: &Connection) -> App {
     .flat_map(|v| Screen::List(v).kinds())
     .collect();
     let lease = app.session.agent_lease.clone();
-    app.data.store = watch::load(conn, &Scope::All, &lease, &kinds)
+    app.clusters[0].data.store = watch::load(conn, &Scope::All, &lease, &kinds)
         .await
         .expect("load the console's store");
-    app.data.synced.extend(
+    app.clusters[0].data.synced.extend(
         kinds
             .iter()
             .map(|k| berth_console::model::WatchKey::all(*k)),
@@ -279,8 +279,8 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
         // A watch event on what the view on screen reads (Runtimes for
         // view 1, workloads for Handlers and Retained): rows are rebuilt.
         let t = Instant::now();
-        app.data.store.touch(Kind::Runtime);
-        app.data.store.touch(Kind::Pod);
+        app.clusters[0].data.store.touch(Kind::Runtime);
+        app.clusters[0].data.store.touch(Kind::Pod);
         draw(&mut app);
         let took = t.elapsed();
         events.push(took);

@@ -3,7 +3,10 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::super::commands::{COMMANDS, canonical};
-use super::super::{App, Effect, ListView, Mode, ObjKey, RowRef, Scope, Screen};
+use super::super::session::context_list;
+use super::super::{
+    App, ClusterId, Effect, ListView, Located, Mode, ObjKey, RowRef, Scope, Screen,
+};
 use super::clean;
 
 pub(super) fn command_key(
@@ -97,7 +100,20 @@ pub fn complete(app: &App, input: &str) -> Vec<String> {
             v.extend(app.namespaces());
             v
         }
-        Some("ctx") => app.session.contexts.clone(),
+        // `a,b,c`: the last of the list is completed.
+        Some("ctx") => {
+            let (done, _) = rest.rsplit_once(',').map_or(("", rest), |(d, p)| (d, p));
+            let done = if done.is_empty() {
+                String::new()
+            } else {
+                format!("{done},")
+            };
+            app.session
+                .contexts
+                .iter()
+                .map(|c| format!("{done}{c}"))
+                .collect()
+        }
         _ => Vec::new(),
     };
     args.into_iter()
@@ -106,28 +122,43 @@ pub fn complete(app: &App, input: &str) -> Vec<String> {
         .collect()
 }
 
+/// The Runtimes `:rollout` completes: `NAME` within one namespace,
+/// `NS/NAME` across several, `NS/NAME@CLUSTER` in a fleet.
 fn runtime_names(app: &App) -> Vec<String> {
-    let single_ns = app
-        .data
-        .store
-        .runtimes
-        .keys()
-        .map(|k| &k.0)
+    let keys = || {
+        app.clusters
+            .iter()
+            .flat_map(|c| c.data.store.runtimes.keys().map(move |k| (c, k)))
+    };
+    let single_ns = keys()
+        .map(|(_, k)| &k.0)
         .collect::<std::collections::BTreeSet<_>>()
         .len()
         <= 1;
-    app.data
-        .store
-        .runtimes
-        .keys()
-        .map(|(ns, n)| {
-            if single_ns {
+    let fleet = app.fleet();
+    keys()
+        .map(|(c, (ns, n))| {
+            let name = if single_ns && !fleet {
                 n.clone()
             } else {
                 format!("{ns}/{n}")
+            };
+            if fleet {
+                format!("{name}@{}", c.id.context())
+            } else {
+                name
             }
         })
         .collect()
+}
+
+/// `TEXT@CLUSTER`, split (object names cannot hold `@`; a context name
+/// may, so the first `@` ends the object).
+fn at_cluster(arg: &str) -> (&str, Option<&str>) {
+    match arg.split_once('@') {
+        Some((what, cluster)) => (what, Some(cluster)),
+        None => (arg, None),
+    }
 }
 
 /// Runs one command line (without the colon).
@@ -142,7 +173,6 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
         Some("grants") => app.open(Screen::List(ListView::Grants)),
         Some("handlers") => app.open(Screen::List(ListView::Handlers)),
         Some("retained") => app.open(Screen::List(ListView::Retained)),
-        Some("plan") => app.open(Screen::Plan),
         Some("matrix") => app.open(Screen::Matrix),
         Some("findings") => app.open(Screen::Findings),
         Some("explain") => {
@@ -150,9 +180,35 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
                 Scope::Namespace(n) => Some(n.clone()),
                 Scope::All => None,
             };
-            match arg.and_then(|a| crate::rows::explain::parse_target(a, default_ns.as_deref())) {
-                Some(t) => app.open(Screen::Explain(t.kind, t.key)),
-                None => super::normal::explain(app),
+            let Some(arg) = arg else {
+                return super::normal::explain(app);
+            };
+            let (what, cluster) = at_cluster(arg);
+            let Some(t) = crate::rows::explain::parse_target(what, default_ns.as_deref()) else {
+                return super::normal::explain(app);
+            };
+            match pick_cluster(app, cluster, |c| c.data.store.get(t.kind, &t.key).is_some()) {
+                Ok(c) => app.open(Screen::Explain(c, t.kind, t.key)),
+                Err(e) => {
+                    app.ui.flash = Some(format!("explain {}: {e}", clean(arg)));
+                    Vec::new()
+                }
+            }
+        }
+        Some("plan") => {
+            let selected = app.current_list().and_then(|v| app.selected_ref(v));
+            let cluster = match (arg, app.single(), selected) {
+                (Some(name), ..) => pick_cluster(app, Some(name), |_| true),
+                (None, Some(one), _) => Ok(one.id.clone()),
+                (None, None, Some(Located { cluster, .. })) => Ok(cluster),
+                (None, None, None) => Err("name the cluster: :plan CLUSTER".to_string()),
+            };
+            match cluster {
+                Ok(c) => app.open(Screen::Plan(c)),
+                Err(e) => {
+                    app.ui.flash = Some(e);
+                    Vec::new()
+                }
             }
         }
         Some("help") => {
@@ -165,19 +221,25 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
             vec![Effect::Quit]
         }
         Some("rollout") => {
-            let key = match arg {
+            let found = match arg {
                 Some(a) => find_runtime(app, a),
                 None => match app.current_list().and_then(|v| app.selected_ref(v)) {
-                    Some(RowRef::Runtime(k)) => Some(k),
-                    _ => None,
+                    Some(Located {
+                        cluster,
+                        row: RowRef::Runtime(k),
+                    }) => Ok((cluster, k)),
+                    _ => Err("select a Runtime, or :rollout [NS/]NAME".to_string()),
                 },
             };
-            match key {
-                Some(k) => app.open(Screen::Rollout(k)),
-                None => {
-                    app.ui.flash = Some(format!("no Runtime {}", clean(arg.unwrap_or("selected"))));
+            match found {
+                Ok((c, k)) => app.open(Screen::Rollout(c, k)),
+                Err(e) => {
+                    app.ui.flash = Some(format!(
+                        "no Runtime {}: {e}",
+                        clean(arg.unwrap_or("selected"))
+                    ));
                     // Still watch Runtimes so the name can be found.
-                    vec![app.watch_effect()]
+                    app.watch_effects()
                 }
             }
         }
@@ -188,15 +250,30 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
             Some(n) => app.switch_scope(Scope::Namespace(n.to_string())),
         },
         Some("ctx") => {
-            let Some(ctx) = arg else {
-                app.ui.flash = Some("usage: :ctx NAME".into());
+            // The rest of the line: `a, b` is a list too.
+            let rest = line
+                .trim_start()
+                .split_once(char::is_whitespace)
+                .map(|(_, r)| r.trim());
+            let Some(list) = rest.filter(|r| !r.is_empty()) else {
+                app.ui.flash = Some("usage: :ctx NAME[,NAME…]".into());
                 return Vec::new();
             };
-            if !app.session.contexts.is_empty() && !app.session.contexts.iter().any(|c| c == ctx) {
-                app.ui.flash = Some(format!("no context {}", clean(ctx)));
+            let mut asked = Vec::new();
+            for c in context_list(list) {
+                if !app.session.contexts.is_empty() && !app.session.contexts.contains(&c) {
+                    app.ui.flash = Some(format!("no context {}", clean(&c)));
+                    return Vec::new();
+                }
+                if !asked.contains(&c) {
+                    asked.push(c);
+                }
+            }
+            if asked.is_empty() {
+                app.ui.flash = Some("usage: :ctx NAME[,NAME…]".into());
                 return Vec::new();
             }
-            app.switch_context(ctx)
+            app.switch_contexts(asked)
         }
         _ => {
             app.ui.flash = Some(format!("unknown command: {}", clean(word)));
@@ -205,18 +282,71 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
     }
 }
 
-fn find_runtime(app: &App, arg: &str) -> Option<ObjKey> {
-    if let Some((ns, n)) = arg.split_once('/') {
-        let k = (ns.to_string(), n.to_string());
-        return app.data.store.runtimes.contains_key(&k).then_some(k);
+/// The cluster a command names (`@CLUSTER`), or else the one cluster
+/// where `has` holds; a fleet where several (or none) do must be told.
+fn pick_cluster(
+    app: &App,
+    named: Option<&str>,
+    has: impl Fn(&super::super::Cluster) -> bool,
+) -> Result<ClusterId, String> {
+    if let Some(name) = named {
+        return app
+            .clusters
+            .iter()
+            .find(|c| c.id.context() == name || c.id.shown() == name)
+            .map(|c| c.id.clone())
+            .ok_or_else(|| format!("no cluster {} is shown", clean(name)));
     }
-    if let Scope::Namespace(ns) = &app.session.scope {
-        let k = (ns.clone(), arg.to_string());
-        if app.data.store.runtimes.contains_key(&k) {
-            return Some(k);
+    if let Some(one) = app.single() {
+        return Ok(one.id.clone());
+    }
+    let with: Vec<&ClusterId> = app
+        .clusters
+        .iter()
+        .filter(|c| has(c))
+        .map(|c| &c.id)
+        .collect();
+    match with.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err("in no cluster shown".into()),
+        several => Err(format!(
+            "in clusters {}: add @CLUSTER",
+            several
+                .iter()
+                .map(|c| c.shown())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// `[NS/]NAME[@CLUSTER]`: the Runtime and its cluster.
+fn find_runtime(app: &App, arg: &str) -> Result<(ClusterId, ObjKey), String> {
+    let (what, named) = at_cluster(arg);
+    let scope_ns = match &app.session.scope {
+        Scope::Namespace(ns) => Some(ns.clone()),
+        Scope::All => None,
+    };
+    // The key this name means in one cluster's store.
+    let key_in = |c: &super::super::Cluster| -> Option<ObjKey> {
+        let runtimes = &c.data.store.runtimes;
+        if let Some((ns, n)) = what.split_once('/') {
+            let k = (ns.to_string(), n.to_string());
+            return runtimes.contains_key(&k).then_some(k);
         }
-    }
-    let mut matches = app.data.store.runtimes.keys().filter(|k| k.1 == arg);
-    let first = matches.next()?.clone();
-    matches.next().is_none().then_some(first)
+        if let Some(ns) = &scope_ns {
+            let k = (ns.clone(), what.to_string());
+            if runtimes.contains_key(&k) {
+                return Some(k);
+            }
+        }
+        let mut matches = runtimes.keys().filter(|k| k.1 == what);
+        let first = matches.next()?.clone();
+        matches.next().is_none().then_some(first)
+    };
+    let cluster = pick_cluster(app, named, |c| key_in(c).is_some())?;
+    let c = app.cluster(&cluster).ok_or("not shown")?;
+    key_in(c)
+        .map(|k| (cluster, k))
+        .ok_or_else(|| "not found".to_string())
 }

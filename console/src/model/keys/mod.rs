@@ -17,7 +17,7 @@ use super::{App, Effect, Mode};
 
 pub use command::{complete, run_command};
 pub use paste::on_paste;
-pub use review::{TargetError, retire_target};
+pub use review::{Retirement, TargetError, retire_target};
 
 /// Text typed or pasted by the user, made safe to show.
 use berth_shared::sanitize::short as clean;

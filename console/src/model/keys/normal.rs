@@ -4,7 +4,7 @@
 use crossterm::event::KeyEvent;
 
 use super::super::keymap::{self, Action as KeyAction};
-use super::super::{App, Effect, ListView, Mode, RowRef, Scope, Screen};
+use super::super::{App, ClusterId, Effect, ListView, Located, Mode, RowRef, Scope, Screen};
 use crate::store::Kind;
 
 pub(super) fn normal_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
@@ -84,7 +84,7 @@ fn back(app: &mut App) -> Vec<Effect> {
 fn move_by(app: &mut App, delta: i64) {
     match app.current_list() {
         Some(v) => {
-            let len = app.table(v).visible.len() as i64;
+            let len = app.table(v).len() as i64;
             let l = &mut app.ui.lists[v.index()];
             let next = (l.selected as i64)
                 .saturating_add(delta)
@@ -101,7 +101,7 @@ fn move_by(app: &mut App, delta: i64) {
 
 fn move_column(app: &mut App, delta: i64) {
     if let Some(v) = app.current_list() {
-        let cols = app.table(v).headers.len() as i64;
+        let cols = app.table(v).columns() as i64;
         let l = &mut app.ui.lists[v.index()];
         l.column = (l.column as i64 + delta).clamp(0, (cols - 1).max(0)) as usize;
     }
@@ -131,48 +131,60 @@ fn cycle_view(app: &mut App, delta: i64) -> Vec<Effect> {
 fn drill_down(app: &mut App) -> Vec<Effect> {
     match app.screen().clone() {
         Screen::List(v) => match app.selected_ref(v) {
-            Some(RowRef::Runtime(key)) => app.open(Screen::Rollout(key)),
-            Some(RowRef::Namespace(n)) => app.switch_scope(Scope::Namespace(n)),
+            Some(Located {
+                cluster,
+                row: RowRef::Runtime(key),
+            }) => app.open(Screen::Rollout(cluster, key)),
+            Some(Located {
+                row: RowRef::Namespace(n),
+                ..
+            }) => app.switch_scope(Scope::Namespace(n)),
             // The RestartRequired indication leads to what the restart
-            // would do.
-            Some(RowRef::Grant(name)) if restart_required(app, &name) => app.open(Screen::Plan),
-            Some(r) => {
-                let (kind, key) = r.object();
-                app.open(Screen::Details(kind, key))
+            // would do, in the grant's cluster.
+            Some(Located {
+                cluster,
+                row: RowRef::Grant(name),
+            }) if restart_required(app, &cluster, &name) => app.open(Screen::Plan(cluster)),
+            Some(Located { cluster, row }) => {
+                let (kind, key) = row.object();
+                app.open(Screen::Details(cluster, kind, key))
             }
             None => Vec::new(),
         },
-        Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
-        Screen::Relations(_) => super::related::hop_selected(app, false),
+        Screen::Rollout(cluster, key) => app.open(Screen::Details(cluster, Kind::Runtime, key)),
+        Screen::Relations(..) => super::related::hop_selected(app, false),
         Screen::Details(..)
-        | Screen::Plan
+        | Screen::Plan(_)
         | Screen::Matrix
         | Screen::Explain(..)
         | Screen::Findings => Vec::new(),
     }
 }
 
-/// Whether the grant row `name` says the agent's file changed on disk.
-fn restart_required(app: &App, name: &str) -> bool {
-    app.derived
-        .grants
-        .iter()
-        .any(|g| g.name == name && g.restart_required)
+/// Whether the grant row `name` of `cluster` says that cluster's agent's
+/// file changed on disk.
+fn restart_required(app: &App, cluster: &ClusterId, name: &str) -> bool {
+    app.cluster(cluster).is_some_and(|c| {
+        c.rows
+            .grants
+            .iter()
+            .any(|g| g.name == name && g.restart_required)
+    })
 }
 
 fn details(app: &mut App) -> Vec<Effect> {
     match app.screen().clone() {
         Screen::List(v) => match app.selected_ref(v) {
-            Some(r) => {
-                let (kind, key) = r.object();
-                app.open(Screen::Details(kind, key))
+            Some(Located { cluster, row }) => {
+                let (kind, key) = row.object();
+                app.open(Screen::Details(cluster, kind, key))
             }
             None => Vec::new(),
         },
-        Screen::Rollout(key) => app.open(Screen::Details(Kind::Runtime, key)),
-        Screen::Relations(_) => super::related::hop_selected(app, true),
+        Screen::Rollout(cluster, key) => app.open(Screen::Details(cluster, Kind::Runtime, key)),
+        Screen::Relations(..) => super::related::hop_selected(app, true),
         Screen::Details(..)
-        | Screen::Plan
+        | Screen::Plan(_)
         | Screen::Matrix
         | Screen::Explain(..)
         | Screen::Findings => Vec::new(),
@@ -185,15 +197,21 @@ fn details(app: &mut App) -> Vec<Effect> {
 pub(super) fn explain(app: &mut App) -> Vec<Effect> {
     let target = match app.screen().clone() {
         Screen::List(v) => match app.selected_ref(v) {
-            Some(RowRef::Runtime(key)) => Some((Kind::Runtime, key)),
-            Some(RowRef::Workload(kind, key)) => Some((kind, key)),
+            Some(Located {
+                cluster,
+                row: RowRef::Runtime(key),
+            }) => Some((cluster, Kind::Runtime, key)),
+            Some(Located {
+                cluster,
+                row: RowRef::Workload(kind, key),
+            }) => Some((cluster, kind, key)),
             _ => None,
         },
-        Screen::Rollout(key) => Some((Kind::Runtime, key)),
+        Screen::Rollout(cluster, key) => Some((cluster, Kind::Runtime, key)),
         _ => None,
     };
     match target {
-        Some((kind, key)) => app.open(Screen::Explain(kind, key)),
+        Some((cluster, kind, key)) => app.open(Screen::Explain(cluster, kind, key)),
         None => {
             app.ui.flash = Some(
                 "x explains a Runtime, workload or pod: select one on Runtimes or Retained, or :explain KIND/NS/NAME"

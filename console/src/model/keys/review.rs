@@ -3,10 +3,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::super::{App, Effect, ObjKey, Object, ReviewState, RowRef};
+use super::super::{App, ClusterId, Effect, Located, ObjKey, Object, ReviewState, RowRef};
 use super::clean;
-use crate::retire::plan::confirms;
-use crate::retire::{Action, RetireError};
+use crate::retire::{Action, RetireError, confirmation, confirms};
 use crate::store::WORKLOAD_KINDS;
 
 /// `R`, `S`, `D`, `P` on a row: opens the review of that retirement.
@@ -23,13 +22,23 @@ pub(super) fn retire(app: &mut App, key: char) -> Vec<Effect> {
         return Vec::new();
     };
     match retire_target(app, key, &row) {
-        Ok((action, (namespace, name))) => {
+        Ok(Retirement {
+            cluster,
+            action,
+            target: (namespace, name),
+        }) => {
             app.ui.scroll = 0;
+            app.ui.reviews += 1;
+            let id = app.ui.reviews;
             app.ui.review = Some(ReviewState::Loading {
+                id,
+                cluster: cluster.clone(),
                 title: action.title(),
                 target: format!("{namespace}/{name}"),
             });
             vec![Effect::Review {
+                id,
+                cluster,
                 action,
                 namespace,
                 name,
@@ -46,6 +55,15 @@ fn meta(obj: &Object) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1:
     WORKLOAD_KINDS.contains(&obj.kind()).then(|| obj.meta())
 }
 
+/// A retirement to review: the action, its target (a Runtime for R/S/D, a
+/// Deployment for P) and the cluster of the row it was asked on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retirement {
+    pub cluster: ClusterId,
+    pub action: Action,
+    pub target: ObjKey,
+}
+
 /// Why the selected row has no retirement target (shown as a flash).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
@@ -57,13 +75,23 @@ pub enum TargetError {
     NothingToPrune,
     #[error("no RuntimeClass known for Runtime {namespace}/{name}")]
     NoClassKnown { namespace: String, name: String },
+    #[error("cluster {0} is no longer shown")]
+    ClusterGone(ClusterId),
 }
 
 /// The action and its target (`Runtime` for R/S/D, `Deployment` for P)
-/// for the selected row.
-pub fn retire_target(app: &App, key: char, row: &RowRef) -> Result<(Action, ObjKey), TargetError> {
+/// for the selected row, in the row's cluster: what is read to find the
+/// target is that cluster's store, and the cluster goes with the target.
+pub fn retire_target(app: &App, key: char, located: &Located) -> Result<Retirement, TargetError> {
+    let cluster = located.cluster.clone();
+    let store = &app
+        .cluster(&cluster)
+        .ok_or_else(|| TargetError::ClusterGone(cluster.clone()))?
+        .data
+        .store;
+    let row = &located.row;
     let workload = match row {
-        RowRef::Workload(kind, k) => app.data.store.get(*kind, k),
+        RowRef::Workload(kind, k) => store.get(*kind, k),
         _ => None,
     };
     let runtime_of_workload = || {
@@ -86,7 +114,13 @@ pub fn retire_target(app: &App, key: char, row: &RowRef) -> Result<(Action, ObjK
                 'S' => Action::Suspend,
                 _ => Action::Delete,
             };
-            runtime.map(|k| (action, k)).ok_or(TargetError::NoRuntime)
+            runtime
+                .map(|target| Retirement {
+                    cluster,
+                    action,
+                    target,
+                })
+                .ok_or(TargetError::NoRuntime)
         }
         _ => {
             // Prune: the Deployment and the class its rollback revisions use.
@@ -105,14 +139,18 @@ pub fn retire_target(app: &App, key: char, row: &RowRef) -> Result<(Action, ObjK
                     .and_then(|s| s.runtime_class_name.clone());
                 if let (Some(d), Some(class)) = (owner, class) {
                     let ns = rs.metadata.namespace.clone().unwrap_or_default();
-                    return Ok((Action::Prune { class }, (ns, d)));
+                    return Ok(Retirement {
+                        cluster,
+                        action: Action::Prune { class },
+                        target: (ns, d),
+                    });
                 }
                 return Err(TargetError::ReplicaSetWithoutDeploymentOrClass);
             }
             let Some(k) = runtime else {
                 return Err(TargetError::NothingToPrune);
             };
-            let rt = app.data.store.runtimes.get(&k);
+            let rt = store.runtimes.get(&k);
             let class = rt
                 .and_then(|r| r.status.as_ref())
                 .and_then(|s| s.profile.as_ref())
@@ -122,7 +160,11 @@ pub fn retire_target(app: &App, key: char, row: &RowRef) -> Result<(Action, ObjK
                     name: k.1.clone(),
                 })?;
             let deployment = berth_shared::render::Names::for_runtime(&k.1).workload;
-            Ok((Action::Prune { class }, (k.0, deployment)))
+            Ok(Retirement {
+                cluster,
+                action: Action::Prune { class },
+                target: (k.0, deployment),
+            })
         }
     }
 }
@@ -141,16 +183,20 @@ pub(super) fn review_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
         (ReviewState::Ready { review, typed }, KeyCode::Enter) => {
             if !review.can_execute() {
                 app.ui.review = None;
-            } else if confirms(&review.plan, &typed) {
+            } else if confirms(&review, app.fleet(), &typed) {
                 app.ui.review = Some(ReviewState::Running {
                     review: review.clone(),
                     typed,
                 });
-                return vec![Effect::Execute(review)];
+                return vec![Effect::Execute {
+                    generation: app.session.generation,
+                    review,
+                }];
             } else {
+                let word = confirmation(&review, app.fleet()).unwrap_or_else(|| "yes".into());
                 app.ui.flash = Some(format!(
                     "not confirmed: type {} and press Enter",
-                    clean(&review.plan.confirm_word)
+                    clean(&word)
                 ));
             }
         }

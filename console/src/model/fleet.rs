@@ -1,0 +1,121 @@
+//! The clusters the console shows (issue 56): one [`Cluster`] per
+//! kubeconfig context, each with its own copy of the cluster, its own
+//! watches and its own rows, so that each degrades on its own. One
+//! cluster is the console as it always was; with more (`--context a,b`,
+//! `--all-contexts`, `:ctx a,b`) the list views merge them with a
+//! `CLUSTER` column ([`crate::rows::Merged`]).
+//!
+//! A cluster is found by its [`ClusterId`], which every row, screen and
+//! request carries from where it was made; there is no "current cluster".
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::store::ClusterId;
+
+use super::App;
+use super::data::{Data, LeaderState, WatchState};
+use super::derived::ClusterRows;
+use super::screen::ListView;
+
+/// One cluster of the fleet.
+#[derive(Debug)]
+pub struct Cluster {
+    pub id: ClusterId,
+    /// What its watches told.
+    pub data: Data,
+    /// Its rows of each list view.
+    pub rows: ClusterRows,
+    /// When its watches last told anything (the model's clock): the age
+    /// of its data while it is unreachable.
+    pub heard: Option<Timestamp>,
+}
+
+impl Cluster {
+    /// A cluster nothing is known of yet.
+    pub fn new(id: ClusterId) -> Self {
+        Cluster {
+            id,
+            data: Data::default(),
+            rows: ClusterRows::default(),
+            heard: None,
+        }
+    }
+
+    /// Whether one of its watches is failing: its rows are the last data
+    /// known.
+    pub fn failing(&self) -> bool {
+        self.data
+            .watches
+            .values()
+            .any(|s| matches!(s, WatchState::Reconnecting(_)))
+    }
+
+    /// Whether a view's kinds have listed here, or (in a fleet) failed
+    /// before they could: a cluster that does not answer must not keep
+    /// the others' rows from being shown.
+    pub fn settled(&self, v: ListView, fleet: bool) -> bool {
+        self.data.loaded(v) || (fleet && self.data.reconnecting(v))
+    }
+
+    /// What its agent's Lease says at `now` (`lease` as configured).
+    pub fn leader_state(&self, lease: &crate::store::ObjKey, now: Timestamp) -> LeaderState {
+        self.data.leader_state(lease, now)
+    }
+}
+
+/// The fleet.
+impl App {
+    /// Whether more than one cluster is shown (the `CLUSTER` column).
+    pub fn fleet(&self) -> bool {
+        self.clusters.len() > 1
+    }
+
+    /// The cluster `id`, if it is one of the fleet.
+    pub fn cluster(&self, id: &ClusterId) -> Option<&Cluster> {
+        self.clusters.iter().find(|c| c.id == *id)
+    }
+
+    /// The position of cluster `id`.
+    pub fn cluster_index(&self, id: &ClusterId) -> Option<usize> {
+        self.clusters.iter().position(|c| c.id == *id)
+    }
+
+    /// Every cluster's id, in order.
+    pub fn cluster_ids(&self) -> Vec<ClusterId> {
+        self.clusters.iter().map(|c| c.id.clone()).collect()
+    }
+
+    /// The one cluster, when there is exactly one (never a pick among
+    /// several).
+    pub fn single(&self) -> Option<&Cluster> {
+        match self.clusters.as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// The contexts shown, as one line (`a,b,c`).
+    pub fn contexts_label(&self) -> String {
+        self.clusters
+            .iter()
+            .map(|c| c.id.shown())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// What the watchers of cluster `i` tag their events with now.
+    pub fn origin_of(&self, i: usize) -> super::Origin {
+        super::Origin {
+            cluster: self.clusters[i].id.clone(),
+            generation: self.session.generation,
+        }
+    }
+
+    /// Whether the agent is known not to run in cluster `c`.
+    pub fn stale_status(&self, c: &Cluster) -> bool {
+        matches!(
+            c.leader_state(&self.session.agent_lease, self.now),
+            LeaderState::Expired(_) | LeaderState::NoLease
+        )
+    }
+}
