@@ -274,6 +274,33 @@ pub fn app() -> App {
     app_with(objects())
 }
 
+/// A fleet of one cluster per `(context, objects)`, each fed through its
+/// own watchers' messages, every watched kind synced there.
+pub fn fleet_with(clusters: Vec<(&str, Vec<Object>)>) -> App {
+    let ids = clusters.iter().map(|(c, _)| ClusterId::new(c)).collect();
+    let mut app = App::of_fleet(ids, Scope::All, now());
+    for (i, (_, objs)) in clusters.iter().enumerate() {
+        let origin = app.origin_of(i);
+        for kind in Kind::ALL {
+            let key = crate::model::WatchKey::all(*kind);
+            let mut send = |ev| update(&mut app, Msg::Watched(origin.clone(), key.clone(), ev));
+            send(WatchEvent::Init);
+            for o in objs.iter().filter(|o| o.kind() == *kind) {
+                send(WatchEvent::InitApply(o.clone()));
+            }
+            send(WatchEvent::InitDone);
+        }
+    }
+    app.refresh_all();
+    app
+}
+
+/// Two clusters, `prod-eu` and `prod-us`, holding the same objects (same
+/// namespaces, names, even uids: as after a restore from a backup).
+pub fn fleet() -> App {
+    fleet_with(vec![("prod-eu", objects()), ("prod-us", objects())])
+}
+
 /// An app fed with `objs`, every watched kind synced.
 pub fn app_with(objs: Vec<Object>) -> App {
     let mut app = App::new("kwok-test", Scope::All, now());

@@ -41,6 +41,18 @@ impl Cluster {
         }
     }
 
+    /// Notes when its data last changed or was confirmed current: any
+    /// event but a failure (a connection that keeps failing must not look
+    /// fresh).
+    pub fn heard_from(&mut self, ev: &super::WatchEvent, now: Timestamp) {
+        if !matches!(
+            ev,
+            super::WatchEvent::Error(_) | super::WatchEvent::Denied(_)
+        ) {
+            self.heard = Some(now);
+        }
+    }
+
     /// Whether one of its watches is failing: its rows are the last data
     /// known.
     pub fn failing(&self) -> bool {

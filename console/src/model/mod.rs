@@ -33,6 +33,8 @@ mod watching;
 #[cfg(test)]
 mod switch_tests;
 #[cfg(test)]
+mod fleet_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod watch_tests;

@@ -44,7 +44,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.ui.dirty = true;
             let now = app.now;
             let c = &mut app.clusters[0];
-            c.heard = Some(now);
+            c.heard_from(&ev, now);
             c.data.on_watch(WatchKey::all(kind), ev);
             Vec::new()
         }
@@ -69,7 +69,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.ui.dirty = true;
             let now = app.now;
             let c = &mut app.clusters[i];
-            c.heard = Some(now);
+            c.heard_from(&ev, now);
             c.data.on_watch(key, ev);
             if shown {
                 app.fetch_details().into_iter().collect()

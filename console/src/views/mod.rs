@@ -22,6 +22,8 @@ pub mod statusbar;
 #[cfg(test)]
 mod explain_tests;
 #[cfg(test)]
+mod fleet_tests;
+#[cfg(test)]
 mod matrix_tests;
 #[cfg(test)]
 mod scale_bench;

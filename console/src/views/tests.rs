@@ -100,7 +100,7 @@ fn keys(app: &mut App, s: &str) {
     }
 }
 
-fn snap(name: &str, app: &mut App) {
+pub(crate) fn snap(name: &str, app: &mut App) {
     let buf = render(app, 140, 24);
     check_snapshot(name, &snapshot(&buf));
 }
@@ -111,7 +111,7 @@ fn snap80(name: &str, app: &mut App) {
     check_snapshot(&format!("{name}-80x24"), &snapshot(&buf));
 }
 
-fn text_of(buf: &Buffer) -> String {
+pub(crate) fn text_of(buf: &Buffer) -> String {
     snapshot(buf)
         .split("--- styles")
         .next()
@@ -119,7 +119,7 @@ fn text_of(buf: &Buffer) -> String {
         .to_string()
 }
 
-fn line_with(buf: &Buffer, needle: &str) -> Option<String> {
+pub(crate) fn line_with(buf: &Buffer, needle: &str) -> Option<String> {
     text_of(buf)
         .lines()
         .find(|l| l.contains(needle))
@@ -520,7 +520,7 @@ fn statusbar_shows_reconnecting_with_the_error() {
 
 /// The row of the table whose text contains `needle`: its y and whether
 /// every cell of its text is dimmed.
-fn row_dimmed(buf: &Buffer, needle: &str) -> Option<bool> {
+pub(crate) fn row_dimmed(buf: &Buffer, needle: &str) -> Option<bool> {
     let area = buf.area;
     (0..area.height).find_map(|y| {
         let line: String = (0..area.width).map(|x| buf[(x, y)].symbol()).collect();
