@@ -206,15 +206,15 @@ impl Cli {
 
     /// The fleet the flags name: the contexts (none: the kubeconfig's
     /// current one) and the groups declared to run one grants file.
-    pub fn fleet(&self) -> Result<Fleet> {
+    pub fn fleet(&self) -> Result<crate::fleet_cli::Fleet> {
         let mut fleet = match &self.context {
-            Some(list) => Fleet::parse(list)?,
-            None if self.all_contexts => Fleet {
+            Some(list) => crate::fleet_cli::Fleet::parse(list)?,
+            None if self.all_contexts => crate::fleet_cli::Fleet {
                 contexts: kubeconfig_contexts(self.kubeconfig.as_deref())
                     .wrap_err("reading the kubeconfig's contexts")?,
                 same_grants: Vec::new(),
             },
-            None => Fleet::default(),
+            None => crate::fleet_cli::Fleet::default(),
         };
         for group in &self.fleet_grants_same {
             let group = crate::model::session::context_list(group);
@@ -251,44 +251,6 @@ impl Cli {
             kubeconfig: self.kubeconfig.clone(),
             context: None,
         }
-    }
-}
-
-/// The contexts a command reads and the groups of them declared to run
-/// one grants file.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Fleet {
-    /// In the order given, each once (empty: the current context).
-    pub contexts: Vec<String>,
-    pub same_grants: Vec<Vec<String>>,
-}
-
-impl Fleet {
-    /// `a,b=prod,c=prod`: the contexts, and the contexts of one label as
-    /// a group.
-    pub fn parse(list: &str) -> Result<Fleet> {
-        let mut contexts: Vec<String> = Vec::new();
-        let mut labels: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-        for item in crate::model::session::context_list(list) {
-            let (context, label) = match item.split_once('=') {
-                Some((c, l)) => (c.trim().to_string(), Some(l.trim().to_string())),
-                None => (item, None),
-            };
-            if context.is_empty() {
-                return Err(eyre!("--context: an empty context name in {list:?}"));
-            }
-            if contexts.contains(&context) {
-                return Err(eyre!("--context names {context} twice"));
-            }
-            if let Some(l) = label.filter(|l| !l.is_empty()) {
-                labels.entry(l).or_default().push(context.clone());
-            }
-            contexts.push(context);
-        }
-        Ok(Fleet {
-            contexts,
-            same_grants: labels.into_values().filter(|g| g.len() > 1).collect(),
-        })
     }
 }
 
@@ -361,11 +323,23 @@ async fn async_main(cli: Cli) -> Result<()> {
                 return Err(eyre!("--matrix goes with `berth get handlers`"));
             }
             let what = if *matrix { None } else { Some(*what) };
-            let (out, refused) =
-                get_output(&cli.connect_options()?, cli.scope(), &lease, what, *output).await?;
+            let fleet = cli.fleet()?;
+            let (out, refused) = if fleet.contexts.len() > 1 {
+                crate::fleet_cli::get(
+                    &cli.kubeconfig_options(),
+                    &fleet.contexts,
+                    cli.scope(),
+                    &lease,
+                    what,
+                    *output,
+                )
+                .await?
+            } else {
+                get_output(&cli.connect_options()?, cli.scope(), &lease, what, *output).await?
+            };
             use std::io::Write;
-            // Kinds that may not be listed leave their rows out; say so on
-            // stderr, so that the output stays parseable.
+            // Kinds (and clusters) that could not be read leave their rows
+            // out; say so on stderr, so that the output stays parseable.
             for line in refused {
                 eprintln!("{line}");
             }
@@ -393,19 +367,36 @@ async fn async_main(cli: Cli) -> Result<()> {
             pending: _,
             output,
         }) => {
-            let plan = crate::plan_grants::plan_file(
-                &cli.connect_options()?,
-                cli.scope(),
-                &lease,
-                file.as_deref(),
-            )
-            .await?;
             use std::io::Write;
+            let fleet = cli.fleet()?;
+            let (text, code) = if fleet.contexts.len() > 1 {
+                let plans = crate::fleet_cli::plan(
+                    &cli.kubeconfig_options(),
+                    &fleet.contexts,
+                    cli.scope(),
+                    &lease,
+                    file.as_deref(),
+                )
+                .await;
+                (
+                    crate::fleet_cli::render_plans(&plans, *output),
+                    crate::fleet_cli::plan_exit_code(&plans),
+                )
+            } else {
+                let plan = crate::plan_grants::plan_file(
+                    &cli.connect_options()?,
+                    cli.scope(),
+                    &lease,
+                    file.as_deref(),
+                )
+                .await?;
+                (crate::plan_grants::render(&plan, *output), plan.exit_code)
+            };
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(crate::plan_grants::render(&plan, *output).as_bytes())?;
+            stdout.write_all(text.as_bytes())?;
             stdout.flush()?;
-            if plan.exit_code != 0 {
-                std::process::exit(plan.exit_code);
+            if code != 0 {
+                std::process::exit(code);
             }
             Ok(())
         }
@@ -419,12 +410,31 @@ async fn async_main(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Command::Check { output, fail_on }) => {
-            let f = crate::check::check(&cli.connect_options()?, cli.scope(), &lease).await?;
             use std::io::Write;
+            let fleet = cli.fleet()?;
+            let (text, code) = if fleet.contexts.len() > 1 {
+                let f = crate::fleet_cli::check(
+                    &cli.kubeconfig_options(),
+                    &fleet.contexts,
+                    cli.scope(),
+                    &lease,
+                    &fleet.same_grants,
+                )
+                .await?;
+                (
+                    crate::fleet_cli::render_check(&f, *output),
+                    crate::fleet_cli::check_exit_code(&f, *fail_on),
+                )
+            } else {
+                let f = crate::check::check(&cli.connect_options()?, cli.scope(), &lease).await?;
+                (
+                    crate::check::render(&f, *output),
+                    crate::check::exit_code(&f, *fail_on),
+                )
+            };
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(crate::check::render(&f, *output).as_bytes())?;
+            stdout.write_all(text.as_bytes())?;
             stdout.flush()?;
-            let code = crate::check::exit_code(&f, *fail_on);
             if code != 0 {
                 std::process::exit(code);
             }

@@ -8,7 +8,8 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 use crate::model::{ListView, Screen};
-use crate::rows::{self, TableData};
+use crate::rows::merged::Part;
+use crate::rows::{self, Merged, TableData};
 use crate::store::{ClusterId, Kind, Store};
 
 /// What to print.
@@ -166,17 +167,20 @@ pub fn table(what: What, store: &Store, now: Timestamp) -> TableData {
 
 /// Aligned columns, kubectl style (no trailing spaces).
 pub fn table_text(t: &TableData) -> String {
-    let cells: Vec<Vec<String>> = t
-        .visible
-        .iter()
-        .map(|&i| {
-            t.cells[i]
-                .iter()
+    text_table(&t.headers, t.visible.iter().map(|&i| t.cells[i].clone()))
+}
+
+/// Aligned columns of `rows` under `headers`, every cell sanitized (an
+/// empty one is `-`).
+pub fn text_table(headers: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .map(|row| {
+            row.iter()
                 .map(|c| sanitize::value(if c.is_empty() { rows::NONE } else { c }))
                 .collect()
         })
         .collect();
-    let mut widths: Vec<usize> = t.headers.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &cells {
         for (c, s) in row.iter().enumerate() {
             if let Some(w) = widths.get_mut(c) {
@@ -185,7 +189,7 @@ pub fn table_text(t: &TableData) -> String {
         }
     }
     let mut out = String::new();
-    let headers: Vec<String> = t.headers.iter().map(|h| (*h).to_string()).collect();
+    let headers: Vec<String> = headers.iter().map(|h| (*h).to_string()).collect();
     for row in std::iter::once(&headers).chain(cells.iter()) {
         let mut line = String::new();
         for (c, s) in row.iter().enumerate() {
@@ -199,6 +203,88 @@ pub fn table_text(t: &TableData) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The rows of `what` over several clusters: a table with a `CLUSTER`
+/// column first, or one document whose every item carries `cluster`.
+pub fn format_fleet(
+    what: What,
+    stores: &[(ClusterId, &Store)],
+    now: Timestamp,
+    fmt: Format,
+) -> String {
+    match fmt {
+        Format::Table => {
+            let parts: Vec<Part> = stores
+                .iter()
+                .map(|(c, store)| Part {
+                    cluster: c.clone(),
+                    table: table(what, store, now),
+                })
+                .collect();
+            let family = parts
+                .first()
+                .map(|p| p.table.headers.clone())
+                .unwrap_or_default();
+            let m = Merged::of_parts(parts, &family);
+            text_table(
+                &m.headers(),
+                (0..m.len()).map(|pos| (0..m.columns()).map(|c| m.cell(pos, c)).collect()),
+            )
+        }
+        Format::Json | Format::Yaml => {
+            let mut items = Vec::new();
+            for (c, store) in stores {
+                let v = match what {
+                    What::Runtimes => doc(what, rows::runtime_rows(store, now)),
+                    What::Grants => doc(what, rows::grant_rows(store, now)),
+                    What::Handlers => doc(what, rows::handler_rows(store)),
+                    What::Retained => doc(what, rows::retained_rows(store)),
+                    What::Rollouts => doc(what, rows::rollout_rows(store, now)),
+                };
+                if let serde_json::Value::Array(rows) = v["items"].clone() {
+                    items.extend(rows.into_iter().map(|mut item| {
+                        if let Some(o) = item.as_object_mut() {
+                            o.insert("cluster".into(), c.shown().into());
+                        }
+                        item
+                    }));
+                }
+            }
+            let mut v = serde_json::json!({"kind": what.list_kind(), "items": items});
+            sanitize::json(&mut v, sanitize::MAX_VALUE_CHARS);
+            fmt.document(&v)
+        }
+    }
+}
+
+/// `berth get handlers --matrix --context a,b`: each cluster's matrix
+/// under its name, or one `HandlerMatrixList` whose items carry
+/// `cluster`.
+pub fn format_matrix_fleet(stores: &[(ClusterId, &Store)], fmt: Format) -> String {
+    match fmt {
+        Format::Table => stores
+            .iter()
+            .map(|(c, store)| format!("=== cluster {c} ===\n{}", format_matrix(store, fmt)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Format::Json | Format::Yaml => {
+            let items: Vec<serde_json::Value> = stores
+                .iter()
+                .map(|(c, store)| {
+                    let mut v = serde_json::to_value(crate::rows::matrix::matrix(store))
+                        .unwrap_or(serde_json::Value::Null);
+                    if let Some(o) = v.as_object_mut() {
+                        o.insert("cluster".into(), c.shown().into());
+                    }
+                    v
+                })
+                .collect();
+            let mut v = serde_json::json!({"kind": "HandlerMatrixList", "items": items});
+            sanitize::json(&mut v, sanitize::MAX_VALUE_CHARS);
+            fmt.document(&v)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 pub mod check;
 pub mod cli;
 pub mod explain_cli;
+pub mod fleet_cli;
 pub mod frames;
 pub mod get;
 pub mod model;
@@ -36,6 +37,8 @@ pub mod watch;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
+#[cfg(test)]
+mod fleet_cli_tests;
 #[cfg(test)]
 mod injection_tests;
 #[cfg(test)]

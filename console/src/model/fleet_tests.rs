@@ -66,7 +66,11 @@ fn merged_views_name_each_rows_cluster() {
     assert_eq!(t.total(), 6);
     for pos in 0..t.len() {
         let l = t.located_at(pos).expect("row");
-        assert_eq!(t.cell(pos, 0), l.cluster.shown(), "the CLUSTER cell is the row's cluster");
+        assert_eq!(
+            t.cell(pos, 0),
+            l.cluster.shown(),
+            "the CLUSTER cell is the row's cluster"
+        );
     }
     // The same object (same uid) in both: two rows, two identities.
     let ids: std::collections::BTreeSet<RowId> = (0..t.len()).filter_map(|p| t.id_at(p)).collect();
@@ -106,7 +110,10 @@ fn a_retirement_in_one_cluster_is_reviewed_and_confirmed_there_only() {
     );
     match &app.ui.review {
         Some(ReviewState::Failed { error, .. }) => {
-            assert!(error.contains("from cluster prod-eu, not prod-us"), "{error}")
+            assert!(
+                error.contains("from cluster prod-eu, not prod-us"),
+                "{error}"
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -286,14 +293,23 @@ fn a_cluster_that_never_answers_does_not_hold_back_the_others() {
     let eu_origin = app.origin_of(0);
     for kind in Kind::ALL {
         let key = WatchKey::all(*kind);
-        update(&mut app, Msg::Watched(eu_origin.clone(), key.clone(), WatchEvent::Init));
-        for o in fixtures::objects().into_iter().filter(|o| o.kind() == *kind) {
+        update(
+            &mut app,
+            Msg::Watched(eu_origin.clone(), key.clone(), WatchEvent::Init),
+        );
+        for o in fixtures::objects()
+            .into_iter()
+            .filter(|o| o.kind() == *kind)
+        {
             update(
                 &mut app,
                 Msg::Watched(eu_origin.clone(), key.clone(), WatchEvent::InitApply(o)),
             );
         }
-        update(&mut app, Msg::Watched(eu_origin.clone(), key.clone(), WatchEvent::InitDone));
+        update(
+            &mut app,
+            Msg::Watched(eu_origin.clone(), key.clone(), WatchEvent::InitDone),
+        );
     }
     // Not answered yet: the view waits (it may be slow, not down).
     app.refresh();
@@ -308,7 +324,10 @@ fn a_cluster_that_never_answers_does_not_hold_back_the_others() {
         ),
     );
     app.refresh();
-    assert!(app.loaded(ListView::Runtimes), "a failing cluster settles the view");
+    assert!(
+        app.loaded(ListView::Runtimes),
+        "a failing cluster settles the view"
+    );
     assert_eq!(app.table(ListView::Runtimes).total(), 3);
     assert!(app.counted(ListView::Runtimes));
 }
@@ -320,7 +339,11 @@ fn a_dropped_cluster_keeps_its_rows_and_resumes_without_the_others_relisting() {
     let (o_eu, o_us) = (app.origin_of(0), app.origin_of(1));
     update(
         &mut app,
-        Msg::Watched(o_us.clone(), rt.clone(), WatchEvent::Error("refused".into())),
+        Msg::Watched(
+            o_us.clone(),
+            rt.clone(),
+            WatchEvent::Error("refused".into()),
+        ),
     );
     app.refresh();
     assert!(app.clusters[1].data.reconnecting(ListView::Runtimes));
@@ -339,7 +362,10 @@ fn a_dropped_cluster_keeps_its_rows_and_resumes_without_the_others_relisting() {
     app.refresh();
     assert_eq!(app.table(ListView::Runtimes).total(), 5);
     // prod-us resumes from where it was: synced again, nothing relisted.
-    update(&mut app, Msg::Watched(o_us, rt.clone(), WatchEvent::Resumed));
+    update(
+        &mut app,
+        Msg::Watched(o_us, rt.clone(), WatchEvent::Resumed),
+    );
     assert!(!app.clusters[1].data.reconnecting(ListView::Runtimes));
     assert!(app.clusters.iter().all(|c| c.data.pending.is_empty()));
 }

@@ -31,9 +31,9 @@ pub mod watches;
 mod watching;
 
 #[cfg(test)]
-mod switch_tests;
-#[cfg(test)]
 mod fleet_tests;
+#[cfg(test)]
+mod switch_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

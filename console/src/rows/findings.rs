@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use berth_shared::findings::{self, CertExpiry, Finding, Inputs, Leader, Severity, Thresholds};
+use berth_shared::findings::{
+    self, CertExpiry, ClusterFacts, Finding, Inputs, Leader, RuntimeGrantState, Severity,
+    Thresholds,
+};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
@@ -114,13 +117,16 @@ pub struct ClusterInputs<'a> {
 }
 
 /// Every cluster's findings, each with its cluster, and the findings
-/// across clusters, each with the clusters it names; worst first (then
-/// by kind, clusters and objects).
+/// across clusters (`berth_shared::findings::fleet_findings`), each with
+/// the clusters it names; worst first (then by kind, clusters and
+/// objects). `unread`: clusters that could not be read at all, each with
+/// why (a `cluster-unreachable` finding each).
 pub fn fleet_findings(
     inputs: &[ClusterInputs<'_>],
+    unread: &[(ClusterId, String)],
     lease: &ObjKey,
     now: Timestamp,
-    _same_grants: &[Vec<ClusterId>],
+    same_grants: &[Vec<ClusterId>],
 ) -> Vec<(Vec<ClusterId>, Finding)> {
     let mut out: Vec<(Vec<ClusterId>, Finding)> = inputs
         .iter()
@@ -130,6 +136,34 @@ pub fn fleet_findings(
                 .map(|f| (vec![i.cluster.clone()], f))
         })
         .collect();
+    for (cluster, why) in unread {
+        out.push((
+            vec![cluster.clone()],
+            findings::unreachable(&cluster.shown(), why),
+        ));
+    }
+    if inputs.len() + unread.len() > 1 {
+        let mut facts: Vec<ClusterFacts> = inputs.iter().map(facts_of).collect();
+        facts.extend(unread.iter().map(|(c, _)| ClusterFacts {
+            cluster: c.shown(),
+            ..Default::default()
+        }));
+        let groups: Vec<Vec<String>> = same_grants
+            .iter()
+            .map(|g| g.iter().map(ClusterId::shown).collect())
+            .collect();
+        let by_name = |name: &str| {
+            inputs
+                .iter()
+                .map(|i| &i.cluster)
+                .chain(unread.iter().map(|(c, _)| c))
+                .find(|c| c.shown() == name)
+                .cloned()
+        };
+        for (names, f) in findings::fleet_findings(&facts, &groups) {
+            out.push((names.iter().filter_map(|n| by_name(n)).collect(), f));
+        }
+    }
     out.sort_by(|(ca, a), (cb, b)| {
         b.severity
             .cmp(&a.severity)
@@ -138,6 +172,71 @@ pub fn fleet_findings(
             .then(a.objects.cmp(&b.objects))
     });
     out
+}
+
+/// What the findings across clusters read of one cluster's store.
+pub fn facts_of(i: &ClusterInputs<'_>) -> ClusterFacts {
+    let store = i.store;
+    let digests: std::collections::BTreeSet<String> = store
+        .grants
+        .values()
+        .filter_map(|g| g.status.as_ref()?.source.as_ref()?.sha256.clone())
+        .collect();
+    let handlers = store
+        .grants
+        .values()
+        .map(|g| {
+            (
+                g.metadata.name.clone().unwrap_or_default(),
+                findings::handler_evidence(g.status.as_ref()),
+            )
+        })
+        .collect();
+    ClusterFacts {
+        cluster: i.cluster.shown(),
+        read: true,
+        grants: bindings(store),
+        // While the agent republishes its grants two digests are seen: they
+        // differ from any one file, as the cluster does for that moment.
+        grants_digest: (!digests.is_empty())
+            .then(|| digests.into_iter().collect::<Vec<_>>().join("+")),
+        handlers,
+        runtimes: store
+            .runtimes
+            .values()
+            .filter_map(|rt| runtime_state(store, rt))
+            .collect(),
+    }
+}
+
+/// A Runtime that asked for a grant: its identity (from its status, or
+/// from its Namespace's labels and its spec) and whether it got it.
+fn runtime_state(store: &Store, rt: &berth_shared::api::Runtime) -> Option<RuntimeGrantState> {
+    rt.spec.runtime_profile.as_ref()?;
+    let status = rt.status.as_ref()?;
+    let state = status.profile.as_ref()?.state;
+    let ns = rt.metadata.namespace.clone().unwrap_or_default();
+    let from_status = status.identity.as_ref().and_then(|i| {
+        Some(berth_shared::binding::Identity {
+            project: i.project.clone()?,
+            environment: i.environment.clone()?,
+            application: i.application.clone()?,
+            service: i.service.clone()?,
+        })
+    });
+    let identity = from_status.or_else(|| {
+        let namespace = store.namespaces.get(&(String::new(), ns.clone()))?;
+        berth_shared::decide::identity(namespace, rt).ok()
+    })?;
+    Some(RuntimeGrantState {
+        object: format!(
+            "Runtime/{ns}/{}",
+            rt.metadata.name.clone().unwrap_or_default()
+        ),
+        identity,
+        granted: state == berth_shared::api::ProfileState::Granted,
+        blocked: super::state_blocks(state),
+    })
 }
 
 /// One finding as a row.

@@ -42,6 +42,7 @@ pub fn app_findings(app: &App) -> Vec<(Vec<ClusterId>, berth_shared::findings::F
         .collect();
     fleet_findings(
         &inputs,
+        &[],
         &app.session.agent_lease,
         app.now,
         &app.session.same_grants,

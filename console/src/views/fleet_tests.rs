@@ -35,11 +35,17 @@ fn fleet_runtimes_view_with_the_header() {
     let text = text_of(&render(&mut app, 140, 24));
     assert!(text.contains("CLUSTER"), "{text}");
     assert!(
-        line_with(&render(&mut app, 140, 24), " prod-us │ connected │ leader berth-agent-7f9c │ grants abababababab")
-            .is_some(),
+        line_with(
+            &render(&mut app, 140, 24),
+            " prod-us │ connected │ leader berth-agent-7f9c │ grants abababababab"
+        )
+        .is_some(),
         "{text}"
     );
-    assert!(text.contains("3:Handlers (8)"), "both clusters counted: {text}");
+    assert!(
+        text.contains("3:Handlers (8)"),
+        "both clusters counted: {text}"
+    );
 }
 
 #[test]
@@ -78,17 +84,17 @@ fn sorting_and_filtering_by_cluster() {
     press(&mut app, KeyCode::Char('s'));
     let buf = render(&mut app, 140, 24);
     let text = text_of(&buf);
-    let first = text
-        .lines()
-        .find(|l| l.contains(" demo "))
-        .expect("a row");
+    let first = text.lines().find(|l| l.contains(" demo ")).expect("a row");
     assert!(first.contains("prod-us"), "{text}");
     for c in "/cluster=prod-eu".chars() {
         press(&mut app, KeyCode::Char(c));
     }
     press(&mut app, KeyCode::Enter);
     let text = text_of(&render(&mut app, 140, 24));
-    assert!(text.contains("3/6") && !text.contains("prod-us  demo"), "{text}");
+    assert!(
+        text.contains("3/6") && !text.contains("prod-us  demo"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -120,7 +126,10 @@ fn the_review_names_its_cluster_first_and_asks_for_it() {
     });
     snap("fleet-review-delete", &mut app);
     let text = text_of(&render(&mut app, 140, 24));
-    assert!(text.contains("Review in cluster prod-us: delete the Runtime"), "{text}");
+    assert!(
+        text.contains("Review in cluster prod-us: delete the Runtime"),
+        "{text}"
+    );
     assert!(
         text.contains("│cluster prod-us — delete the Runtime — Runtime demo/worker"),
         "{text}"
@@ -141,4 +150,29 @@ fn the_tabs_and_matrix_cover_every_cluster() {
         "{text}"
     );
     assert_eq!(app.table(ListView::Retained).total(), 12);
+}
+
+#[test]
+fn findings_name_their_clusters_and_the_fleet_ones_come_with_them() {
+    // prod-us's web is blocked where prod-eu's is granted.
+    let mut us = fixtures::objects();
+    for o in &mut us {
+        if let crate::model::Object::Runtime(rt) = o
+            && rt.metadata.name.as_deref() == Some("web")
+            && let Some(p) = rt.status.as_mut().and_then(|s| s.profile.as_mut())
+        {
+            p.state = berth_shared::api::ProfileState::Revoked;
+        }
+    }
+    let mut app = fixtures::fleet_with(vec![("prod-eu", fixtures::objects()), ("prod-us", us)]);
+    app.open(crate::model::Screen::Findings);
+    let text = text_of(&render(&mut app, 200, 60));
+    assert!(
+        text.contains("[prod-eu,prod-us] fleet-identity-split: shop/prod/shop/web"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[prod-us] retained-after-revocation"),
+        "{text}"
+    );
 }

@@ -8,12 +8,19 @@
 //! test).
 
 mod check;
+mod fleet;
+#[cfg(test)]
+mod fleet_tests;
 #[cfg(test)]
 mod tests;
 
 use serde::Serialize;
 
 pub use check::{CertExpiry, Inputs, Leader, Thresholds, findings};
+pub use fleet::{
+    ClusterFacts, FleetFinding, HandlerEvidence, RuntimeGrantState, fleet_findings,
+    handler_evidence,
+};
 
 /// How much a finding matters. Ordered: `Info < Warning < Error`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -101,6 +108,21 @@ finding_kinds! {
     Unreadable => "unreadable", Warning,
         "berth cannot read some objects with the operator's rights: findings that need them are missing",
         "Grant the operator list/watch on the kind (see assets/rbac), or run berth as a user who has it";
+    ClusterUnreachable => "cluster-unreachable", Error,
+        "A cluster of the fleet could not be read at all: nothing about it was checked",
+        "Check the context (`kubectl --context NAME get --raw /version`): its credentials, the network, the apiserver";
+    FleetGrantsFileDiffers => "fleet-grants-file-differs", Error,
+        "Clusters declared to run one grants file (`--fleet-grants-same`, or a label on `--context`) run different ones",
+        "Roll the same file out to every cluster of the group (`berth plan-grants FILE --context A,B` first), or correct the declaration";
+    FleetGrantDiffers => "fleet-grant-differs", Warning,
+        "The same grant (name) binds different identities, classes or handlers in different clusters (an error where they were declared to run one grants file)",
+        "Make the grants files agree (`berth plan-grants FILE --context A,B` shows each cluster's effect), or give the bindings different names";
+    FleetHandlerUneven => "fleet-handler-uneven", Warning,
+        "A grant's handler is reported (or attested) in some clusters and missing (or failing) in others",
+        "Install the handler on the nodes of the clusters that lack it (`berth get handlers --matrix --context A,B`), or do not use the grant there";
+    FleetIdentitySplit => "fleet-identity-split", Warning,
+        "A Runtime identity is granted in one cluster and Blocked in another",
+        "Run `berth explain NS/NAME --context CLUSTER` where it is Blocked and fix the first failing step";
     GrantUnheld => "grant-unheld", Info,
         "A grant that no Runtime selects",
         "Remove the binding from the grants file if nothing will use it (`berth plan-grants` shows the effect)";
@@ -137,6 +159,15 @@ impl Finding {
         self.severity = severity;
         self
     }
+}
+
+/// The finding for a cluster of a fleet that could not be read at all.
+pub fn unreachable(cluster: &str, why: &str) -> Finding {
+    Finding::new(
+        FindingKind::ClusterUnreachable,
+        Vec::new(),
+        format!("cluster {cluster} could not be read: {why}"),
+    )
 }
 
 /// The worst severity among `findings`.
