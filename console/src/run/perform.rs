@@ -273,10 +273,16 @@ impl Effects {
             // A plugin may prompt: it gets the terminal until every
             // connection is made or refused.
             term.suspend();
-            println!(
-                "berth: switching to {}; a credential plugin may ask for input.",
-                berth_shared::sanitize::short(&contexts.join(","))
-            );
+            let names = berth_shared::sanitize::short(&contexts.join(","));
+            if contexts.len() == 1 {
+                println!(
+                    "berth: switching to context {names}; its credential plugin may ask for input."
+                );
+            } else {
+                println!(
+                    "berth: switching to contexts {names}; their credential plugins may ask for input."
+                );
+            }
         }
         // Each in its own task: a panic while connecting is a failed
         // context, not a dead console. One after the other when a plugin
