@@ -20,6 +20,7 @@ mod autoscale_zero;
 mod bench_smoke;
 mod chart;
 mod console;
+mod console_fleet;
 mod console_get;
 mod console_matrix;
 mod console_scope;

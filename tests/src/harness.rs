@@ -181,13 +181,31 @@ impl SharedCluster {
     /// cluster and waits until it serves again (at most `timeout`).
     /// Blocking: call it through `spawn_blocking` from async code.
     pub fn restart(&self, component: &str, timeout: Duration) -> Result<(), String> {
+        self.control("restart", component, timeout)
+    }
+
+    /// Stops one component and keeps it stopped (the cluster stays up
+    /// without it) until [`SharedCluster::start`]. Blocking.
+    pub fn stop(&self, component: &str, timeout: Duration) -> Result<(), String> {
+        self.control("stop", component, timeout)
+    }
+
+    /// Starts a component stopped by [`SharedCluster::stop`] again and
+    /// waits until it serves (at most `timeout`). Blocking.
+    pub fn start(&self, component: &str, timeout: Duration) -> Result<(), String> {
+        self.control("start", component, timeout)
+    }
+
+    /// Sends `VERB COMPONENT TOKEN` to the cluster's launcher and waits
+    /// for its answer.
+    fn control(&self, verb: &str, component: &str, timeout: Duration) -> Result<(), String> {
         use std::io::Write;
         static TOKENS: AtomicU32 = AtomicU32::new(0);
-        let token = format!("restart-{}", TOKENS.fetch_add(1, Ordering::SeqCst));
+        let token = format!("{verb}-{}", TOKENS.fetch_add(1, Ordering::SeqCst));
         let answer = self.dir.join("control").join(&token);
         {
             let mut stdin = self._stdin.lock().unwrap_or_else(|p| p.into_inner());
-            writeln!(stdin, "restart {component} {token}").map_err(|e| e.to_string())?;
+            writeln!(stdin, "{verb} {component} {token}").map_err(|e| e.to_string())?;
             stdin.flush().map_err(|e| e.to_string())?;
         }
         let deadline = Instant::now() + timeout;
@@ -200,7 +218,7 @@ impl SharedCluster {
                 };
             }
             if Instant::now() > deadline {
-                return Err(format!("{component} not restarted within {timeout:?}"));
+                return Err(format!("{verb} {component}: no answer within {timeout:?}"));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -226,6 +244,50 @@ impl SharedCluster {
             .await
             .expect("admin client from kubeconfig")
     }
+}
+
+/// Writes to `out` one kubeconfig holding each member's current context
+/// under the name given with it (its cluster and user renamed alike), so
+/// that one file reaches several clusters (`berth --context a,b`). A
+/// kubeconfig may be named twice, as two contexts of one cluster.
+pub fn merge_kubeconfigs(out: &Path, members: &[(&str, &Path)]) -> Result<(), String> {
+    use kube::config::Kubeconfig;
+    let mut merged = Kubeconfig::default();
+    for (name, path) in members {
+        let kc = Kubeconfig::read_from(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let current = kc.current_context.clone().ok_or("no current context")?;
+        let mut context = kc
+            .contexts
+            .iter()
+            .find(|c| c.name == current)
+            .cloned()
+            .ok_or("no such context")?;
+        let inner = context.context.as_mut().ok_or("an empty context")?;
+        let mut cluster = kc
+            .clusters
+            .iter()
+            .find(|c| c.name == inner.cluster)
+            .cloned()
+            .ok_or("no such cluster")?;
+        let user = inner.user.clone().unwrap_or_default();
+        let mut auth = kc
+            .auth_infos
+            .iter()
+            .find(|a| a.name == user)
+            .cloned()
+            .ok_or("no such user")?;
+        context.name = (*name).to_string();
+        cluster.name = (*name).to_string();
+        auth.name = (*name).to_string();
+        inner.cluster = (*name).to_string();
+        inner.user = Some((*name).to_string());
+        merged.clusters.push(cluster);
+        merged.auth_infos.push(auth);
+        merged.contexts.push(context);
+    }
+    merged.current_context = members.first().map(|(n, _)| (*n).to_string());
+    let text = yaml_serde::to_string(&merged).map_err(|e| e.to_string())?;
+    std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))
 }
 
 /// Sum of the apiserver's `apiserver_request_total` samples whose labels

@@ -371,6 +371,30 @@ fn a_dropped_cluster_keeps_its_rows_and_resumes_without_the_others_relisting() {
 }
 
 #[test]
+fn a_fleet_watches_every_clusters_grants_for_its_header() {
+    let mut app = fixtures::fleet();
+    for e in app.open(Screen::List(ListView::Runtimes)) {
+        if let Effect::Watch(_, keys) = e {
+            assert!(
+                keys.contains(&WatchKey::all(Kind::RuntimeGrant)),
+                "{keys:?}"
+            );
+        }
+    }
+    // One cluster: only when a view needs them, as before.
+    let mut one = App::new("kwok-test", Scope::All, fixtures::now());
+    assert!(
+        !one.needed_watches(0)
+            .contains(&WatchKey::all(Kind::RuntimeGrant))
+    );
+    one.open(Screen::List(ListView::Grants));
+    assert!(
+        one.needed_watches(0)
+            .contains(&WatchKey::all(Kind::RuntimeGrant))
+    );
+}
+
+#[test]
 fn watches_of_a_list_run_in_every_cluster() {
     let mut app = fixtures::fleet();
     let eff = app.open(Screen::List(ListView::Handlers));

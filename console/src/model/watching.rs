@@ -13,11 +13,17 @@ use super::{App, Kind, WatchState};
 
 impl App {
     /// Watches every screen of the stack needs in cluster `i`, plus the
-    /// agent Lease; a scoped watch gives way to a whole-kind one that is
-    /// needed or [`watches::pinned`] and running.
+    /// agent Lease (and, in a fleet, the RuntimeGrants: see
+    /// [`crate::views`]'s fleet header); a scoped watch gives way to a
+    /// whole-kind one that is needed or [`watches::pinned`] and running.
     pub fn needed_watches(&self, i: usize) -> BTreeSet<WatchKey> {
         let c = &self.clusters[i];
         let mut set: BTreeSet<WatchKey> = BTreeSet::from([WatchKey::all(Kind::Lease)]);
+        // The fleet header names each cluster's grants file digest, which
+        // its RuntimeGrants carry (a few dozen objects at most).
+        if self.fleet() {
+            set.insert(WatchKey::all(Kind::RuntimeGrant));
+        }
         for s in &self.ui.screens {
             if s.cluster().is_none_or(|id| *id == c.id) {
                 set.extend(s.watches(&self.session.scope));

@@ -13,7 +13,9 @@
 //! it when this process is gone, even after SIGKILL. With
 //! `--exit-on-stdin-eof`, standard input also takes commands, one per line:
 //! `restart COMPONENT TOKEN` restarts `etcd`, `kube-apiserver`, … and then
-//! writes `ok` or `error: …` to `DIR/control/TOKEN`.
+//! writes `ok` or `error: …` to `DIR/control/TOKEN`; `stop COMPONENT TOKEN`
+//! stops one and keeps it stopped (the cluster stays up) until `start
+//! COMPONENT TOKEN`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -86,6 +88,11 @@ struct UpArgs {
     /// `berth-bench --profile-apiserver`).
     #[arg(long)]
     profiling: bool,
+    /// The kubeconfig's context and cluster name; under another name than
+    /// the default its users are prefixed with it too, so that several
+    /// clusters' kubeconfigs merge (`KUBECONFIG=a/kubeconfig:b/kubeconfig`).
+    #[arg(long, default_value = berth_tests::localcluster::kubeconfig::DEFAULT_NAME)]
+    name: String,
 }
 
 fn options(args: &UpArgs) -> Result<Options> {
@@ -94,6 +101,7 @@ fn options(args: &UpArgs) -> Result<Options> {
     opts.audit = args.audit;
     opts.real_nodes = args.real_nodes;
     opts.profiling = args.profiling;
+    opts.name.clone_from(&args.name);
     for o in &args.node_handlers {
         let (node, hs) = o
             .split_once('=')
@@ -123,17 +131,23 @@ async fn next_command(
     lines.next_line().await.ok().flatten()
 }
 
-/// Carries out `restart COMPONENT TOKEN`, answering in `DIR/control/TOKEN`.
+/// Carries out `restart|stop|start COMPONENT TOKEN`, answering in
+/// `DIR/control/TOKEN`.
 async fn command(cluster: &mut LocalCluster, dir: &Path, line: &str) {
     let words: Vec<&str> = line.split_whitespace().collect();
     let (answer, token) = match words.as_slice() {
-        ["restart", component, token] => {
-            println!("restarting {component}");
-            let answer = match cluster.restart(component).await {
+        [verb @ ("restart" | "stop" | "start"), component, token] => {
+            println!("{verb} {component}");
+            let done = match *verb {
+                "restart" => cluster.restart(component).await,
+                "stop" => cluster.stop_component(component),
+                _ => cluster.start_component(component).await,
+            };
+            let answer = match done {
                 Ok(()) => "ok".to_string(),
                 Err(e) => format!("error: {e}"),
             };
-            println!("restarted {component}: {answer}");
+            println!("{verb} {component}: {answer}");
             (answer, *token)
         }
         _ => {

@@ -4,16 +4,35 @@ use std::path::Path;
 
 use super::Error;
 
-/// Renders a kubeconfig whose credentials are files in `pki_dir`.
-pub fn render(server: &str, pki_dir: &Path, user: &str, cert: &str, key: &str) -> String {
+/// The name of a cluster's context (and kubeconfig cluster) unless
+/// `berth-localcluster up --name` gives another.
+pub const DEFAULT_NAME: &str = "berth-local";
+
+/// Renders a kubeconfig whose credentials are files in `pki_dir`; its
+/// cluster and context are `name`. Under another name than
+/// [`DEFAULT_NAME`] the user is `NAME-USER`, so that the kubeconfigs of
+/// several clusters merge without a clash (`KUBECONFIG=a:b`).
+pub fn render(
+    server: &str,
+    pki_dir: &Path,
+    name: &str,
+    user: &str,
+    cert: &str,
+    key: &str,
+) -> String {
     let ca = pki_dir.join("ca.crt");
     let cert = pki_dir.join(cert);
     let key = pki_dir.join(key);
+    let user = if name == DEFAULT_NAME {
+        user.to_string()
+    } else {
+        format!("{name}-{user}")
+    };
     format!(
         "apiVersion: v1
 kind: Config
 clusters:
-- name: berth-local
+- name: {name}
   cluster:
     server: {server}
     certificate-authority: {ca}
@@ -23,11 +42,11 @@ users:
     client-certificate: {cert}
     client-key: {key}
 contexts:
-- name: berth-local
+- name: {name}
   context:
-    cluster: berth-local
+    cluster: {name}
     user: {user}
-current-context: berth-local
+current-context: {name}
 ",
         ca = ca.display(),
         cert = cert.display(),

@@ -105,6 +105,8 @@ pub struct Options {
     /// Serve the apiserver's `/debug/pprof` (off otherwise: the benchmark
     /// profiles the apiserver, nothing else needs it).
     pub profiling: bool,
+    /// The kubeconfig's context and cluster name ([`kubeconfig::render`]).
+    pub name: String,
 }
 
 impl Options {
@@ -123,6 +125,7 @@ impl Options {
             audit: false,
             real_nodes: 0,
             profiling: false,
+            name: kubeconfig::DEFAULT_NAME.to_string(),
         }
     }
 }
@@ -202,7 +205,14 @@ impl LocalCluster {
         let internal_kubeconfig = dir.join("pki/components.kubeconfig");
         kubeconfig::write_atomic(
             &internal_kubeconfig,
-            &kubeconfig::render(&server, &pki.dir, "berth-admin", "admin.crt", "admin.key"),
+            &kubeconfig::render(
+                &server,
+                &pki.dir,
+                &opts.name,
+                "berth-admin",
+                "admin.crt",
+                "admin.key",
+            ),
         )?;
 
         let mut cluster = Self {
@@ -384,6 +394,7 @@ impl LocalCluster {
             &kubeconfig::render(
                 &server,
                 &pki.dir,
+                &opts.name,
                 "berth-restricted",
                 "restricted.crt",
                 "restricted.key",
@@ -391,7 +402,14 @@ impl LocalCluster {
         )?;
         kubeconfig::write_atomic(
             &cluster.kubeconfig,
-            &kubeconfig::render(&server, &pki.dir, "berth-admin", "admin.crt", "admin.key"),
+            &kubeconfig::render(
+                &server,
+                &pki.dir,
+                &opts.name,
+                "berth-admin",
+                "admin.crt",
+                "admin.key",
+            ),
         )?;
         Ok(cluster)
     }
@@ -403,27 +421,50 @@ impl LocalCluster {
         Ok(())
     }
 
-    /// An error naming the first component that has exited, if any.
+    /// An error naming the first component that has exited, if any (one
+    /// stopped on purpose, [`LocalCluster::stop_component`], excepted).
     pub fn check_running(&mut self) -> Result<(), Error> {
         self.components
             .iter_mut()
+            .filter(|c| !c.held)
             .try_for_each(Component::check_running)
     }
 
-    /// Stops component `name` (`etcd`, `kube-apiserver`, …) and starts it
-    /// again with the same arguments and data, waiting until it serves.
-    pub async fn restart(&mut self, name: &str) -> Result<(), Error> {
-        let i = self
-            .components
+    fn component(&mut self, name: &str) -> Result<usize, Error> {
+        self.components
             .iter()
             .position(|c| c.name == name)
             .ok_or_else(|| Error::Start {
                 component: name.to_string(),
                 detail: "no such component".into(),
                 log: self.dir.join("logs"),
-            })?;
+            })
+    }
+
+    /// Stops component `name` (`etcd`, `kube-apiserver`, …) and starts it
+    /// again with the same arguments and data, waiting until it serves.
+    pub async fn restart(&mut self, name: &str) -> Result<(), Error> {
+        self.stop_component(name)?;
+        self.start_component(name).await
+    }
+
+    /// Stops component `name` and keeps it stopped (the cluster stays up
+    /// without it) until [`LocalCluster::start_component`]: an apiserver
+    /// gone for a while, as its clients see it.
+    pub fn stop_component(&mut self, name: &str) -> Result<(), Error> {
+        let i = self.component(name)?;
         let c = &mut self.components[i];
-        tokio::task::block_in_place(|| c.restart(Duration::from_secs(10)))?;
+        tokio::task::block_in_place(|| c.stop(Duration::from_secs(10)));
+        c.held = true;
+        Ok(())
+    }
+
+    /// Starts a component stopped by [`LocalCluster::stop_component`]
+    /// again, with the same arguments and data, and waits until it serves.
+    pub async fn start_component(&mut self, name: &str) -> Result<(), Error> {
+        let i = self.component(name)?;
+        let c = &mut self.components[i];
+        c.relaunch()?;
         match name {
             "etcd" => health::wait_for_port(c, self.etcd_client_port, self.timeout).await,
             "kube-apiserver" => {

@@ -24,6 +24,8 @@ pub struct Component {
     launch: Launch,
     /// The supervisor's stdin: held for the component's life, never written.
     _lifeline: Option<ChildStdin>,
+    /// Stopped on purpose, to be started again: not a failure.
+    pub held: bool,
 }
 
 /// What starting a component again needs.
@@ -95,12 +97,12 @@ impl Component {
             child,
             launch,
             _lifeline: lifeline,
+            held: false,
         })
     }
 
-    /// Stops the component and starts it again with the same arguments.
-    pub fn restart(&mut self, grace: Duration) -> Result<(), Error> {
-        self.stop(grace);
+    /// Starts it again as it was started first (after [`Component::stop`]).
+    pub fn relaunch(&mut self) -> Result<(), Error> {
         let log_dir = self.log.parent().map(Path::to_path_buf).unwrap_or_default();
         *self = Self::launch(&self.name.clone(), self.launch.clone(), &log_dir)?;
         Ok(())

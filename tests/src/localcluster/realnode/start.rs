@@ -212,6 +212,7 @@ impl RealNodes {
                 &kubeconfig::render(
                     ctx.server,
                     &ctx.pki.dir,
+                    kubeconfig::DEFAULT_NAME,
                     &format!("system:node:{}", l.name),
                     &format!("node-{}.crt", l.name),
                     &format!("node-{}.key", l.name),
