@@ -20,17 +20,29 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
     (
         "rollout",
         &["ro"],
-        "one Runtime's rollout: :rollout [NS/]NAME",
+        "a Runtime's rollout: :ro [NS/]NAME[@CLUSTER]",
     ),
     (
         "ns",
         &["namespace"],
         ":ns picks from a list, :ns NAME, :ns all",
     ),
-    ("ctx", &["context"], "switch kubeconfig context: :ctx NAME"),
-    ("plan", &["pending"], "plan of the pending grants file"),
+    (
+        "ctx",
+        &["context"],
+        "context: :ctx NAME, or a fleet :ctx A,B",
+    ),
+    (
+        "plan",
+        &["pending"],
+        "pending grants file plan (:plan CLUSTER)",
+    ),
     ("findings", &["check"], "what needs attention, worst first"),
-    ("explain", &["why"], "why: :explain [KIND/]NS/NAME"),
+    (
+        "explain",
+        &["why"],
+        "why: :explain [KIND/]NS/NAME[@CLUSTER]",
+    ),
     ("help", &[], "show the keys"),
     ("q", &["quit", "q!"], "quit"),
 ];

@@ -13,9 +13,9 @@ use super::{App, Kind, WatchState};
 
 impl App {
     /// Watches every screen of the stack needs in cluster `i`, plus the
-    /// agent Lease (and, in a fleet, the RuntimeGrants: see
-    /// [`crate::views`]'s fleet header); a scoped watch gives way to a
-    /// whole-kind one that is needed or [`watches::pinned`] and running.
+    /// agent Lease (and, in a fleet, the RuntimeGrants, whose digest the
+    /// fleet header shows); a scoped watch gives way to a whole-kind one
+    /// that is needed or [`watches::pinned`] and running.
     pub fn needed_watches(&self, i: usize) -> BTreeSet<WatchKey> {
         let c = &self.clusters[i];
         let mut set: BTreeSet<WatchKey> = BTreeSet::from([WatchKey::all(Kind::Lease)]);
