@@ -145,6 +145,10 @@ fn example_grants_files_are_valid_and_name_the_example_classes() {
         ("examples/grants.toml", "examples/runtimeclasses.yaml"),
         ("demo/grants-initial.toml", "demo/10-runtimeclasses.yaml"),
         ("demo/grants.toml", "demo/10-runtimeclasses.yaml"),
+        (
+            "demo/grants-second-cluster.toml",
+            "demo/10-runtimeclasses.yaml",
+        ),
     ] {
         check_grants_names_classes(grants, classes);
     }

@@ -31,6 +31,7 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         peers: false,
         // A profile window (30 s) outlasts the smoke's phases: by hand only.
         profile_apiserver: false,
+        fleet: 0,
     };
     let report = bench::run(&opts).await;
     println!("{}", report.render());
@@ -119,6 +120,54 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         "{}",
         report.render()
     );
+}
+
+/// `berth-bench --fleet` at a small size: two clusters, every figure
+/// measured against its floor (one cluster's, or the slowest cluster's
+/// LIST), one cluster's apiserver stopped and started again on the way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_bench_smoke_measures_every_figure_at_a_small_size() {
+    let opts = Options {
+        runtimes: 6,
+        replicas: 1,
+        nodes: 2,
+        granted: 2,
+        classes: 1,
+        concurrency: 4,
+        resync_seconds: 300,
+        idle_resync_seconds: 4,
+        ready_timeout_seconds: 600,
+        idle_seconds: 10,
+        console_idle_seconds: 3,
+        churn_pods: 6,
+        presses: 4,
+        samples: 1,
+        no_console: false,
+        floor_paused: false,
+        profile: false,
+        hold_seconds: 0,
+        peers: false,
+        profile_apiserver: false,
+        fleet: 2,
+    };
+    let report = bench::fleet::run(&opts).await;
+    println!("{}", report.render());
+    for name in [
+        "fleet: first complete Runtimes frame, 2 clusters",
+        "fleet: first complete Runtimes frame, one cluster",
+        "fleet: console RSS with every view visited, 2 clusters",
+        "fleet: console CPU while each cluster makes 6 pods",
+        "fleet model: key press",
+        "fleet model: watch event",
+        "fleet: key press → frame on the terminal, one of 2",
+    ] {
+        let f = figure(&report, name);
+        assert!(
+            f.measured.is_finite() && f.measured > 0.0 && f.ratio().is_some_and(f64::is_finite),
+            "{name}: {f:?}\n{}",
+            report.render()
+        );
+    }
 }
 
 /// The figure whose name starts with `name`; fails the test, with the

@@ -87,11 +87,16 @@ pub struct Console {
 impl Console {
     /// Starts `berth -A` on a 160x50 terminal; returns once the process runs.
     pub fn start(berth: &Path, kubeconfig: &Path, dir: &Path) -> Console {
+        Console::start_with(berth, kubeconfig, dir, "")
+    }
+
+    /// [`Console::start`] with more arguments (`--context a,b,c`).
+    pub fn start_with(berth: &Path, kubeconfig: &Path, dir: &Path, args: &str) -> Console {
         let socket = dir.join("tmux.sock");
         let _ = std::fs::remove_file(&socket);
         let tmux = Server::at(&socket);
         let cmd = format!(
-            "KUBECONFIG={} exec {} -A",
+            "KUBECONFIG={} exec {} -A {args}",
             kubeconfig.display(),
             berth.display()
         );
@@ -160,13 +165,61 @@ pub fn first_frame(
 
 /// A console that has shown every tab complete (for its memory and CPU).
 pub fn visit_all(berth: &Path, kubeconfig: &Path, dir: &Path) -> Console {
-    let tui = Console::start(berth, kubeconfig, dir);
+    visit_all_with(berth, kubeconfig, dir, "")
+}
+
+/// [`visit_all`] with more arguments (`--context a,b,c`).
+pub fn visit_all_with(berth: &Path, kubeconfig: &Path, dir: &Path, args: &str) -> Console {
+    let tui = Console::start_with(berth, kubeconfig, dir, args);
     for (key, view) in TABS {
         let t = Instant::now();
         tui.send(key);
         tui.until_complete(view, t, FRAME_TIMEOUT);
     }
     tui
+}
+
+/// A new console's first complete Runtimes frame, from its start.
+pub fn first_runtimes_frame(berth: &Path, kubeconfig: &Path, dir: &Path, args: &str) -> Duration {
+    let tui = Console::start_with(berth, kubeconfig, dir, args);
+    let t = Instant::now();
+    tui.until_complete(ListView::Runtimes, t, FRAME_TIMEOUT)
+}
+
+impl Console {
+    /// Key press → the view's complete frame on the terminal, `n` times
+    /// (Grants and Runtimes in turn), the median; polled every 5 ms, so
+    /// it includes the terminal's own latency, alike for every console.
+    /// Waits until the fleet header says a cluster is unreachable.
+    pub fn until_unreachable(&self) {
+        self.tmux.wait_for(
+            "a cluster unreachable",
+            FRAME_TIMEOUT,
+            Duration::from_millis(100),
+            |pane| pane.contains("unreachable ("),
+        );
+    }
+
+    pub fn key_to_frame(&self, n: usize) -> Duration {
+        let mut took = Vec::with_capacity(n);
+        for i in 0..n {
+            let (key, view) = if i % 2 == 0 {
+                ("2", ListView::Grants)
+            } else {
+                ("1", ListView::Runtimes)
+            };
+            let t = Instant::now();
+            self.send(key);
+            self.tmux.wait_for(
+                &format!("{} after its key", view.title()),
+                FRAME_TIMEOUT,
+                Duration::from_millis(5),
+                |pane| pane.contains(&format!("┌ {} [", view.title())),
+            );
+            took.push(t.elapsed());
+        }
+        median(took)
+    }
 }
 
 fn pane_complete(pane: &str, title: &str) -> bool {
@@ -223,7 +276,13 @@ pub fn median(mut v: Vec<Duration>) -> Duration {
 /// The console's model with every list view's kinds loaded from the
 /// cluster, as the bench times it.
 pub async fn model_app(conn: &Connection) -> App {
-    let mut app = App::new("bench", Scope::All, k8s_openapi::jiff::Timestamp::now());
+    fleet_model_app(std::slice::from_ref(conn)).await
+}
+
+/// [`model_app`] over several clusters, one per connection (a fleet).
+pub async fn fleet_model_app(conns: &[Connection]) -> App {
+    let ids = conns.iter().map(Connection::cluster).collect();
+    let mut app = App::of_fleet(ids, Scope::All, k8s_openapi::jiff::Timestamp::now());
     let kinds: Vec<Kind> = [
         ListView::Runtimes,
         ListView::Grants,
@@ -234,14 +293,17 @@ pub async fn model_app(conn: &Connection) -> App {
     .flat_map(|v| Screen::List(v).kinds())
     .collect();
     let lease = app.session.agent_lease.clone();
-    app.clusters[0].data.store = watch::load(conn, &Scope::All, &lease, &kinds)
-        .await
-        .expect("load the console's store");
-    app.clusters[0].data.synced.extend(
-        kinds
-            .iter()
-            .map(|k| berth_console::model::WatchKey::all(*k)),
-    );
+    for (i, conn) in conns.iter().enumerate() {
+        let data = &mut app.clusters[i].data;
+        data.store = watch::load(conn, &Scope::All, &lease, &kinds)
+            .await
+            .expect("load the console's store");
+        data.synced.extend(
+            kinds
+                .iter()
+                .map(|k| berth_console::model::WatchKey::all(*k)),
+        );
+    }
     app
 }
 
@@ -279,8 +341,11 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
         // A watch event on what the view on screen reads (Runtimes for
         // view 1, workloads for Handlers and Retained): rows are rebuilt.
         let t = Instant::now();
-        app.clusters[0].data.store.touch(Kind::Runtime);
-        app.clusters[0].data.store.touch(Kind::Pod);
+        // From one cluster at a time, as watch events come (one cluster
+        // with a single cluster's console).
+        let c = i % app.clusters.len();
+        app.clusters[c].data.store.touch(Kind::Runtime);
+        app.clusters[c].data.store.touch(Kind::Pod);
         draw(&mut app);
         let took = t.elapsed();
         events.push(took);

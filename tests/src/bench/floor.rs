@@ -30,7 +30,7 @@ const FIELD_MANAGER: &str = "berth-bench-floor";
 /// Selects what the floor applied (the rendered objects carry berth's
 /// labels, which the agent's objects carry too; the floor runs first and
 /// removes its objects before the agent starts).
-const MANAGED: &str = "app.kubernetes.io/managed-by=berth";
+pub(super) const MANAGED: &str = "app.kubernetes.io/managed-by=berth";
 
 async fn apply<K>(client: &Client, obj: &K) -> Result<(), kube::Error>
 where
@@ -92,7 +92,7 @@ async fn apply_runtime(
 /// Applies every Runtime's rendered objects, `concurrency` Runtimes at a
 /// time (Deployments paused unless `pods`); each Deployment's
 /// `(namespace, name)` with the Runtime it was rendered from.
-async fn apply_all(
+pub(super) async fn apply_all(
     client: &Client,
     stored: &[Runtime],
     plan: &[Planned],

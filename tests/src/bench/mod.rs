@@ -9,6 +9,7 @@ pub mod console;
 mod console_run;
 pub mod cpu;
 mod figures;
+pub mod fleet;
 pub mod floor;
 pub mod peers;
 mod plain;
@@ -106,6 +107,11 @@ pub struct Options {
     /// started with `--profiling`. Needs `go` on the PATH to print.
     #[arg(long)]
     pub profile_apiserver: bool,
+    /// Instead of the agent and one console: N clusters of this size each,
+    /// and the console on one of them against the console on all N
+    /// (`bench/fleet.rs`; issue 56). 0: the usual run.
+    #[arg(long, default_value_t = 0)]
+    pub fleet: usize,
 }
 
 /// A line on standard error: how far the run is.

@@ -29,7 +29,11 @@ fn main() -> color_eyre::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let report = runtime.block_on(bench::run(&cli.options));
+    let report = if cli.options.fleet > 0 {
+        runtime.block_on(bench::fleet::run(&cli.options))
+    } else {
+        runtime.block_on(bench::run(&cli.options))
+    };
     println!("{}", report.render());
     Ok(())
 }
