@@ -177,11 +177,7 @@ pub fn fleet_findings(
 /// What the findings across clusters read of one cluster's store.
 pub fn facts_of(i: &ClusterInputs<'_>) -> ClusterFacts {
     let store = i.store;
-    let digests: std::collections::BTreeSet<String> = store
-        .grants
-        .values()
-        .filter_map(|g| g.status.as_ref()?.source.as_ref()?.sha256.clone())
-        .collect();
+    let digests = super::grants::grants_file_digests(store);
     let handlers = store
         .grants
         .values()

@@ -70,6 +70,20 @@ pub fn grant_rows(store: &Store, now: Timestamp) -> Vec<GrantRow> {
         .collect()
 }
 
+/// The sha256 of the grants file(s) the agent's published grants were
+/// loaded from; grants the agent retired (removed from the file, kept
+/// while workloads still need their class) are left out: they keep the
+/// digest of the file they came from. One digest while the agent runs one
+/// file; none without grants; more while it republishes after a restart.
+pub fn grants_file_digests(store: &Store) -> std::collections::BTreeSet<String> {
+    store
+        .grants
+        .values()
+        .filter(|g| !super::handlers::is_retired(g))
+        .filter_map(|g| g.status.as_ref()?.source.as_ref()?.sha256.clone())
+        .collect()
+}
+
 /// Project/environment pairs that several namespaces carry.
 fn shared_scopes(store: &Store) -> BTreeMap<(String, String), Vec<String>> {
     let scopes: Vec<(String, (String, String))> = store

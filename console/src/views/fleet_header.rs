@@ -31,13 +31,7 @@ pub struct FleetHeader;
 /// RuntimeGrants say (first 12 hex digits; `mixed` while they disagree,
 /// `-` without grants).
 pub fn grants_digest(c: &Cluster) -> String {
-    let digests: std::collections::BTreeSet<&str> = c
-        .data
-        .store
-        .grants
-        .values()
-        .filter_map(|g| g.status.as_ref()?.source.as_ref()?.sha256.as_deref())
-        .collect();
+    let digests = crate::rows::grants::grants_file_digests(&c.data.store);
     match digests.len() {
         0 => "-".into(),
         1 => digests

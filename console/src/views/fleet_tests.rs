@@ -176,3 +176,42 @@ fn findings_name_their_clusters_and_the_fleet_ones_come_with_them() {
         "{text}"
     );
 }
+
+#[test]
+fn a_retired_grant_keeps_its_old_digest_out_of_the_header() {
+    // prod-us's agent restarted with a new file: its live grants carry the
+    // new digest, a retired one (kept for a workload) the old.
+    let mut us = fixtures::objects();
+    for o in &mut us {
+        if let crate::model::Object::RuntimeGrant(g) = o
+            && let Some(s) = g.status.as_mut()
+        {
+            if let Some(src) = s.source.as_mut() {
+                src.sha256 = Some("cd".repeat(32));
+            }
+            if g.metadata.name.as_deref() == Some("gvisor-api") {
+                s.source = Some(berth_shared::api::GrantSource {
+                    sha256: Some("ef".repeat(32)),
+                    loaded_at: None,
+                });
+                s.conditions
+                    .push(k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+                        type_: "Retired".into(),
+                        status: "True".into(),
+                        reason: "RemovedFromFile".into(),
+                        message: String::new(),
+                        last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                            fixtures::now(),
+                        ),
+                        observed_generation: None,
+                    });
+            }
+        }
+    }
+    let mut app = fixtures::fleet_with(vec![("prod-eu", fixtures::objects()), ("prod-us", us)]);
+    let buf = render(&mut app, 140, 24);
+    let us_line = line_with(&buf, " prod-us │").expect("prod-us's line");
+    assert!(us_line.contains("grants cdcdcdcdcdcd"), "{us_line}");
+    let eu_line = line_with(&buf, " prod-eu │").expect("prod-eu's line");
+    assert!(eu_line.contains("grants abababababab"), "{eu_line}");
+}
