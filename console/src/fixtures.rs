@@ -84,7 +84,8 @@ pub fn objects() -> Vec<Object> {
     let grant = |name: &str, class: &str, handler: &str, status: Value| {
         Object::from(obj::<berth_shared::api::RuntimeGrant>(json!({
             "apiVersion": "berth.dev/v1alpha1", "kind": "RuntimeGrant",
-            "metadata": {"name": name, "creationTimestamp": "2026-11-28T12:00:00Z"},
+            "metadata": {"name": name, "creationTimestamp": "2026-11-28T12:00:00Z",
+                         "labels": {"berth.dev/published-by": "berth-agent"}},
             "spec": {"project": "demo", "environment": "production", "application": "shop",
                      "service": name.trim_start_matches("bounded-"), "runtimeClass": class, "handler": handler},
             "status": status,

@@ -143,7 +143,7 @@ pub fn fleet_findings(
         ));
     }
     if inputs.len() + unread.len() > 1 {
-        let mut facts: Vec<ClusterFacts> = inputs.iter().map(facts_of).collect();
+        let mut facts: Vec<ClusterFacts> = inputs.iter().map(|i| facts_of(i, &lease.1)).collect();
         facts.extend(unread.iter().map(|(c, _)| ClusterFacts {
             cluster: c.shown(),
             ..Default::default()
@@ -174,13 +174,13 @@ pub fn fleet_findings(
     out
 }
 
-/// What the findings across clusters read of one cluster's store.
-pub fn facts_of(i: &ClusterInputs<'_>) -> ClusterFacts {
+/// What the findings across clusters read of one cluster's store: the
+/// grants the agent whose Lease is named `publisher` published (a
+/// cluster's own agent, even where several agents share one cluster).
+pub fn facts_of(i: &ClusterInputs<'_>, publisher: &str) -> ClusterFacts {
     let store = i.store;
-    let digests = super::grants::grants_file_digests(store);
-    let handlers = store
-        .grants
-        .values()
+    let digests = super::grants::grants_file_digests(store, publisher);
+    let handlers = super::grants::published_by(store, publisher)
         .map(|g| {
             (
                 g.metadata.name.clone().unwrap_or_default(),
@@ -191,7 +191,7 @@ pub fn facts_of(i: &ClusterInputs<'_>) -> ClusterFacts {
     ClusterFacts {
         cluster: i.cluster.shown(),
         read: true,
-        grants: bindings(store),
+        grants: super::plan::loaded_bindings(store, publisher),
         // While the agent republishes its grants two digests are seen: they
         // differ from any one file, as the cluster does for that moment.
         grants_digest: (!digests.is_empty())

@@ -70,18 +70,33 @@ pub fn grant_rows(store: &Store, now: Timestamp) -> Vec<GrantRow> {
         .collect()
 }
 
-/// The sha256 of the grants file(s) the agent's published grants were
-/// loaded from; grants the agent retired (removed from the file, kept
-/// while workloads still need their class) are left out: they keep the
-/// digest of the file they came from. One digest while the agent runs one
-/// file; none without grants; more while it republishes after a restart.
-pub fn grants_file_digests(store: &Store) -> std::collections::BTreeSet<String> {
-    store
-        .grants
-        .values()
+/// The sha256 of the grants file(s) the agent whose Lease is named
+/// `publisher` loaded, as its published grants say; grants it retired
+/// (removed from the file, kept while workloads still need their class)
+/// are left out: they keep the digest of the file they came from. One
+/// digest while the agent runs one file; none without grants; more while
+/// it republishes after a restart.
+pub fn grants_file_digests(store: &Store, publisher: &str) -> std::collections::BTreeSet<String> {
+    published_by(store, publisher)
         .filter(|g| !super::handlers::is_retired(g))
         .filter_map(|g| g.status.as_ref()?.source.as_ref()?.sha256.clone())
         .collect()
+}
+
+/// The RuntimeGrants the agent whose Lease is named `publisher`
+/// published (another agent's, in a cluster that runs several, are not
+/// its file's).
+pub fn published_by<'a>(
+    store: &'a Store,
+    publisher: &'a str,
+) -> impl Iterator<Item = &'a RuntimeGrant> + 'a {
+    store.grants.values().map(|g| g.as_ref()).filter(move |g| {
+        g.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(berth_shared::api::meta::PUBLISHED_BY_LABEL))
+            .is_some_and(|p| p == publisher)
+    })
 }
 
 /// Project/environment pairs that several namespaces carry.

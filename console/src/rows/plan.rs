@@ -16,18 +16,9 @@ pub use berth_shared::api::meta::PUBLISHED_BY_LABEL;
 /// The bindings the agent whose Lease is named `publisher` has loaded: its
 /// RuntimeGrants, without the Retired ones (they grant nothing).
 pub fn loaded_bindings(store: &Store, publisher: &str) -> Vec<GrantBinding> {
-    store
-        .grants
-        .values()
-        .filter(|g| {
-            g.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(PUBLISHED_BY_LABEL))
-                .is_some_and(|p| p == publisher)
-        })
+    super::grants::published_by(store, publisher)
         .filter(|g| !is_retired(g))
-        .map(|g| binding_from_grant(g))
+        .map(binding_from_grant)
         .collect()
 }
 
@@ -37,13 +28,7 @@ pub fn loaded_bindings(store: &Store, publisher: &str) -> Vec<GrantBinding> {
 /// needed for a rollback.
 fn published_revisions(store: &Store, publisher: &str) -> Vec<Workload> {
     let mut out: Vec<Workload> = Vec::new();
-    for g in store.grants.values().filter(|g| {
-        g.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(PUBLISHED_BY_LABEL))
-            .is_some_and(|p| p == publisher)
-    }) {
+    for g in super::grants::published_by(store, publisher) {
         let listed = g
             .status
             .as_ref()

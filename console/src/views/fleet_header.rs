@@ -27,11 +27,12 @@ pub fn height(app: &App) -> u16 {
 /// The header.
 pub struct FleetHeader;
 
-/// The digest of the grants file a cluster's agent loaded, as its
-/// RuntimeGrants say (first 12 hex digits; `mixed` while they disagree,
-/// `-` without grants).
-pub fn grants_digest(c: &Cluster) -> String {
-    let digests = crate::rows::grants::grants_file_digests(&c.data.store);
+/// The digest of the grants file a cluster's agent loaded, as the
+/// RuntimeGrants it published say (first 12 hex digits; `mixed` while
+/// they disagree, `-` without grants). `publisher`: the agent's Lease
+/// name.
+pub fn grants_digest(c: &Cluster, publisher: &str) -> String {
+    let digests = crate::rows::grants::grants_file_digests(&c.data.store, publisher);
     match digests.len() {
         0 => "-".into(),
         1 => digests
@@ -88,7 +89,7 @@ fn line(app: &App, c: &Cluster, width: usize) -> Line<'static> {
         Span::styled(" │ leader ", dim),
         Span::raw(leader),
         Span::styled(" │ grants ", dim),
-        Span::raw(grants_digest(c)),
+        Span::raw(grants_digest(c, &app.session.agent_lease.1)),
     ]);
     if failing {
         line = line.style(Style::new().add_modifier(Modifier::DIM));

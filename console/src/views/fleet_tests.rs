@@ -178,7 +178,7 @@ fn findings_name_their_clusters_and_the_fleet_ones_come_with_them() {
 }
 
 #[test]
-fn a_retired_grant_keeps_its_old_digest_out_of_the_header() {
+fn the_header_digest_is_the_agents_own_file_without_its_retired_grants() {
     // prod-us's agent restarted with a new file: its live grants carry the
     // new digest, a retired one (kept for a workload) the old.
     let mut us = fixtures::objects();
@@ -208,6 +208,24 @@ fn a_retired_grant_keeps_its_old_digest_out_of_the_header() {
             }
         }
     }
+    // And another agent of the same cluster published a grant of its own
+    // file: not this agent's.
+    let other = us
+        .iter()
+        .find_map(|o| match o {
+            crate::model::Object::RuntimeGrant(g) => Some(g.as_ref().clone()),
+            _ => None,
+        })
+        .map(|mut g| {
+            g.metadata.name = Some("another-agents".into());
+            g.metadata.labels = Some([("berth.dev/published-by".into(), "other".into())].into());
+            if let Some(src) = g.status.as_mut().and_then(|s| s.source.as_mut()) {
+                src.sha256 = Some("99".repeat(32));
+            }
+            crate::model::Object::from(g)
+        })
+        .expect("a grant");
+    us.push(other);
     let mut app = fixtures::fleet_with(vec![("prod-eu", fixtures::objects()), ("prod-us", us)]);
     let buf = render(&mut app, 140, 24);
     let us_line = line_with(&buf, " prod-us │").expect("prod-us's line");
