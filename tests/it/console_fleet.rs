@@ -24,7 +24,7 @@ use berth_console::model::{
 };
 use berth_console::run::perform::{Effects, Outbox};
 use berth_console::watch::{ConnectOptions, connect};
-use berth_shared::api::Runtime;
+use berth_shared::api::{Runtime, RuntimeGrant};
 use berth_tests::harness::{self, SharedCluster, TestNamespace, wait_for_value};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::jiff::Timestamp;
@@ -122,6 +122,21 @@ async fn world(prefix: &str) -> World {
     }
     wait_condition(&b, "api", "ProfileGranted", "False", None).await;
     wait_condition(&b, "web", "ProfileGranted", "True", None).await;
+    // Each agent has counted the nodes that report bw's handler (what the
+    // handler finding compares).
+    for ns in [&a, &b] {
+        let grants: Api<RuntimeGrant> = Api::all(ns.client.clone());
+        wait_for_value("bw's node coverage", WAIT, || {
+            let grants = grants.clone();
+            let bw = bw.clone();
+            async move {
+                let g = grants.get_opt(&bw).await.ok().flatten()?;
+                let total = g.status?.nodes?.total;
+                (total > 0).then_some(())
+            }
+        })
+        .await;
+    }
 
     let dir = harness::profile_dir()
         .parent()
