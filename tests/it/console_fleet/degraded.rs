@@ -137,6 +137,15 @@ fn failing(app: &App, cluster: &str) -> bool {
         .is_some_and(|c| berth_console::views::fleet_header::connection_words(app, c).1)
 }
 
+/// A watch of the Runtimes view is failing in `cluster` (what dims its
+/// rows).
+fn stale(app: &App, cluster: &str) -> bool {
+    app.clusters
+        .iter()
+        .find(|c| c.id.context() == cluster)
+        .is_some_and(|c| c.data.reconnecting(ListView::Runtimes))
+}
+
 #[tokio::test]
 async fn a_stopped_apiserver_degrades_its_cluster_alone_and_it_resumes() {
     let _one = SERIAL.lock().await;
@@ -161,9 +170,19 @@ async fn a_stopped_apiserver_degrades_its_cluster_alone_and_it_resumes() {
         .await
         .expect("thread")
         .expect("stop b's apiserver");
-    live.until("b unreachable, its rows kept", |app| {
-        failing(app, "fleet-b") && !failing(app, "fleet-a") && both(app)
-    })
+    // Each of b's watches notices on its own (the grants' watch of the
+    // header may fail before the Runtimes view's do): the rows are dimmed
+    // once a watch they come from is failing.
+    live.until(
+        "b unreachable, its Runtimes' watches failing, its rows kept",
+        |app| {
+            failing(app, "fleet-b")
+                && stale(app, "fleet-b")
+                && !failing(app, "fleet-a")
+                && !stale(app, "fleet-a")
+                && both(app)
+        },
+    )
     .await;
     // a is live meanwhile: a new Runtime there shows.
     create_runtime(&w.a, "late", json!({"service": "late"})).await;
