@@ -155,7 +155,7 @@ impl Metrics {
                 Gauge::default()),
             runtime_problems: c.add("runtime_problem_since_timestamp_seconds", G,
                 &["runtime_namespace", "runtime", "condition", "reason"],
-                "Per Runtime with a condition in its problem status (Blocked=True, Degraded=True, HandlerReady=False): the Unix time it entered it (lastTransitionTime); no series for a healthy Runtime",
+                "Per Runtime with a condition in its problem status (Blocked=True, Degraded=True, HandlerReady=False, Exposed=True): the Unix time it entered it (lastTransitionTime); no series for a healthy Runtime",
                 Family::default()),
             grants: c.add("grants", G, &["state"],
                 "RuntimeGrants published by this agent, by state: Ready (ClassReady=True), NotReady, Retired (binding removed, kept while workloads need the class)",

@@ -10,6 +10,7 @@ pub mod claims;
 pub mod contract;
 pub mod decide;
 pub mod explain;
+pub mod exposure;
 pub mod findings;
 pub mod grants;
 pub mod matrix;

@@ -3,7 +3,8 @@
 //! SubjectAccessReview for its ServiceAccount); an agent running with
 //! exactly that RBAC becomes ready, reconciles, and says on its
 //! RuntimeGrants that bare pods were not checked instead of leaving them out
-//! silently. With the opt-in component (`assets/rbac/pods`) and
+//! silently; it may list and watch EndpointSlices (the exposure check)
+//! and nothing more. With the opt-in component (`assets/rbac/pods`) and
 //! `--watch-bare-pods` it counts a bare pod as a retained workload.
 
 use std::time::Duration;
@@ -177,6 +178,23 @@ async fn agent_pods_none_by_default_and_the_grant_says_bare_pods_were_not_checke
         assert!(
             !can(&ns, verb, "", "pods", namespace).await,
             "the shipped RBAC lets the agent {verb} pods in {namespace:?}"
+        );
+    }
+
+    // The exposure check's EndpointSlice watch (issue 52): list and
+    // watch, nothing more.
+    for (verb, allowed) in [
+        ("list", true),
+        ("watch", true),
+        ("get", false),
+        ("create", false),
+        ("patch", false),
+        ("delete", false),
+    ] {
+        assert_eq!(
+            can(&ns, verb, "discovery.k8s.io", "endpointslices", None).await,
+            allowed,
+            "the shipped RBAC and {verb} on endpointslices"
         );
     }
 

@@ -28,6 +28,7 @@ mod contract_adversary;
 mod contract_construction;
 mod crds;
 mod explain;
+mod exposure;
 mod faults;
 mod foundation;
 mod image;

@@ -8,7 +8,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_shared::analysis::NodeInfo;
+use berth_shared::analysis::{NodeInfo, Workload};
 use berth_shared::api::Runtime;
 use berth_shared::api::meta::managed_selector;
 use futures::stream::BoxStream;
@@ -29,8 +29,9 @@ use serde::de::DeserializeOwned;
 
 use super::bodies::Bodies;
 use super::context::{self, Stores};
+use super::exposure::{self, OrphanObserver, Surroundings};
 pub use super::reflect::Parsed;
-use super::reflect::{cache, cache_storing_fn, in_place, stored_cache};
+use super::reflect::{Observe, Observer, cache, cache_storing_fn, in_place, stored_cache};
 use super::stored::Stored;
 use super::watch_backoff::WatchBackoff;
 use super::{index, list_progress, names, reduce};
@@ -57,6 +58,9 @@ pub struct Caches {
     pub nodes: Applied<Node>,
     /// Namespace metadata changes.
     pub namespaces: Applied<PartialObjectMeta<Namespace>>,
+    /// Namespaces whose foreign objects or orphans changed (see
+    /// `exposure`).
+    pub exposure_wakes: futures::channel::mpsc::UnboundedReceiver<Box<str>>,
 }
 
 /// The streams of the kinds a Runtime owns.
@@ -95,27 +99,51 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let o = &owners;
     let t = &taken;
     let b = &bodies;
+    // What adds up around the pods: foreign Services, NetworkPolicies,
+    // EndpointSlices and orphans (see `exposure`).
+    let (surroundings, exposure_wakes) = Surroundings::new();
+    let sr = &surroundings;
 
     // The table: one row per cache.
-    // Label-filtered: berth's own objects, with every taken name indexed.
-    let (config_maps, cm_s) = managed(c, &scope, &t.config_maps, &b.config_maps, None);
-    let (service_accounts, sa_s) =
-        managed(c, &scope, &t.service_accounts, &b.service_accounts, None);
-    let (services, svc_s) = managed(c, &scope, &t.services, &b.services, None);
-    let (pdbs, pdb_s) = managed(c, &scope, &t.pdbs, &b.pdbs, None);
+    // Label-filtered: berth's own objects, with every taken name indexed
+    // (from a metadata-only watch of the kind, or, for Services and
+    // NetworkPolicies, from the exposure check's watch of every object).
+    let (config_maps, cm_s) = managed(c, &scope, Some(&t.config_maps), &b.config_maps, None);
+    let (service_accounts, sa_s) = managed(
+        c,
+        &scope,
+        Some(&t.service_accounts),
+        &b.service_accounts,
+        None,
+    );
+    let (services, svc_s) = managed(c, &scope, None, &b.services, None);
+    exposure::watch_services(ns_api(c, &scope), t.services.clone(), sr.clone());
+    let (pdbs, pdb_s) = managed(c, &scope, Some(&t.pdbs), &b.pdbs, None);
     let (network_policies, np_s) = managed(
         c,
         &scope,
-        &t.network_policies,
+        None,
         &b.network_policies,
         Some(o.network_policies.clone()),
     );
-    let (hpas, hpa_s) = managed(c, &scope, &t.hpas, &b.hpas, Some(o.hpas.clone()));
+    exposure::watch_network_policies(ns_api(c, &scope), t.network_policies.clone(), sr.clone());
+    exposure::watch_slices(ns_api(c, &scope), sr.clone());
+    let (hpas, hpa_s) = managed(c, &scope, Some(&t.hpas), &b.hpas, Some(o.hpas.clone()));
     // Workloads of every party: reduced to what reconcile and the analysis
     // read before they enter the caches (see `reduce`).
     // Each also wakes the grants publisher when what it reads changes.
-    fn w<K: Resource>(wake: &Wake, f: fn(&K) -> Option<String>) -> Option<Arc<Changes<K>>> {
+    fn w<K: Resource + 'static>(wake: &Wake, f: fn(&K) -> Option<String>) -> Observer<K> {
         Some(Changes::new(wake, f))
+    }
+    // ... and, for the kinds berth makes, keeps their orphans.
+    fn and_orphans<K: Resource + Send + Sync + 'static>(
+        changes: Observer<K>,
+        orphans: Arc<OrphanObserver<K>>,
+    ) -> Observer<K> {
+        match changes {
+            Some(c) => Some(Arc::new((c, orphans))),
+            None => Some(orphans),
+        }
     }
     // The kinds berth renders workloads of: a Runtime's own objects are
     // kept whole, as the apiserver stores them, in `bodies` (the contract
@@ -126,7 +154,14 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         reduce::KeptDeployment::from,
         b.deployments.clone(),
         None,
-        w(wake, fingerprint::deployment),
+        and_orphans(
+            w(wake, fingerprint::deployment),
+            OrphanObserver::new(
+                sr,
+                |s| &s.orphans.deployments,
+                |d: &reduce::KeptDeployment| Workload::from_deployment(&d.whole()),
+            ),
+        ),
         cache_storing_fn,
     );
     let (replica_sets, rs_s) = cache(
@@ -134,7 +169,14 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         all(),
         reduce::KeptReplicaSet::from,
         Some(o.replica_sets.clone()),
-        w(wake, fingerprint::replica_set),
+        and_orphans(
+            w(wake, fingerprint::replica_set),
+            OrphanObserver::new(
+                sr,
+                |s| &s.orphans.replica_sets,
+                |rs: &reduce::KeptReplicaSet| Workload::from_replica_set(&rs.whole(), None),
+            ),
+        ),
     );
     let (jobs, job_s) = stored_cache(
         ns_api(c, &scope),
@@ -142,7 +184,10 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         in_place(reduce::job),
         b.jobs.clone(),
         Some(o.jobs.clone()),
-        w(wake, fingerprint::job),
+        and_orphans(
+            w(wake, fingerprint::job),
+            OrphanObserver::new(sr, |s| &s.orphans.jobs, Workload::from_job),
+        ),
         cache_storing_fn,
     );
     let (cron_jobs, cron_s) = stored_cache(
@@ -151,7 +196,10 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         in_place(reduce::cron_job),
         b.cron_jobs.clone(),
         Some(o.cron_jobs.clone()),
-        w(wake, fingerprint::cron_job),
+        and_orphans(
+            w(wake, fingerprint::cron_job),
+            OrphanObserver::new(sr, |s| &s.orphans.cron_jobs, Workload::from_cron_job),
+        ),
         cache_storing_fn,
     );
     let (stateful_sets, sts_s) = cache(
@@ -207,6 +255,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let pods = if settings.watch_bare_pods {
         let (reader, writer) = reflector::store();
         let changes = Changes::new(wake, fingerprint::pod);
+        let orphans = OrphanObserver::new(sr, |s| &s.orphans.pods, Workload::from_pod);
         let stream = cache_watch(ns_api::<Pod>(c, &scope), all())
             .filter_map(|event| {
                 futures::future::ready(match event {
@@ -219,6 +268,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
             .inspect(move |event| {
                 if let Ok(event) = event {
                     changes.observe(event);
+                    orphans.observe(event);
                 }
             })
             .applied_objects();
@@ -271,6 +321,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         owners,
         taken,
         bodies,
+        surroundings,
     };
     Caches {
         stores,
@@ -290,16 +341,17 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         classes: class_s,
         nodes: node_s,
         namespaces: ns_s,
+        exposure_wakes,
     }
 }
 
 /// A label-filtered kind (only berth's objects are cached): its cache, and
-/// the index of every name taken in the kind (a metadata-only watch of the
-/// whole kind, see `names`).
+/// (with `taken`) the index of every name taken in the kind, from a
+/// metadata-only watch of the whole kind (see `names`).
 fn managed<K>(
     client: &Client,
     scope: &Option<String>,
-    taken: &names::NameIndex,
+    taken: Option<&names::NameIndex>,
     bodies: &Bodies<K>,
     index: Option<index::OwnerIndex<K>>,
 ) -> (Store<K>, Applied<K>)
@@ -314,7 +366,9 @@ where
         + Sync
         + 'static,
 {
-    watch_names(ns_api::<PartialObjectMeta<K>>(client, scope), taken.clone());
+    if let Some(taken) = taken {
+        watch_names(ns_api::<PartialObjectMeta<K>>(client, scope), taken.clone());
+    }
     // A Runtime's own object is kept only as its body.
     stored_cache(
         ns_api::<Stored<K>>(client, scope),
@@ -353,7 +407,7 @@ where
 }
 
 /// Polls a stream that only feeds a store.
-fn drain<S, T, E>(stream: S)
+pub(super) fn drain<S, T, E>(stream: S)
 where
     S: Stream<Item = Result<T, E>> + Send + 'static,
     E: std::fmt::Display,
@@ -485,9 +539,11 @@ pub async fn unsynced(s: &Stores) -> Vec<&'static str> {
         ("pods", ready(&s.pods).await),
         ("controllerrevisions", ready(&s.controller_revisions).await),
     ];
-    checks
+    let mut pending: Vec<&'static str> = checks
         .into_iter()
         .filter(|(_, ok)| !ok)
         .map(|(name, _)| name)
-        .collect()
+        .collect();
+    pending.extend(s.surroundings.unsynced());
+    pending
 }

@@ -101,6 +101,8 @@ pub struct Stores {
     /// The whole bodies of the Runtimes' own objects, whose stores hold
     /// them reduced (see `bodies`).
     pub bodies: OwnedBodies,
+    /// What adds up around the Runtimes' pods (see `exposure`).
+    pub surroundings: Arc<super::exposure::Surroundings>,
 }
 
 /// The compact whole bodies of the Runtimes' own objects, as the apiserver

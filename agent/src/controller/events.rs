@@ -8,6 +8,13 @@
 //! finishing are Normal Events. The expected first progression of a new
 //! Runtime (Progressing → Ready) raises nothing, and neither does a steady
 //! reconcile.
+//!
+//! Exposure (`Exposed`, issue 52) is told apart from trouble: a Runtime
+//! already Degraded or Blocked can also become exposed, and one Warning
+//! per trouble would hide it. Each object that newly reaches or runs as
+//! the pods (a new entry of `status.exposure`) raises a Warning with the
+//! condition's reason (`ForeignNetworkPolicy`, `Orphaned`, …), and the end
+//! of the exposure a Normal `ExposureCleared`.
 
 use berth_shared::api::{Runtime, RuntimeStatus, condition_types as ct, reasons};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -32,6 +39,10 @@ pub const JOB_RERUN: &str = "JobRerun";
 
 /// Reason of the Normal Event a Runtime's recovery raises.
 pub const RECOVERED: &str = "Recovered";
+
+/// Reason of the Normal Event raised when nothing foreign reaches or runs
+/// as a Runtime's pods any more.
+pub const EXPOSURE_CLEARED: &str = "ExposureCleared";
 
 fn find<'a>(status: &'a RuntimeStatus, type_: &str) -> Option<&'a Condition> {
     status.conditions.iter().find(|c| c.type_ == type_)
@@ -78,6 +89,7 @@ pub fn plan(old: Option<&RuntimeStatus>, new: &RuntimeStatus) -> Vec<Planned> {
         }),
         _ => {}
     }
+    out.extend(exposure(old, new));
     // A one-time Job whose definition changed runs once more: say so.
     if let Some(old) = old {
         for run in &new.jobs {
@@ -117,6 +129,47 @@ pub fn plan(old: Option<&RuntimeStatus>, new: &RuntimeStatus) -> Vec<Planned> {
         }
     }
     out
+}
+
+/// The Events of the `Exposed` condition: a Warning when objects newly
+/// reach or run as the pods, a Normal one when none does any more.
+fn exposure(old: Option<&RuntimeStatus>, new: &RuntimeStatus) -> Option<Planned> {
+    let exposed = |s: &RuntimeStatus| find(s, ct::EXPOSED).filter(|c| c.status == "True").cloned();
+    let was = old.and_then(exposed);
+    match exposed(new) {
+        Some(now) => {
+            let fresh: Vec<String> = new
+                .exposure
+                .iter()
+                .filter(|r| old.is_none_or(|o| was.is_none() || !o.exposure.contains(r)))
+                .map(|r| format!("{}/{}/{}", r.kind, r.namespace, r.name))
+                .collect();
+            let reason_changed = was.as_ref().is_none_or(|w| w.reason != now.reason);
+            (reason_changed || !fresh.is_empty()).then(|| Planned {
+                warning: true,
+                reason: now.reason.clone(),
+                note: if fresh.is_empty() || was.is_none() {
+                    note(&now)
+                } else {
+                    let mut n = format!(
+                        "Exposed=True: newly {}; {}",
+                        fresh.join(", "),
+                        now.message
+                    );
+                    n.truncate(1000);
+                    n
+                },
+            })
+        }
+        None => was.map(|w| Planned {
+            warning: false,
+            reason: EXPOSURE_CLEARED.to_string(),
+            note: format!(
+                "no longer exposed: nothing that is not the Runtime's own reaches or runs as its pods (was {})",
+                w.reason
+            ),
+        }),
+    }
 }
 
 /// Publishes the planned Events; failures are logged, never retried.
@@ -271,6 +324,70 @@ mod tests {
                 "{reason}"
             );
         }
+    }
+
+    fn exposed(mut st: RuntimeStatus, reason: &str, objects: &[&str]) -> RuntimeStatus {
+        st.conditions.push(c(ct::EXPOSED, "True", reason));
+        st.exposure = objects
+            .iter()
+            .map(|n| berth_shared::api::ExposureRef {
+                kind: "Service".into(),
+                namespace: "team".into(),
+                name: n.to_string(),
+                reason: reason.into(),
+            })
+            .collect();
+        st
+    }
+
+    fn unexposed(mut st: RuntimeStatus) -> RuntimeStatus {
+        st.conditions.push(c(ct::EXPOSED, "False", "AsExpected"));
+        st
+    }
+
+    #[test]
+    fn exposure_warns_for_each_new_object_even_in_trouble_and_clears_once() {
+        let quiet = unexposed(healthy());
+        let one = exposed(healthy(), reasons::FOREIGN_SERVICE, &["a"]);
+        let two = exposed(healthy(), reasons::FOREIGN_SERVICE, &["a", "b"]);
+        assert!(plan(Some(&quiet), &quiet).is_empty());
+        assert_eq!(
+            kinds(&plan(Some(&quiet), &one)),
+            [(true, reasons::FOREIGN_SERVICE)]
+        );
+        assert_eq!(
+            kinds(&plan(None, &one)),
+            [(true, reasons::FOREIGN_SERVICE)],
+            "exposed from the first status"
+        );
+        assert!(
+            plan(Some(&one), &one).is_empty(),
+            "staying exposed is quiet"
+        );
+        let more = plan(Some(&one), &two);
+        assert_eq!(kinds(&more), [(true, reasons::FOREIGN_SERVICE)]);
+        assert!(
+            more[0].note.contains("newly Service/team/b"),
+            "{}",
+            more[0].note
+        );
+        assert!(plan(Some(&two), &one).is_empty(), "one going is no news");
+        assert_eq!(
+            kinds(&plan(Some(&two), &quiet)),
+            [(false, EXPOSURE_CLEARED)]
+        );
+        // A Runtime already in trouble still warns of its exposure.
+        let in_trouble = unexposed(blocked("Revoked"));
+        let both = exposed(blocked("Revoked"), reasons::ORPHANED, &["web-1"]);
+        assert_eq!(
+            kinds(&plan(Some(&in_trouble), &both)),
+            [(true, reasons::ORPHANED)]
+        );
+        // An older agent's status without the condition: exposed is news.
+        assert_eq!(
+            kinds(&plan(Some(&healthy()), &one)),
+            [(true, reasons::FOREIGN_SERVICE)]
+        );
     }
 
     #[test]

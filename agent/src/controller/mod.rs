@@ -9,6 +9,7 @@ pub mod bodies;
 pub mod caches;
 pub mod context;
 pub mod events;
+pub mod exposure;
 pub mod first_passes;
 pub mod held_status;
 pub mod identity;
@@ -96,6 +97,7 @@ pub fn start(
         classes: class_s,
         nodes: node_s,
         namespaces: ns_s,
+        exposure_wakes,
     } = caches::build(&client, &settings, wake);
     let caches::Owned {
         config_maps: cm_s,
@@ -178,11 +180,19 @@ pub fn start(
         let runtimes = runtimes.clone();
         move |ns: PartialObjectMeta<Namespace>| identity::on_namespace(&runtimes, &ns)
     };
+    // A change around the pods (see `exposure`) wakes its namespace's
+    // Runtimes.
+    let exposed = {
+        let runtimes = runtimes.clone();
+        exposure_wakes
+            .flat_map(move |ns| futures::stream::iter(exposure::runtimes_in(&runtimes, &ns)))
+    };
     let backoff = Arc::new(Backoff::default());
     let backoff_err = backoff.clone();
     let ctx = context.clone();
     let run = controller
         .reconcile_on(held_woken)
+        .reconcile_on(exposed)
         .owns_stream(cm_s)
         .owns_stream(sa_s)
         .owns_stream(svc_s)

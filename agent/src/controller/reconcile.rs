@@ -1,7 +1,8 @@
 //! One reconcile of a Runtime (docs/architecture.md §5): the pipeline
 //! read (caches only, one [`read::Snapshot`]) → decide and hold (pure,
 //! `berth_shared`) → render (pure) → apply (the only step besides status
-//! that writes; in protect mode while the Runtime is held) → status (pure
+//! that writes; in protect mode while the Runtime is held) → exposure
+//! (what reaches its pods from outside, from the caches) → status (pure
 //! computation, one write when it changed).
 
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
 use super::context::Context;
-use super::{apply, apply_error, read, status, triggers};
+use super::{apply, apply_error, exposure, read, status, triggers};
 
 /// Reconcile errors (each retried with per-object exponential backoff).
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +83,6 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
     // protect mode: Blocked stops the tenant's changes, not the protection
     // (see `apply::apply_all`).
     let mut applied = None;
-    let mut render_error: Option<render::RenderError> = None;
     // Without the namespace labels the identity labels are empty.
     let identity = snapshot.identity.clone().unwrap_or_else(|_| Identity {
         project: String::new(),
@@ -90,21 +90,19 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         application: runtime.spec.application.clone(),
         service: runtime.spec.service.clone(),
     });
-    match render::render(runtime, &identity, &snapshot.decision) {
-        Ok(rendered) => {
-            // Being deleted is held too (issue 52): the protection runs
-            // until the Runtime is gone, without recreating what the
-            // garbage collector is removing.
-            let protection = match berth_shared::status::deletion(runtime) {
-                Some(d) if d.collecting => apply::Protection::CorrectOnly,
-                _ if hold.is_blocked() => apply::Protection::Protect,
-                _ => apply::Protection::Converge,
-            };
-            applied =
-                Some(apply::apply_all(ctx, runtime, &rendered, &snapshot.live, protection).await);
-        }
-        Err(e) => render_error = Some(e),
+    let rendered = render::render(runtime, &identity, &snapshot.decision);
+    if let Ok(rendered) = &rendered {
+        // Being deleted is held too (issue 52): the protection runs
+        // until the Runtime is gone, without recreating what the
+        // garbage collector is removing.
+        let protection = match berth_shared::status::deletion(runtime) {
+            Some(d) if d.collecting => apply::Protection::CorrectOnly,
+            _ if hold.is_blocked() => apply::Protection::Protect,
+            _ => apply::Protection::Converge,
+        };
+        applied = Some(apply::apply_all(ctx, runtime, rendered, &snapshot.live, protection).await);
     }
+    let render_error = rendered.as_ref().err();
 
     // An apiserver that could not be reached (or asked to be retried) says
     // nothing about this Runtime: retry with backoff, and leave its status
@@ -118,6 +116,10 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         return Err(failed(ctx, runtime, std::mem::take(&mut a.errors)));
     }
 
+    // What is not the Runtime's own and yet reaches or runs as its pods:
+    // judged in every state, held and deleting included.
+    let exposure = exposure::check(ctx, runtime, rendered.as_ref().ok(), &snapshot);
+
     // 5. status
     let stored = status::stored(ctx, runtime);
     let new_status = status::compute(
@@ -126,7 +128,8 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         &snapshot,
         &hold,
         applied.as_ref(),
-        render_error.as_ref(),
+        render_error,
+        &exposure,
     );
     let progress_wait = status::publish(ctx, runtime, stored.as_deref(), &new_status)
         .await

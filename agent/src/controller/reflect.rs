@@ -22,6 +22,31 @@ use super::stored::Stored;
 use super::{index, reduce};
 use crate::grants_publisher::trigger::Changes;
 
+/// What sees every event of a cache right after its store applied it:
+/// the grants publisher's [`Changes`], the exposure check's orphans
+/// (`exposure::OrphanObserver`).
+pub trait Observe<K>: Send + Sync {
+    /// One watch event.
+    fn observe(&self, event: &watcher::Event<K>);
+}
+
+impl<K: Resource> Observe<K> for Changes<K> {
+    fn observe(&self, event: &watcher::Event<K>) {
+        Changes::observe(self, event);
+    }
+}
+
+/// Two observers of one cache.
+impl<K, A: Observe<K> + ?Sized, B: Observe<K> + ?Sized> Observe<K> for (Arc<A>, Arc<B>) {
+    fn observe(&self, event: &watcher::Event<K>) {
+        self.0.observe(event);
+        self.1.observe(event);
+    }
+}
+
+/// A cache's observer, if it has one.
+pub type Observer<K> = Option<Arc<dyn Observe<K>>>;
+
 /// What the store of a [`cache_storing`] is given of each event.
 pub type StoredFn<K> = fn(&watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>>;
 
@@ -41,7 +66,7 @@ pub fn cache<W, K>(
     config: watcher::Config,
     keep: impl Fn(W) -> K + Send + 'static,
     index: Option<index::OwnerIndex<K>>,
-    changes: Option<Arc<Changes<K>>>,
+    changes: Observer<K>,
 ) -> (Store<K>, Applied<K>)
 where
     W: Parsed,
@@ -60,7 +85,7 @@ pub fn stored_cache<W, K>(
     keep: impl Fn(W) -> K + Send + 'static,
     bodies: Bodies<W>,
     index: Option<index::OwnerIndex<K>>,
-    changes: Option<Arc<Changes<K>>>,
+    changes: Observer<K>,
     stored: StoredFn<K>,
 ) -> (Store<K>, Applied<K>)
 where
@@ -90,7 +115,7 @@ fn cache_storing<E, K>(
     before: impl Fn(&watcher::Event<E>) + Send + 'static,
     keep: impl Fn(E) -> K + Send + 'static,
     index: Option<index::OwnerIndex<K>>,
-    changes: Option<Arc<Changes<K>>>,
+    changes: Observer<K>,
     stored: StoredFn<K>,
 ) -> (Store<K>, Applied<K>)
 where

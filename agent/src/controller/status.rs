@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use berth_shared::api::condition::{self, merge_transition_times};
 use berth_shared::api::{Runtime, RuntimeStatus};
+use berth_shared::exposure::Exposure;
 use berth_shared::render::RenderError;
 use berth_shared::status::{self as pure, Applied, ApplyFailure, Hold, Observed};
 use kube::api::{Patch, PatchParams};
@@ -62,6 +63,7 @@ pub fn compute(
     hold: &Hold,
     applied: Option<&ApplyOutcome>,
     render_error: Option<&RenderError>,
+    exposure: &Exposure,
 ) -> RuntimeStatus {
     // The condition shows the error's message; the error stays typed up to here.
     let render_error = render_error.map(ToString::to_string);
@@ -93,6 +95,7 @@ pub fn compute(
         deployment: snapshot.deployment.as_deref(),
         replica_sets: &replica_sets,
         nodes: &snapshot.nodes,
+        exposure,
     });
     let old = stored.map_or(&[][..], |s| s.conditions.as_slice());
     merge_transition_times(&mut status.conditions, old, &condition::now());

@@ -42,10 +42,11 @@ pub const GRANT_STATES: [&str; 3] = ["Ready", "NotReady", "Retired"];
 
 /// The conditions whose problem status `runtime_problem_since` reports:
 /// `(type, problem status)`.
-const PROBLEMS: [(&str, &str); 3] = [
+const PROBLEMS: [(&str, &str); 4] = [
     (ct::BLOCKED, TRUE),
     (ct::DEGRADED, TRUE),
     (ct::HANDLER_READY, FALSE),
+    (ct::EXPOSED, TRUE),
 ];
 
 fn count(n: usize) -> i64 {

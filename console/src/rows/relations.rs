@@ -376,7 +376,7 @@ fn pod_relations(store: &Store, key: &ObjKey) -> Vec<Related> {
             state: "none needed: the pod runs on the default runtime".into(),
             tone: RowTone::Normal,
         });
-    } else if analysis::covered_by_grant(&w, &grants) {
+    } else if analysis::covered_by_grant(&w, &grants) && !w.is_orphan() {
         // The alias is the grant's name (covered_by_grant matched it).
         let alias = w.runtime_profile.clone().unwrap_or_default();
         out.push(Related::obj(
@@ -393,6 +393,9 @@ fn pod_relations(store: &Store, key: &ObjKey) -> Vec<Related> {
             .map(|r| match r.reason {
                 RetainReason::GrantGone { alias } => format!("grant {alias} is gone"),
                 RetainReason::NotGranted => "berth's, never granted".into(),
+                RetainReason::Orphaned { .. } => {
+                    "an orphan: berth's labels, no controller, outside the contract".into()
+                }
                 RetainReason::OutsideBerth { granted_as } if granted_as.is_empty() => {
                     "runs its class outside berth; no grant names the class".into()
                 }

@@ -21,7 +21,8 @@ pub struct RetainedRow {
     pub class: String,
     /// The class's handler, if the class exists.
     pub handler: String,
-    /// `grant gone (alias)`, `never granted`, or, for a workload berth does
+    /// `grant gone (alias)`, `never granted`, `orphan on granted class (A)`
+    /// (berth's labels, no controller), or, for a workload berth does
     /// not manage, `outside berth` (`outside berth, bypasses grant A` when
     /// a grant names its class: the workload RuntimeClass policy would
     /// refuse it today, so it predates the policy or is exempt).
@@ -58,6 +59,9 @@ pub(crate) fn retained_rows_of(store: &Store, all: &[Workload]) -> Vec<RetainedR
                 reason: match r.reason {
                     RetainReason::GrantGone { alias } => format!("grant gone ({alias})"),
                     RetainReason::NotGranted => "never granted".into(),
+                    RetainReason::Orphaned { granted_as } => {
+                        format!("orphan on granted class ({})", granted_as.join(", "))
+                    }
                     RetainReason::OutsideBerth { granted_as } if granted_as.is_empty() => {
                         "outside berth".into()
                     }
@@ -110,6 +114,7 @@ impl Row for RetainedRow {
 
     fn tone(&self) -> RowTone {
         if self.reason.starts_with("grant gone")
+            || self.reason.starts_with("orphan")
             || self.reason.contains("bypasses grant")
             || self.handler == "(class missing)"
         {
@@ -139,6 +144,7 @@ mod tests {
         assert!(!rows.is_empty());
         for r in &rows {
             let expected = if r.reason.starts_with("grant gone")
+                || r.reason.starts_with("orphan")
                 || r.reason.contains("bypasses grant")
                 || r.handler == "(class missing)"
             {

@@ -1,5 +1,5 @@
 //! Runtimes: identity, profile, grant state, handler, ready/desired,
-//! rollout phase, age. Blocked Runtimes are red.
+//! rollout phase, age. Blocked and exposed Runtimes are red.
 
 use berth_shared::api::{ProfileState, RolloutPhase, Runtime, condition, condition_types};
 use k8s_openapi::jiff::Timestamp;
@@ -34,7 +34,11 @@ pub struct RuntimeRow {
     /// The agent will not change anything for it (grant gone, class
     /// missing, …): highlighted.
     pub blocked: bool,
-    /// Why it is blocked or degraded (condition message), if it is.
+    /// Something that is not its own reaches or runs as its pods
+    /// (`Exposed=True`): highlighted.
+    pub exposed: bool,
+    /// Why it is blocked, degraded or exposed (condition message), if it
+    /// is.
     pub message: String,
 }
 
@@ -64,10 +68,12 @@ fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
         || rollout
             .as_ref()
             .is_some_and(|ro| ro.phase == RolloutPhase::Blocked);
+    let exposed = condition::is_true(conditions, condition_types::EXPOSED);
     let message = [
         condition_types::BLOCKED,
         condition_types::PROFILE_GRANTED,
         condition_types::DEGRADED,
+        condition_types::EXPOSED,
     ]
     .iter()
     .filter_map(|t| condition::find(conditions, t))
@@ -103,6 +109,7 @@ fn runtime_row(r: &Runtime, now: Timestamp) -> RuntimeRow {
         created: epoch(r.metadata.creation_timestamp.as_ref()),
         uid: r.metadata.uid.clone().unwrap_or_default(),
         blocked,
+        exposed,
         message,
     }
 }
@@ -159,7 +166,7 @@ impl Row for RuntimeRow {
     }
 
     fn tone(&self) -> RowTone {
-        if self.blocked {
+        if self.blocked || self.exposed {
             RowTone::Problem
         } else if matches!(self.phase.as_str(), "Progressing" | "Failed" | "Degraded")
             || self.ready < self.desired
@@ -197,6 +204,32 @@ mod tests {
         assert_eq!(t.headers.len(), t.cells[0].len());
         // The uid is the identity.
         assert!(t.ids.iter().any(|id| id == "uid-web"), "{:?}", t.ids);
+    }
+
+    #[test]
+    fn an_exposed_runtime_is_a_problem_and_says_what_reaches_it() {
+        let runtime: Runtime = serde_json::from_value(serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1",
+            "kind": "Runtime",
+            "metadata": {"name": "web", "namespace": "team", "uid": "u"},
+            "spec": {"application": "a", "service": "s", "image": {"repository": "r"}},
+            "status": {
+                "rollout": {"desired": 1, "ready": 1, "phase": "Complete"},
+                "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "AsExpected",
+                        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                    {"type": "Degraded", "status": "False", "reason": "AsExpected",
+                        "message": "nothing needs attention", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                    {"type": "Exposed", "status": "True", "reason": "ForeignNetworkPolicy",
+                        "message": "NetworkPolicy/team/allow-all selects the pods", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                ],
+            },
+        }))
+        .expect("runtime");
+        let row = runtime_row(&runtime, fixtures::now());
+        assert!(row.exposed && !row.blocked);
+        assert_eq!(row.tone(), RowTone::Problem);
+        assert_eq!(row.message, "NetworkPolicy/team/allow-all selects the pods");
     }
 
     #[test]

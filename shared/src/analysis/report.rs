@@ -218,6 +218,15 @@ pub enum RetainReason {
     /// A berth-managed workload without a profile (or whose identity no
     /// binding covers).
     NotGranted,
+    /// berth-managed (it carries berth's labels) with no controller, on a
+    /// class a grant names: an orphan (an owner reference removed, a
+    /// `pod-template-hash` label removed, a Deployment deleted with
+    /// `--cascade=orphan`) runs outside the Runtime and the contract, even
+    /// when its labels and profile name a grant that still covers them.
+    Orphaned {
+        /// The bindings that name its class, sorted.
+        granted_as: Vec<String>,
+    },
     /// Not managed by berth: it runs its class outside berth's grants. It
     /// predates the workload RuntimeClass admission policy, lives in a
     /// namespace the policy exempts, or names a class no grant names (the
@@ -261,7 +270,9 @@ pub fn covered_by_grant(w: &Workload, grants: &[GrantBinding]) -> bool {
 }
 
 /// Every workload that references a RuntimeClass no current grant covers
-/// for it: the grant is gone, or there never was one. `classes` restricts
+/// for it: the grant is gone, or there never was one; and every orphan
+/// (berth's labels, no controller) on a class a grant names, which no
+/// grant covers since the contract no longer governs it. `classes` restricts
 /// the answer to those class names (`None` = every class referenced), e.g.
 /// the agent asks only about classes named by some binding.
 pub fn retained(
@@ -276,20 +287,33 @@ pub fn retained(
             if classes.is_some_and(|cs| !cs.contains(&class.as_str())) {
                 return None;
             }
+            let granted_as = || {
+                let mut granted_as: Vec<String> = grants
+                    .iter()
+                    .filter(|g| g.runtime_class == *class)
+                    .map(|g| g.name.clone())
+                    .collect();
+                granted_as.sort();
+                granted_as.dedup();
+                granted_as
+            };
+            if w.is_orphan() {
+                let granted_as = granted_as();
+                if !granted_as.is_empty() {
+                    return Some(Retained {
+                        workload: w.clone(),
+                        class: class.clone(),
+                        reason: RetainReason::Orphaned { granted_as },
+                    });
+                }
+            }
             if covered_by_grant(w, grants) {
                 return None;
             }
             let reason = match (&w.runtime_profile, w.managed_by_berth) {
-                (_, false) => {
-                    let mut granted_as: Vec<String> = grants
-                        .iter()
-                        .filter(|g| g.runtime_class == *class)
-                        .map(|g| g.name.clone())
-                        .collect();
-                    granted_as.sort();
-                    granted_as.dedup();
-                    RetainReason::OutsideBerth { granted_as }
-                }
+                (_, false) => RetainReason::OutsideBerth {
+                    granted_as: granted_as(),
+                },
                 (Some(alias), true) => RetainReason::GrantGone {
                     alias: alias.clone(),
                 },

@@ -72,7 +72,9 @@ fn replica_set(
 
 fn berth_deployment(name: &str, class: &str, profile: &str) -> Deployment {
     from(json!({
-        "metadata": {"name": name, "namespace": "ns", "labels": berth_labels()},
+        "metadata": {"name": name, "namespace": "ns", "labels": berth_labels(),
+            "ownerReferences": [{"apiVersion": "berth.dev/v1alpha1", "kind": "Runtime",
+                "name": name, "uid": "u", "controller": true}]},
         "spec": {"replicas": 2, "selector": {}, "template": template(Some(class), berth_labels(), Some(profile))},
         "status": {"readyReplicas": 2}
     }))
@@ -631,6 +633,10 @@ fn retained_workloads() {
     // `covered`'s as they are (it stays covered below).
     std::sync::Arc::make_mut(&mut other_identity.labels)
         .insert("berth.dev/service".into(), "other".into());
+    // Its controller reference removed: an orphan, which no grant covers.
+    let mut orphan = covered.clone();
+    orphan.name = "stray".into();
+    orphan.owner = None;
     let ws = vec![
         covered.clone(),
         revoked,
@@ -638,6 +644,7 @@ fn retained_workloads() {
         unmanaged,
         default_runtime,
         other_identity,
+        orphan,
     ];
     assert!(covered_by_grant(&covered, &grants));
     let r = retained(&ws, &grants, None);
@@ -672,13 +679,24 @@ fn retained_workloads() {
                 "bounded",
                 &RetainReason::GrantGone { alias: "bw".into() }
             ),
+            (
+                "stray",
+                "bounded",
+                &RetainReason::Orphaned {
+                    granted_as: vec!["bw".into()]
+                }
+            ),
         ]
     );
     // Restricted to one class.
     let r = retained(&ws, &grants, Some(&["bounded"]));
-    assert_eq!(r.len(), 2);
-    // With no grants at all, the covered one is retained too.
-    assert_eq!(retained(&ws, &[], None).len(), 5);
+    assert_eq!(r.len(), 3);
+    // With no grants at all, the covered one is retained too, and the
+    // orphan is what it would be with a controller (its grant is gone).
+    let r = retained(&ws, &[], None);
+    assert_eq!(r.len(), 6);
+    assert!(r.iter().any(|r| r.workload.name == "stray"
+        && r.reason == RetainReason::GrantGone { alias: "bw".into() }));
 }
 
 /// A workload berth does not manage is marked as running outside berth,

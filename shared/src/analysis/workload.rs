@@ -128,6 +128,21 @@ impl Workload {
         self.kind == WorkloadKind::Pod && self.owner.is_none()
     }
 
+    /// berth-managed (berth's labels) with no controller: every object
+    /// berth makes for a Runtime has one (the Runtime, a Deployment, a
+    /// ReplicaSet, a Job or CronJob), so this one was orphaned.
+    pub fn is_orphan(&self) -> bool {
+        self.managed_by_berth && self.owner.is_none()
+    }
+
+    /// The value of `berth.dev/runtime` on it or its pod template: the
+    /// Runtime it was made for (`render::label_value` of its name).
+    pub fn runtime_label(&self) -> Option<&str> {
+        self.labels
+            .get(crate::render::labels::RUNTIME_LABEL)
+            .map(String::as_str)
+    }
+
     /// Whether anything is running or wanted right now (`replicas > 0` or
     /// `ready > 0`).
     pub fn is_active(&self) -> bool {

@@ -20,9 +20,13 @@ pub mod condition_types {
     pub const BLOCKED: &str = "Blocked";
     /// The image is changing.
     pub const UPGRADING: &str = "Upgrading";
+    /// Something that is not the Runtime's own reaches or runs as its pods
+    /// (a foreign NetworkPolicy admitting more, a foreign Service or
+    /// EndpointSlice, an orphan on a granted class).
+    pub const EXPOSED: &str = "Exposed";
 
     /// Every Runtime condition type, in display order.
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         PROFILE_GRANTED,
         HANDLER_READY,
         PROGRESSING,
@@ -31,6 +35,7 @@ pub mod condition_types {
         DEGRADED,
         BLOCKED,
         UPGRADING,
+        EXPOSED,
     ];
 }
 
@@ -142,6 +147,25 @@ pub mod reasons {
     pub const IMAGE_CHANGING: &str = "ImageChanging";
     /// The image is the one last rolled out.
     pub const IMAGE_CURRENT: &str = "ImageCurrent";
+
+    /// A workload with the Runtime's labels and no controller runs on a
+    /// granted class (`Exposed`).
+    pub const ORPHANED: &str = "Orphaned";
+    /// A NetworkPolicy that is not the Runtime's admits more to its pods
+    /// than the Runtime's own (`Exposed`).
+    pub const FOREIGN_NETWORK_POLICY: &str = "ForeignNetworkPolicy";
+    /// A Service that is not the Runtime's selects its pods (`Exposed`).
+    pub const FOREIGN_SERVICE: &str = "ForeignService";
+    /// An EndpointSlice the EndpointSlice controller does not manage lists
+    /// the Runtime's pods (`Exposed`).
+    pub const FOREIGN_ENDPOINT_SLICE: &str = "ForeignEndpointSlice";
+    /// Every reason `Exposed=True` can give, most urgent first.
+    pub const EXPOSURES: [&str; 4] = [
+        ORPHANED,
+        FOREIGN_NETWORK_POLICY,
+        FOREIGN_SERVICE,
+        FOREIGN_ENDPOINT_SLICE,
+    ];
 
     /// The grant's RuntimeClass is usable (reason of `ClassReady`).
     pub const CLASS_READY: &str = "ClassReady";

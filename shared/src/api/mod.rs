@@ -15,7 +15,7 @@ mod pending;
 mod runtime;
 mod runtime_jobs;
 mod runtime_status;
-mod schema;
+pub(crate) mod schema;
 pub mod selectors;
 
 #[cfg(test)]
@@ -45,8 +45,8 @@ pub use runtime::{
 };
 pub use runtime_jobs::{ConcurrencyPolicy, JobSpec, ScheduleSpec};
 pub use runtime_status::{
-    IdentityStatus, JobRunStatus, ProfileState, ProfileStatus, RolloutPhase, RolloutStatus,
-    RuntimeStatus, UpgradeStatus,
+    ExposureRef, IdentityStatus, JobRunStatus, MAX_EXPOSURE_REFS, ProfileState, ProfileStatus,
+    RolloutPhase, RolloutStatus, RuntimeStatus, UpgradeStatus,
 };
 
 /// The API group of every berth resource.

@@ -38,6 +38,36 @@ pub struct RuntimeStatus {
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     #[schemars(length(max = 64))]
     pub jobs: Vec<JobRunStatus>,
+    /// What is not the Runtime's own and yet reaches or runs as its pods
+    /// (the `Exposed` condition's objects, the first
+    /// [`MAX_EXPOSURE_REFS`]): a foreign NetworkPolicy admitting more, a
+    /// Service or EndpointSlice selecting or listing the pods, an orphan
+    /// with the Runtime's labels on a granted class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub exposure: Vec<ExposureRef>,
+}
+
+/// The most objects `status.exposure` names (the `Exposed` condition's
+/// message counts the rest).
+pub const MAX_EXPOSURE_REFS: usize = 16;
+
+/// One object in `status.exposure`.
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ExposureRef {
+    /// Its kind (`NetworkPolicy`, `Service`, `EndpointSlice`,
+    /// `ReplicaSet`, `Pod`, …).
+    pub kind: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Why: the `Exposed` reason it gives (`ForeignNetworkPolicy`,
+    /// `ForeignService`, `ForeignEndpointSlice`, `Orphaned`).
+    pub reason: String,
 }
 
 /// A one-time Job the agent created.

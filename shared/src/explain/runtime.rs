@@ -205,13 +205,17 @@ fn stored<'a>(rt: &'a Runtime, type_: &str) -> Option<&'a Condition> {
 fn conditions_step(rt: &Runtime, decision: &Decision, nodes: &[NodeInfo]) -> Step {
     let handler = handler_ready(rt, decision, nodes);
     let blocked = !decision.allows_changes();
-    let verdict = if blocked || handler.status == "False" {
+    // What reaches or runs as the pods is the agent's finding from the
+    // cluster around them (its caches, not the caller's): read from the
+    // status.
+    let exposed = stored(rt, ct::EXPOSED).filter(|c| c.status == "True");
+    let verdict = if blocked || handler.status == "False" || exposed.is_some() {
         Verdict::Fail
     } else {
         Verdict::Pass
     };
     let reason = format!(
-        "ProfileGranted={} ({}), HandlerReady={} ({}){}",
+        "ProfileGranted={} ({}), HandlerReady={} ({}){}{}",
         if decision.is_granted() {
             "True"
         } else {
@@ -224,7 +228,14 @@ fn conditions_step(rt: &Runtime, decision: &Decision, nodes: &[NodeInfo]) -> Ste
             "; changes to managed objects are blocked"
         } else {
             ""
-        }
+        },
+        exposed
+            .map(|c| format!(
+                "; Exposed ({}): {} object(s) not its own reach or run as its pods",
+                c.reason,
+                rt.status.as_ref().map_or(0, |s| s.exposure.len())
+            ))
+            .unwrap_or_default()
     );
     let mut details = Vec::new();
     for type_ in [
@@ -232,6 +243,7 @@ fn conditions_step(rt: &Runtime, decision: &Decision, nodes: &[NodeInfo]) -> Ste
         ct::HANDLER_READY,
         ct::BLOCKED,
         ct::DEGRADED,
+        ct::EXPOSED,
         ct::READY,
     ] {
         if let Some(c) = stored(rt, type_) {

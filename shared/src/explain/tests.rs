@@ -420,7 +420,11 @@ fn workload(managed: bool, profile: Option<&str>, class: Option<&str>) -> Worklo
         replicas: 1,
         ready: 1,
         managed_by_berth: managed,
-        owner: None::<Owner>,
+        // berth's workloads have a controller (the Runtime).
+        owner: managed.then(|| Owner {
+            kind: "Runtime".into(),
+            name: "legacy".into(),
+        }),
         is_rollback_revision: false,
         suspended: false,
         runtime_profile: profile.map(str::to_string),
@@ -454,6 +458,15 @@ fn a_workload_agrees_with_the_retained_analysis() {
             workload(false, None, None),
             workload::decisions::NO_CLASS,
             None,
+        ),
+        // Covered by its labels, but its controller is gone: an orphan.
+        (
+            Workload {
+                owner: None,
+                ..workload(true, Some("sandboxed"), Some("gvisor"))
+            },
+            workload::decisions::RETAINED,
+            Some(StepKind::Binding),
         ),
     ] {
         let e = explain_workload(&WorkloadFacts {

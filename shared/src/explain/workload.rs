@@ -77,7 +77,8 @@ pub fn explain_workload(f: &WorkloadFacts<'_>) -> Explanation {
     let mut steps = vec![identity_step(&w.namespace, identity.as_ref())];
 
     let verdict = retained(std::slice::from_ref(w), f.bindings, None);
-    let covered = covered_by_grant(w, f.bindings);
+    // An orphan is retained even where its grant would cover it.
+    let covered = covered_by_grant(w, f.bindings) && verdict.is_empty();
     steps.push(binding_step(
         f,
         class_name,
@@ -155,6 +156,10 @@ pub fn retain_words(r: &RetainReason) -> String {
             format!("berth-managed, granted as {alias} before, and that grant is gone")
         }
         RetainReason::NotGranted => "berth-managed without a grant for its class".into(),
+        RetainReason::Orphaned { granted_as } => format!(
+            "an orphan: it carries berth's labels but has no controller, so it runs granted class ({}) outside its Runtime and the contract",
+            granted_as.join(", ")
+        ),
         RetainReason::OutsideBerth { granted_as } if granted_as.is_empty() => {
             "not managed by berth; no grant names its class".into()
         }
@@ -196,6 +201,14 @@ fn binding_step(
         );
     }
     let why = retained.map(retain_words).unwrap_or_default();
+    if let Some(RetainReason::Orphaned { .. }) = retained {
+        return Step::new(
+            StepKind::Binding,
+            Verdict::Fail,
+            format!("no binding covers it: {why}"),
+            closest.map(|(b, _)| object(b)).unwrap_or_default(),
+        );
+    }
     match closest {
         None => Step::new(
             StepKind::Binding,

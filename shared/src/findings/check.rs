@@ -9,7 +9,7 @@ use crate::analysis::{
     NodeInfo, Placement, RetainReason, Workload, coverage, placement_coverage, retained,
 };
 use crate::api::{
-    PendingGrantsFileSpec, PendingVerdict, ProfileState, Runtime, condition_types as ct,
+    PendingGrantsFileSpec, PendingVerdict, ProfileState, Runtime, condition_types as ct, reasons,
 };
 use crate::decide::{self, GrantBinding, ObservedClass};
 
@@ -92,6 +92,7 @@ pub struct Inputs<'a> {
 pub fn findings(i: &Inputs<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     retained_findings(i, &mut out);
+    out.extend(exposed(i));
     out.extend(handler_missing(i));
     out.extend(no_leader(i));
     out.extend(grants_file(i));
@@ -159,6 +160,21 @@ fn retained_findings(i: &Inputs<'_>, out: &mut Vec<Finding>) {
             RetainReason::GrantGone { alias } => {
                 gone.entry(alias).or_default().push(w.key());
             }
+            RetainReason::Orphaned { granted_as } => {
+                out.push(Finding::new(
+                    FindingKind::OrphanOnGrantedClass,
+                    vec![w.key(), format!("RuntimeClass/{}", r.class)],
+                    format!(
+                        "{} carries berth's labels{}, has no controller and runs RuntimeClass {} (granted as {}): nothing enforces the contract on it",
+                        w.key(),
+                        w.runtime_label()
+                            .map(|rt| format!(" for Runtime {}/{rt}", w.namespace))
+                            .unwrap_or_default(),
+                        r.class,
+                        granted_as.join(", ")
+                    ),
+                ));
+            }
             RetainReason::OutsideBerth { granted_as } if !granted_as.is_empty() => {
                 out.push(Finding::new(
                     FindingKind::GrantedClassOutsideBerth,
@@ -185,6 +201,39 @@ fn retained_findings(i: &Inputs<'_>, out: &mut Vec<Finding>) {
             ),
         ));
     }
+}
+
+/// Runtimes whose `Exposed` condition is True: the foreign objects the
+/// agent found (`status.exposure`). Orphans are left to
+/// [`FindingKind::OrphanOnGrantedClass`], which the caller's own view of
+/// the workloads finds (Pods included, which the agent may not read).
+fn exposed(i: &Inputs<'_>) -> Vec<Finding> {
+    i.runtimes
+        .iter()
+        .filter_map(|rt| {
+            let status = rt.status.as_ref()?;
+            let c = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == ct::EXPOSED && c.status == "True")?;
+            let refs: Vec<String> = status
+                .exposure
+                .iter()
+                .filter(|r| r.reason != reasons::ORPHANED)
+                .map(|r| format!("{}/{}/{}", r.kind, r.namespace, r.name))
+                .collect();
+            if refs.is_empty() && c.reason == reasons::ORPHANED {
+                return None;
+            }
+            let mut objects = vec![rt_ref(rt)];
+            objects.extend(refs.iter().cloned());
+            Some(Finding::new(
+                FindingKind::RuntimeExposed,
+                objects,
+                format!("{} is Exposed ({}): {}", rt_ref(rt), c.reason, c.message),
+            ))
+        })
+        .collect()
 }
 
 fn handler_missing(i: &Inputs<'_>) -> Vec<Finding> {

@@ -81,6 +81,12 @@ finding_kinds! {
     RetainedAfterRevocation => "retained-after-revocation", Error,
         "A berth-managed workload still runs a RuntimeClass whose grant was removed",
         "Restore the binding, or retire the Runtime (`berth retire NS/NAME --to-default|--suspend|--delete`) or prune its revisions (`berth prune-revisions`)";
+    OrphanOnGrantedClass => "orphan-on-granted-class", Error,
+        "A workload with berth's labels and no controller runs a granted RuntimeClass: its pods run outside the Runtime and the contract",
+        "Delete the orphan (its Runtime's controller made a replacement), or give it back to its controller (restore the owner reference or label that was removed)";
+    RuntimeExposed => "runtime-exposed", Error,
+        "Something that is not a Runtime's own reaches its pods: a NetworkPolicy admitting more than its own, a Service selecting them, an EndpointSlice listing them",
+        "Delete the object or narrow it so that it no longer selects or lists the Runtime's pods (a policy: admit no more than spec.networkPolicy.ingress); expose the Runtime through its spec. The Runtime's Exposed condition says what each admits";
     HandlerMissingInPlacement => "handler-missing-in-placement", Error,
         "Nodes a granted Runtime's pods may land on do not report its handler",
         "Install the handler on those nodes, or narrow the Runtime's spec.scheduling to nodes that have it";

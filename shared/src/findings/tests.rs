@@ -105,7 +105,11 @@ fn workload(name: &str, managed: bool, profile: Option<&str>) -> Workload {
         replicas: 1,
         ready: 1,
         managed_by_berth: managed,
-        owner: None,
+        // berth's workloads have a controller (the Runtime).
+        owner: managed.then(|| Owner {
+            kind: "Runtime".into(),
+            name: name.into(),
+        }),
         is_rollback_revision: false,
         suspended: false,
         runtime_profile: profile.map(str::to_string),
@@ -217,6 +221,75 @@ fn granted_class_outside_berth() {
         f[0].objects,
         vec!["Deployment/shop/legacy", "RuntimeClass/gvisor"]
     );
+}
+
+/// A workload with berth's labels and no controller on a granted class is
+/// an orphan, even though its labels and profile name a grant that would
+/// cover it: nothing governs it any more.
+#[test]
+fn orphan_on_granted_class() {
+    let mut w = healthy();
+    let mut orphan = workload("api-6d4", true, Some("sandboxed"));
+    orphan.kind = WorkloadKind::ReplicaSet;
+    orphan.owner = None;
+    w.workloads.push(orphan);
+    let f = run(&w);
+    assert_eq!(kinds(&f), vec![FindingKind::OrphanOnGrantedClass]);
+    assert_eq!(
+        f[0].objects,
+        vec!["ReplicaSet/shop/api-6d4", "RuntimeClass/gvisor"]
+    );
+    assert!(f[0].message.contains("no controller"), "{}", f[0].message);
+    // Without a grant naming its class it is not this finding.
+    let mut w2 = w;
+    w2.bindings.clear();
+    assert!(!kinds(&run(&w2)).contains(&FindingKind::OrphanOnGrantedClass));
+}
+
+/// A Runtime whose `Exposed` condition is True: the objects the agent
+/// named (`status.exposure`), orphans left to their own finding.
+#[test]
+fn runtime_exposed() {
+    use crate::api::ExposureRef;
+    let exposed = |reason: &str, refs: Vec<ExposureRef>| {
+        let mut w = healthy();
+        let status = w.runtimes[0].status.as_mut().expect("status");
+        status.conditions = vec![Condition {
+            type_: "Exposed".into(),
+            reason: reason.into(),
+            message: "NetworkPolicy/shop/allow-all selects the pods".into(),
+            ..condition("Exposed", 60)
+        }];
+        status.exposure = refs;
+        run(&w)
+    };
+    let r = |kind: &str, name: &str, reason: &str| ExposureRef {
+        kind: kind.into(),
+        namespace: "shop".into(),
+        name: name.into(),
+        reason: reason.into(),
+    };
+    let f = exposed(
+        "ForeignNetworkPolicy",
+        vec![
+            r("NetworkPolicy", "allow-all", "ForeignNetworkPolicy"),
+            r("Service", "public", "ForeignService"),
+        ],
+    );
+    assert_eq!(kinds(&f), vec![FindingKind::RuntimeExposed]);
+    assert_eq!(
+        f[0].objects,
+        vec![
+            "Runtime/shop/api",
+            "NetworkPolicy/shop/allow-all",
+            "Service/shop/public"
+        ]
+    );
+    assert!(f[0].message.contains("allow-all"), "{}", f[0].message);
+    // Only orphans: the orphan finding (from the caller's own view of the
+    // workloads) names them, not this one.
+    let f = exposed("Orphaned", vec![r("ReplicaSet", "api-6d4", "Orphaned")]);
+    assert!(f.is_empty(), "{f:?}");
 }
 
 #[test]

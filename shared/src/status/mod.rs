@@ -11,6 +11,7 @@
 mod available;
 mod blocked;
 mod degraded;
+mod exposed;
 mod grant;
 mod handler_ready;
 mod hold;
@@ -32,10 +33,12 @@ use crate::api::{
     UpgradeStatus,
 };
 use crate::decide::{Decision, Identity};
+use crate::exposure::Exposure;
 
 pub use available::available;
 pub use blocked::blocked;
 pub use degraded::degraded;
+pub use exposed::{exposed, exposure_refs};
 pub use grant::{
     BARE_PODS_NOT_CHECKED, FileState, GrantSnapshot, GrantUser, MAX_RETAINED, bare_pods_condition,
     grant, retired, retired_message,
@@ -95,6 +98,8 @@ pub struct Observed<'a> {
     pub replica_sets: &'a [&'a ReplicaSet],
     /// Every node, reduced to what placement reads.
     pub nodes: &'a [NodeInfo],
+    /// What reaches or runs as the pods and is not the Runtime's own.
+    pub exposure: &'a Exposure,
 }
 
 /// The status to write (lastTransitionTimes not yet merged).
@@ -139,6 +144,7 @@ pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
         degraded,
         blocked(o.hold),
         upgrading(phase, current_image.as_deref(), &desired_image, is_blocked),
+        exposed(o.exposure),
         ready,
     ];
     let generation = rt.metadata.generation;
@@ -175,6 +181,7 @@ pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
             Some(a) if !is_blocked => a.jobs.to_vec(),
             _ => previous.map(|s| s.jobs.clone()).unwrap_or_default(),
         },
+        exposure: exposure_refs(o.exposure),
     }
 }
 
@@ -213,6 +220,7 @@ mod tests {
             deployment: Some(&d),
             replica_sets: &[],
             nodes: &[],
+            exposure: &Exposure::default(),
         });
         let types: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
         let mut want = ct::ALL.to_vec();
@@ -246,6 +254,7 @@ mod tests {
                 deployment: Some(&d),
                 replica_sets: &[],
                 nodes: &[],
+                exposure: &Exposure::default(),
             })
             .rollout
             .map(|r| r.phase)
@@ -318,6 +327,7 @@ mod tests {
             deployment: None,
             replica_sets: &[],
             nodes: &[],
+            exposure: &Exposure::default(),
         });
         assert_eq!(
             s.jobs.len(),
@@ -352,6 +362,7 @@ mod tests {
                 deployment: d,
                 replica_sets: &[],
                 nodes: &[],
+                exposure: &Exposure::default(),
             })
         };
         // Complete on the desired image: it becomes the last successful.

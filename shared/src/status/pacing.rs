@@ -31,6 +31,8 @@ pub enum Change {
     RunningImages,
     /// `jobs`.
     Jobs,
+    /// `exposure`: the objects the `Exposed` condition names.
+    Exposure,
     /// The list of condition types.
     ConditionTypes,
     /// A condition's `observedGeneration`.
@@ -52,6 +54,7 @@ impl std::fmt::Display for Change {
             Change::DesiredImage => f.write_str("upgrade.desiredImage"),
             Change::RunningImages => f.write_str("upgrade.images"),
             Change::Jobs => f.write_str("jobs"),
+            Change::Exposure => f.write_str("exposure"),
             Change::ConditionTypes => f.write_str("conditions"),
             Change::ConditionGeneration { type_ } => write!(f, "{type_}.observedGeneration"),
             Change::Condition {
@@ -86,6 +89,7 @@ pub fn changes(old: &RuntimeStatus, new: &RuntimeStatus) -> Vec<Change> {
             running || (old.upgrade != new.upgrade && !desired),
         ),
         (Change::Jobs, old.jobs != new.jobs),
+        (Change::Exposure, old.exposure != new.exposure),
     ]
     .into_iter()
     .filter_map(|(change, differs)| differs.then_some(change))
