@@ -172,7 +172,7 @@ async fn play<K>(
 
 /// A client acting as user `tenant`, bound to the `edit` ClusterRole in
 /// `ns` only (impersonated by the admin client's credentials).
-async fn tenant_client(admin: &Client, ns: &str) -> Client {
+pub(crate) async fn tenant_client(admin: &Client, ns: &str) -> Client {
     use k8s_openapi::api::rbac::v1::RoleBinding;
     use kube::config::{KubeConfigOptions, Kubeconfig};
     let binding: RoleBinding = serde_json::from_value(json!({

@@ -31,6 +31,7 @@ mod explain;
 mod exposure;
 mod faults;
 mod foundation;
+mod held_workloads;
 mod image;
 mod job_identity;
 mod kube_score;

@@ -1,6 +1,8 @@
 //! The shipped ValidatingAdmissionPolicy keeps everyone but the agent from
-//! writing RuntimeGrants. The policy binding only matches RuntimeGrants
-//! with the test's own label, so parallel tests never see each other's.
+//! writing RuntimeGrants and the status of Runtimes (what a held Runtime's
+//! workloads are kept at, `status.lastApplied`). The policy binding only
+//! matches objects with the test's own label, so parallel tests never see
+//! each other's.
 
 use std::time::{Duration, Instant};
 
@@ -126,6 +128,8 @@ async fn only_the_agent_writes_runtime_grants() {
                 "runtimegrants".into(),
                 "runtimegrants/status".into(),
                 "pendinggrantsfiles".into(),
+                "runtimes".into(),
+                "runtimes/status".into(),
             ]),
             verbs: [
                 "get", "list", "watch", "create", "update", "patch", "delete",
@@ -313,6 +317,68 @@ async fn only_the_agent_writes_runtime_grants() {
         .delete(&pname, &DeleteParams::default())
         .await
         .expect("agent deletes its PendingGrantsFile");
+
+    // A Runtime's status: the agent writes it, nobody else (issue 52: a
+    // hold keeps the workloads at `status.lastApplied`, and the tenant it
+    // holds must not rewrite that). Its spec stays the tenant's.
+    let runtime: berth_shared::api::Runtime = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "Runtime",
+        "metadata": {"name": "web", "labels": {"berth.dev/it-vap": id}},
+        "spec": {"application": "analytics", "service": "worker",
+            "image": {"repository": "registry.invalid/app", "tag": "1"}},
+    }))
+    .expect("runtime");
+    let runtimes = |client: Client| Api::<berth_shared::api::Runtime>::namespaced(client, &ns.name);
+    runtimes(restricted_client().await)
+        .create(&pp, &runtime)
+        .await
+        .expect("the tenant creates its Runtime");
+    let held_at = |replicas: i32| {
+        Patch::Merge(
+            json!({"status": {"lastApplied": {"deployment": {"spec": {"replicas": replicas}}}}}),
+        )
+    };
+    runtimes(agent_client().await)
+        .patch_status("web", &PatchParams::default(), &held_at(1))
+        .await
+        .expect("the agent writes a Runtime's status");
+    for (who, client) in [
+        ("berth-restricted", restricted_client().await),
+        ("admin", admin.clone()),
+    ] {
+        let (code, msg) = refusal(
+            runtimes(client.clone())
+                .patch_status("web", &PatchParams::default(), &held_at(50))
+                .await,
+            &format!("{who} writes a Runtime's status"),
+        );
+        assert_eq!(code, 403, "{who}: {msg}");
+        assert!(
+            msg.contains(&format!(
+                "The status of a Runtime is written only by the berth agent ({AGENT_USER}); "
+            )) && msg.contains("may not change it"),
+            "{who}: {msg}"
+        );
+        runtimes(client)
+            .patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": 3}})),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{who} changes the Runtime's spec: {e}"));
+    }
+    let stored = runtimes(admin.clone()).get("web").await.expect("runtime");
+    assert_eq!(
+        stored
+            .status
+            .and_then(|s| s.last_applied)
+            .and_then(|l| l.deployment)
+            .and_then(|d| d.spec)
+            .and_then(|s| s.replicas),
+        Some(1),
+        "the status is the agent's"
+    );
 
     // Clean up (the binding first: it is what protects the objects).
     let _ = bindings.delete(&id, &DeleteParams::default()).await;

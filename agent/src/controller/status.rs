@@ -90,6 +90,7 @@ pub fn compute(
             dependencies: &a.dependencies,
             errors: &errors,
             jobs: &a.jobs,
+            last_applied: a.last_applied.as_ref(),
         }),
         render_error: render_error.as_deref(),
         deployment: snapshot.deployment.as_deref(),

@@ -45,8 +45,8 @@ pub use runtime::{
 };
 pub use runtime_jobs::{ConcurrencyPolicy, JobSpec, ScheduleSpec};
 pub use runtime_status::{
-    ExposureRef, IdentityStatus, JobRunStatus, MAX_EXPOSURE_REFS, ProfileState, ProfileStatus,
-    RolloutPhase, RolloutStatus, RuntimeStatus, UpgradeStatus,
+    ExposureRef, IdentityStatus, JobRunStatus, LastApplied, MAX_EXPOSURE_REFS, ProfileState,
+    ProfileStatus, RolloutPhase, RolloutStatus, RuntimeStatus, UpgradeStatus,
 };
 
 /// The API group of every berth resource.

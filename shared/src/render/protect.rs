@@ -7,22 +7,38 @@
 //! template. So the desired object a correction is measured against is the
 //! *rendered* one (the contract: security contexts, volumes, containers,
 //! service account, host namespaces, …) with everything the tenant's spec
-//! controls taken from the *live* object instead. Taking the tenant's
-//! part from the live object, rather than the contract's part from the
-//! render, means a field forgotten here stays at the rendered (safe)
-//! value: at worst a spec change reaches a held object with a correction,
-//! never a forbidden field survives one.
+//! controls taken from a *reference* instead: what berth last applied of
+//! it ([`last_applied`], recorded in the Runtime's status, which only the
+//! agent writes). Taking the tenant's part from the reference, rather than
+//! the contract's part from the render, means a field forgotten here stays
+//! at the rendered (safe) value: at worst a spec change reaches a held
+//! object with a correction, never a forbidden field survives one.
 //!
-//! Only the workloads are measured this way: they are what runs with the
-//! class. The objects around them (ConfigMap, ServiceAccount, Service,
-//! PodDisruptionBudget, NetworkPolicy) are measured against the current
-//! rendering, so that no foreign edit of them survives a hold.
+//! The reference is not the live object: measured against itself, every
+//! edit made *while* held would be "the tenant's part" and stay — a
+//! `kubectl scale`, a new image, a template annotation, an HPA's bounds
+//! (issue 52). The live object is the reference only for a Runtime whose
+//! status records nothing yet (last applied by an agent before this
+//! record existed).
 //!
-//! Pure: the agent pairs each rendered object with its live copy.
+//! Only the workloads and their autoscaler are measured this way: they are
+//! what runs with the class. The objects around them (ConfigMap,
+//! ServiceAccount, Service, PodDisruptionBudget, NetworkPolicy) are
+//! measured against the current rendering, so that no foreign edit of them
+//! survives a hold.
+//!
+//! Pure: the agent pairs each rendered object with its reference.
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::CronJob;
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::autoscaling::v2::{
+    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,
+};
+use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, JobSpec, JobTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, ContainerPort, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::Rendered;
+use crate::api::LastApplied;
 
 /// Template annotations that set a security profile: never carried over
 /// from the live template (the contract sets the profiles).
@@ -69,7 +85,7 @@ pub fn held_template(rendered: &PodTemplateSpec, live: &PodTemplateSpec) -> PodT
     out
 }
 
-/// The held Deployment: [`held_template`], and the live replica count.
+/// The held Deployment: [`held_template`], and the reference's replica count.
 pub fn held_deployment(rendered: &Deployment, live: &Deployment) -> Deployment {
     let mut out = rendered.clone();
     if let (Some(o), Some(l)) = (out.spec.as_mut(), live.spec.as_ref()) {
@@ -79,8 +95,8 @@ pub fn held_deployment(rendered: &Deployment, live: &Deployment) -> Deployment {
     out
 }
 
-/// The held CronJob: the live schedule, suspension, concurrency policy and
-/// Job limits, and [`held_template`].
+/// The held CronJob: the reference's schedule, suspension, concurrency
+/// policy and Job limits, and [`held_template`].
 pub fn held_cron_job(rendered: &CronJob, live: &CronJob) -> CronJob {
     let mut out = rendered.clone();
     let (Some(o), Some(l)) = (out.spec.as_mut(), live.spec.as_ref()) else {
@@ -96,6 +112,140 @@ pub fn held_cron_job(rendered: &CronJob, live: &CronJob) -> CronJob {
         oj.template = held_template(&oj.template, &lj.template);
     }
     out
+}
+
+/// The held HorizontalPodAutoscaler: the rendered one (the target, no
+/// `behavior`) with the reference's bounds and metrics (what
+/// `spec.autoscaling` sets).
+pub fn held_autoscaler(
+    rendered: &HorizontalPodAutoscaler,
+    reference: &HorizontalPodAutoscalerSpec,
+) -> HorizontalPodAutoscaler {
+    let mut out = rendered.clone();
+    if let Some(o) = out.spec.as_mut() {
+        o.min_replicas = reference.min_replicas;
+        o.max_replicas = reference.max_replicas;
+        o.metrics = reference.metrics.clone();
+    }
+    out
+}
+
+/// The autoscaler a held Runtime is measured against when its current
+/// spec renders none (autoscaling switched off while held): the rendered
+/// Deployment's metadata (an HPA's is the same) and target, its bounds
+/// taken from the reference by [`held_autoscaler`].
+pub fn autoscaler_stand_in(deployment: &Deployment) -> HorizontalPodAutoscaler {
+    HorizontalPodAutoscaler {
+        metadata: deployment.metadata.clone(),
+        spec: Some(HorizontalPodAutoscalerSpec {
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".to_string()),
+                kind: "Deployment".to_string(),
+                name: deployment.metadata.name.clone().unwrap_or_default(),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The record of what berth applied (`status.lastApplied`): each workload
+/// reduced to its tenant's part. Defined through the held functions
+/// themselves (`held(skeleton, applied)`, a skeleton holding only the
+/// names they match by), so the record holds exactly what a hold takes
+/// from it: `held(rendered, record) == held(rendered, applied)`.
+pub fn last_applied(rendered: &Rendered) -> LastApplied {
+    LastApplied {
+        deployment: Some(held_deployment(
+            &skeleton_deployment(&rendered.deployment),
+            &rendered.deployment,
+        )),
+        cron_jobs: rendered
+            .cron_jobs
+            .iter()
+            .map(|c| held_cron_job(&skeleton_cron_job(c), c))
+            .collect(),
+        autoscaler: rendered
+            .horizontal_pod_autoscaler
+            .as_ref()
+            .and_then(|h| h.spec.as_ref())
+            .and_then(|spec| {
+                let skeleton = HorizontalPodAutoscaler {
+                    spec: Some(HorizontalPodAutoscalerSpec::default()),
+                    ..Default::default()
+                };
+                held_autoscaler(&skeleton, spec).spec
+            }),
+    }
+}
+
+/// The template's containers by name (and their ports by name), nothing else.
+fn skeleton_template(t: &PodTemplateSpec) -> PodTemplateSpec {
+    let containers = t
+        .spec
+        .iter()
+        .flat_map(|s| &s.containers)
+        .map(|c| Container {
+            name: c.name.clone(),
+            ports: c.ports.as_ref().map(|ports| {
+                ports
+                    .iter()
+                    .map(|p| ContainerPort {
+                        name: p.name.clone(),
+                        ..Default::default()
+                    })
+                    .collect()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    PodTemplateSpec {
+        metadata: None,
+        spec: Some(PodSpec {
+            containers,
+            ..Default::default()
+        }),
+    }
+}
+
+fn skeleton_deployment(d: &Deployment) -> Deployment {
+    Deployment {
+        spec: Some(DeploymentSpec {
+            template: d
+                .spec
+                .as_ref()
+                .map(|s| skeleton_template(&s.template))
+                .unwrap_or_default(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn skeleton_cron_job(c: &CronJob) -> CronJob {
+    let template = c
+        .spec
+        .as_ref()
+        .and_then(|s| s.job_template.spec.as_ref())
+        .map(|j| skeleton_template(&j.template))
+        .unwrap_or_default();
+    CronJob {
+        metadata: ObjectMeta {
+            name: c.metadata.name.clone(),
+            ..Default::default()
+        },
+        spec: Some(CronJobSpec {
+            job_template: JobTemplateSpec {
+                metadata: None,
+                spec: Some(JobSpec {
+                    template,
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]
@@ -266,6 +416,145 @@ mod tests {
         assert_eq!(
             held.spec.as_ref().map(|s| &s.template),
             before.deployment.spec.as_ref().map(|s| &s.template)
+        );
+    }
+
+    /// The record holds exactly what a hold takes: measured against it, a
+    /// held workload is what it is measured against the whole applied
+    /// object — for every example, every workload and the autoscaler.
+    #[test]
+    fn the_record_holds_what_a_hold_takes() {
+        let (_, after) = ran_and_changed();
+        for e in examples() {
+            let applied = rendered(&e);
+            let record = last_applied(&applied);
+            let d = record.deployment.as_ref().expect("deployment recorded");
+            assert_eq!(
+                held_deployment(&after.deployment, d),
+                held_deployment(&after.deployment, &applied.deployment),
+                "{}",
+                e.name
+            );
+            assert_eq!(record.cron_jobs.len(), applied.cron_jobs.len());
+            for (c, whole) in record.cron_jobs.iter().zip(&applied.cron_jobs) {
+                assert_eq!(c.metadata.name, whole.metadata.name);
+                for desired in &after.cron_jobs {
+                    assert_eq!(
+                        held_cron_job(desired, c),
+                        held_cron_job(desired, whole),
+                        "{}",
+                        e.name
+                    );
+                }
+            }
+            match (&applied.horizontal_pod_autoscaler, &record.autoscaler) {
+                (Some(h), Some(spec)) => {
+                    let base = autoscaler_stand_in(&after.deployment);
+                    assert_eq!(
+                        held_autoscaler(&base, spec),
+                        held_autoscaler(&base, h.spec.as_ref().expect("spec")),
+                    );
+                }
+                (None, None) => {}
+                other => panic!("{}: autoscaler recorded wrongly: {other:?}", e.name),
+            }
+            let size = serde_json::to_string(&record).expect("json").len();
+            eprintln!("{}: status.lastApplied is {size} bytes", e.name);
+        }
+    }
+
+    /// What is edited on the live workloads while held is undone: measured
+    /// against the record, the replica count, image, class, placement and
+    /// template metadata are what berth applied, whatever the live object
+    /// says (against the live object itself, every such edit stayed).
+    #[test]
+    fn an_edit_made_while_held_is_not_the_tenants_part() {
+        // Without autoscaling: berth owns the replica count.
+        let mut ran = example("everything");
+        ran.runtime.spec.autoscaling = None;
+        let before = rendered(&ran);
+        let mut changed = ran.clone();
+        changed.runtime.spec.image.tag = Some("next".into());
+        changed.decision = Decision::NotRequested;
+        let after = rendered(&changed);
+        let record = last_applied(&before);
+        let mut live = before.deployment.clone();
+        let spec = live.spec.as_mut().expect("spec");
+        spec.replicas = Some(50);
+        let template = &mut spec.template;
+        template
+            .metadata
+            .get_or_insert_with(Default::default)
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(
+                "io.katacontainers.config.hypervisor.kernel_params".into(),
+                "init=/bin/sh".into(),
+            );
+        let pod = template.spec.as_mut().expect("pod");
+        pod.runtime_class_name = Some("unbounded".into());
+        pod.node_selector = Some([("pool".to_string(), "payments".to_string())].into());
+        pod.containers[0].image = Some("registry.invalid/evil:1".into());
+
+        let against_live = held_deployment(&after.deployment, &live);
+        assert!(
+            violations(&live, &against_live).is_empty(),
+            "measured against itself, the edit is the tenant's part"
+        );
+        let held = held_deployment(
+            &after.deployment,
+            record.deployment.as_ref().expect("recorded"),
+        );
+        assert_eq!(held, held_deployment(&after.deployment, &before.deployment));
+        let found: Vec<String> = violations(&live, &held)
+            .iter()
+            .map(|v| v.path.clone())
+            .collect();
+        for path in [
+            "spec.replicas",
+            "spec.template.metadata.annotations.io.katacontainers.config.hypervisor.kernel_params",
+            "spec.template.spec.runtimeClassName",
+            "spec.template.spec.nodeSelector",
+            "spec.template.spec.containers[app].image",
+        ] {
+            assert!(
+                found.iter().any(|f| f.starts_with(path)),
+                "{path} in {found:#?}"
+            );
+        }
+    }
+
+    /// The autoscaler is held to the recorded bounds and metrics; its
+    /// target and `behavior` are the contract's (rendered).
+    #[test]
+    fn a_held_autoscaler_takes_bounds_and_metrics_from_the_reference() {
+        let e = example("everything");
+        let applied = rendered(&e);
+        let hpa = applied
+            .horizontal_pod_autoscaler
+            .clone()
+            .expect("the example autoscales");
+        let mut edited = hpa.spec.clone().expect("spec");
+        edited.max_replicas = 99;
+        edited.min_replicas = Some(50);
+        edited.behavior = Some(Default::default());
+        let held = held_autoscaler(&hpa, &edited);
+        let spec = held.spec.expect("spec");
+        assert_eq!(spec.max_replicas, 99);
+        assert_eq!(spec.min_replicas, Some(50));
+        assert_eq!(spec.behavior, None, "behavior is the contract's");
+        let stand_in = autoscaler_stand_in(&applied.deployment);
+        assert_eq!(stand_in.metadata, hpa.metadata);
+        let from_record = held_autoscaler(
+            &stand_in,
+            last_applied(&applied)
+                .autoscaler
+                .as_ref()
+                .expect("recorded"),
+        );
+        assert_eq!(
+            from_record, hpa,
+            "the stand-in held to the record is the rendering"
         );
     }
 }

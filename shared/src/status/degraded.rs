@@ -124,6 +124,7 @@ mod tests {
             dependencies: &[],
             errors: &errors,
             jobs: &[],
+            last_applied: None,
         };
         let dependencies = ["ConfigMap/web-config".to_string()];
         let in_the_way = Applied {
@@ -131,12 +132,14 @@ mod tests {
             dependencies: &dependencies,
             errors: &errors,
             jobs: &[],
+            last_applied: None,
         };
         let failed = Applied {
             conflicts: &[],
             dependencies: &[],
             errors: &errors,
             jobs: &[],
+            last_applied: None,
         };
         let clean = Applied::default();
         let present = build(ct::HANDLER_READY, true, reasons::HANDLER_PRESENT, "");
@@ -319,6 +322,7 @@ mod tests {
                 dependencies: &[],
                 errors: &errors,
                 jobs: &[],
+                last_applied: None,
             };
             let present = build(ct::HANDLER_READY, true, reasons::HANDLER_PRESENT, "");
             let c = degraded(None, Some(&applied), RolloutPhase::Complete, &present);

@@ -29,7 +29,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use crate::analysis::NodeInfo;
 use crate::api::{
-    IdentityStatus, JobRunStatus, RolloutPhase, RolloutStatus, Runtime, RuntimeStatus,
+    IdentityStatus, JobRunStatus, LastApplied, RolloutPhase, RolloutStatus, Runtime, RuntimeStatus,
     UpgradeStatus,
 };
 use crate::decide::{Decision, Identity};
@@ -75,6 +75,9 @@ pub struct Applied<'a> {
     pub errors: &'a [ApplyFailure],
     /// The one-time Jobs apply recorded.
     pub jobs: &'a [JobRunStatus],
+    /// What apply carried out of the workloads' tenant part, when the
+    /// whole rendering went out (None: the record stays as it was).
+    pub last_applied: Option<&'a LastApplied>,
 }
 
 /// Everything the status is computed from: one snapshot of a reconcile.
@@ -182,6 +185,12 @@ pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
             _ => previous.map(|s| s.jobs.clone()).unwrap_or_default(),
         },
         exposure: exposure_refs(o.exposure),
+        // What a hold keeps the workloads at: replaced only by a rendering
+        // that went out whole, never while held.
+        last_applied: match o.applied.and_then(|a| a.last_applied) {
+            Some(applied) if !is_blocked => Some(applied.clone()),
+            _ => previous.and_then(|s| s.last_applied.clone()),
+        },
     }
 }
 

@@ -33,6 +33,8 @@ pub enum Change {
     Jobs,
     /// `exposure`: the objects the `Exposed` condition names.
     Exposure,
+    /// `lastApplied`: what a hold keeps the workloads at.
+    LastApplied,
     /// The list of condition types.
     ConditionTypes,
     /// A condition's `observedGeneration`.
@@ -55,6 +57,7 @@ impl std::fmt::Display for Change {
             Change::RunningImages => f.write_str("upgrade.images"),
             Change::Jobs => f.write_str("jobs"),
             Change::Exposure => f.write_str("exposure"),
+            Change::LastApplied => f.write_str("lastApplied"),
             Change::ConditionTypes => f.write_str("conditions"),
             Change::ConditionGeneration { type_ } => write!(f, "{type_}.observedGeneration"),
             Change::Condition {
@@ -90,6 +93,7 @@ pub fn changes(old: &RuntimeStatus, new: &RuntimeStatus) -> Vec<Change> {
         ),
         (Change::Jobs, old.jobs != new.jobs),
         (Change::Exposure, old.exposure != new.exposure),
+        (Change::LastApplied, old.last_applied != new.last_applied),
     ]
     .into_iter()
     .filter_map(|(change, differs)| differs.then_some(change))

@@ -11,7 +11,9 @@ use berth_shared::render::{self, Rendered};
 use kube::{Resource, ResourceExt};
 
 use super::handover::{Scaled, hand_over_replicas, raise_from_zero};
-use super::{ApplyOutcome, Governed, Held, Managed, Mode, delete_owned, ensure, run_jobs_once};
+use super::{
+    ApplyOutcome, Governed, Held, Managed, Mode, Owner, delete_owned, ensure, run_jobs_once,
+};
 use crate::controller::context::Context;
 use crate::controller::live::{Cached, Live};
 
@@ -37,10 +39,12 @@ use crate::controller::live::{Cached, Live};
 /// [`Protection::Protect`] (the Runtime is Blocked, or being deleted):
 /// only the protection runs — missing ConfigMap, ServiceAccount, Service,
 /// PodDisruptionBudget and NetworkPolicy are recreated from the current
-/// spec, forbidden drift is removed from those and from the Deployment
-/// and CronJobs (measured against [`Held::held`], so the pods keep their
-/// class, image and template); nothing is created otherwise, nothing
-/// pruned, no Job run, the HPA left as it is. [`Protection::CorrectOnly`]
+/// spec, forbidden drift is removed from those and from the Deployment,
+/// CronJobs and HPA (measured against [`Held::held`]: the pods keep their
+/// class, image and template, the replica count and the autoscaler's
+/// bounds as berth last applied them, whoever edits them meanwhile), a
+/// missing HPA berth last applied is recreated; nothing is created
+/// otherwise, nothing pruned, no Job run. [`Protection::CorrectOnly`]
 /// (the garbage collector is removing the objects): the same without
 /// recreating anything.
 pub async fn apply_all(
@@ -52,6 +56,7 @@ pub async fn apply_all(
 ) -> ApplyOutcome {
     let uid = runtime.uid().unwrap_or_default();
     let uid = uid.as_str();
+    let owner = Owner::of(runtime, uid);
     let s = live;
     let held = protection != Protection::Converge;
     if held && !runs(live, uid) {
@@ -68,7 +73,7 @@ pub async fn apply_all(
         Protection::Protect => Mode::Protect,
         Protection::CorrectOnly => Mode::Correct,
     };
-    let one = Step { ctx, uid };
+    let one = Step { ctx, owner };
     let (config_map, service_account, service) = futures::join!(
         one.ensure(&s.config_maps, &rendered.config_map, dependency),
         one.ensure(&s.service_accounts, &rendered.service_account, dependency),
@@ -94,7 +99,13 @@ pub async fn apply_all(
     let rest = if held {
         protect(ctx, runtime, rendered, live, dependency).await
     } else if in_place {
-        converge(ctx, runtime, rendered, live).await
+        let mut out = converge(ctx, runtime, rendered, live).await;
+        // Everything went out: what a hold keeps the workloads at from now
+        // on (recorded in status). Otherwise the record stays as it was.
+        if out.errors.is_empty() && out.conflicts.is_empty() {
+            out.last_applied = Some(render::protect::last_applied(rendered));
+        }
+        out
     } else {
         around_workloads(ctx, runtime, rendered, live).await
     };
@@ -118,7 +129,8 @@ async fn converge(
     let name = runtime.name_any();
     let s = live;
     let uid = uid.as_str();
-    let one = Step { ctx, uid };
+    let owner = Owner::of(runtime, uid);
+    let one = Step { ctx, owner };
     let deployment = async {
         let mut out = ApplyOutcome::default();
         let scaled = Scaled {
@@ -145,7 +157,7 @@ async fn converge(
             ctx,
             &s.deployments,
             &rendered.deployment,
-            uid,
+            owner,
             Mode::Converge,
             &mut out,
         )
@@ -156,7 +168,11 @@ async fn converge(
         out
     };
     // The kinds a Runtime has zero or more of: each is an owned set.
-    let owned = OwnedSet { ctx, ns: &ns, uid };
+    let owned = OwnedSet {
+        ctx,
+        ns: &ns,
+        owner,
+    };
     let np: Vec<_> = rendered.network_policy.iter().collect();
     let hpa: Vec<_> = rendered.horizontal_pod_autoscaler.iter().collect();
     let crons: Vec<_> = rendered.cron_jobs.iter().collect();
@@ -208,15 +224,20 @@ async fn around_workloads(
     let ns = runtime.namespace().unwrap_or_default();
     let s = live;
     let uid = uid.as_str();
-    let one = Step { ctx, uid };
-    let owned = OwnedSet { ctx, ns: &ns, uid };
+    let owner = Owner::of(runtime, uid);
+    let one = Step { ctx, owner };
+    let owned = OwnedSet {
+        ctx,
+        ns: &ns,
+        owner,
+    };
     let np: Vec<_> = rendered.network_policy.iter().collect();
     let hpa: Vec<_> = rendered.horizontal_pod_autoscaler.iter().collect();
     let (pdb, network_policies, hpas, workloads) = futures::join!(
         one.ensure(&s.pdbs, &rendered.pod_disruption_budget, Mode::Converge),
         owned.converged(&s.network_policies, &np),
         owned.converged(&s.hpas, &hpa),
-        correct_workloads(ctx, rendered, live, uid),
+        correct_workloads(ctx, rendered, live, owner),
     );
     let mut out = ApplyOutcome {
         jobs: recorded_jobs(runtime),
@@ -230,37 +251,64 @@ async fn around_workloads(
 
 /// The contract re-imposed on the live Deployment and CronJobs, nothing
 /// else: measured against [`Held::held`] (the rendered contract with the
-/// tenant's part from the live object), never created.
+/// tenant's part as berth last applied it), never created.
 async fn correct_workloads(
     ctx: &Context,
     rendered: &Rendered,
     live: &Live,
-    uid: &str,
+    owner: Owner<'_>,
 ) -> ApplyOutcome {
     let mut out = ApplyOutcome::default();
     ensure(
         ctx,
         &live.deployments,
         &rendered.deployment,
-        uid,
+        owner,
         Mode::Correct,
         &mut out,
     )
     .await;
     for cron in &rendered.cron_jobs {
-        ensure(ctx, &live.cron_jobs, cron, uid, Mode::Correct, &mut out).await;
+        ensure(ctx, &live.cron_jobs, cron, owner, Mode::Correct, &mut out).await;
     }
     out
 }
 
-/// The second phase of a held Runtime: the PodDisruptionBudget and the
-/// NetworkPolicy recreated when missing (`dependency` is
-/// [`Mode::Protect`]; [`Mode::Correct`] while the garbage collector
-/// removes them) and corrected; the Deployment and CronJobs only
-/// corrected — also while a dependency is not in place (issue 52: a
-/// correction may roll pods that then consume what is in the way, which
-/// the Runtime reports; leaving a forbidden field on the workload would
-/// be worse). Nothing is pruned, no Job is run, the HPA is left alone.
+/// A held Runtime's HPA: the one berth last applied (its bounds and
+/// target), also when the current spec renders none (autoscaling
+/// switched off while held waits like any other change), corrected, and
+/// recreated when missing if `mode` creates (a deleted autoscaler would
+/// leave the replica count to anyone). Without a record, only corrected
+/// (the live bounds are the reference).
+async fn held_autoscaler(
+    ctx: &Context,
+    rendered: &Rendered,
+    live: &Live,
+    owner: Owner<'_>,
+    mode: Mode,
+) -> ApplyOutcome {
+    let mut out = ApplyOutcome::default();
+    let recorded = owner.last_applied.and_then(|r| r.autoscaler.as_ref());
+    let base = rendered
+        .horizontal_pod_autoscaler
+        .clone()
+        .unwrap_or_else(|| render::protect::autoscaler_stand_in(&rendered.deployment));
+    let (desired, mode) = match recorded {
+        Some(spec) => (render::protect::held_autoscaler(&base, spec), mode),
+        None => (base, Mode::Correct),
+    };
+    ensure(ctx, &live.hpas, &desired, owner, mode, &mut out).await;
+    out
+}
+
+/// The second phase of a held Runtime: the PodDisruptionBudget, the
+/// NetworkPolicy and the HPA berth last applied recreated when missing
+/// (`dependency` is [`Mode::Protect`]; [`Mode::Correct`] while the
+/// garbage collector removes them) and corrected; the Deployment and
+/// CronJobs only corrected — also while a dependency is not in place
+/// (issue 52: a correction may roll pods that then consume what is in the
+/// way, which the Runtime reports; leaving a forbidden field on the
+/// workload would be worse). Nothing is pruned, no Job is run.
 async fn protect(
     ctx: &Context,
     runtime: &Runtime,
@@ -270,24 +318,25 @@ async fn protect(
 ) -> ApplyOutcome {
     let uid = runtime.uid().unwrap_or_default();
     let s = live;
-    let uid = uid.as_str();
-    let one = Step { ctx, uid };
+    let owner = Owner::of(runtime, &uid);
+    let one = Step { ctx, owner };
     let network_policy = async {
         match &rendered.network_policy {
             Some(np) => one.ensure(&s.network_policies, np, dependency).await,
             None => ApplyOutcome::default(),
         }
     };
-    let (pdb, network_policy, workloads) = futures::join!(
+    let (pdb, network_policy, workloads, hpa) = futures::join!(
         one.ensure(&s.pdbs, &rendered.pod_disruption_budget, dependency),
         network_policy,
-        correct_workloads(ctx, rendered, live, uid),
+        correct_workloads(ctx, rendered, live, owner),
+        held_autoscaler(ctx, rendered, live, owner, dependency),
     );
     let mut out = ApplyOutcome {
         jobs: recorded_jobs(runtime),
         ..ApplyOutcome::default()
     };
-    for step in [pdb, network_policy, workloads] {
+    for step in [pdb, network_policy, workloads, hpa] {
         out.merge(step);
     }
     out
@@ -325,7 +374,7 @@ fn recorded_jobs(runtime: &Runtime) -> Vec<berth_shared::api::JobRunStatus> {
 /// One object's apply as a step of its own (run beside others).
 struct Step<'a> {
     ctx: &'a Context,
-    uid: &'a str,
+    owner: Owner<'a>,
 }
 
 impl Step<'_> {
@@ -336,7 +385,7 @@ impl Step<'_> {
         mode: Mode,
     ) -> ApplyOutcome {
         let mut out = ApplyOutcome::default();
-        ensure(self.ctx, cached, desired, self.uid, mode, &mut out).await;
+        ensure(self.ctx, cached, desired, self.owner, mode, &mut out).await;
         out
     }
 }
@@ -347,7 +396,7 @@ impl Step<'_> {
 struct OwnedSet<'a> {
     ctx: &'a Context,
     ns: &'a str,
-    uid: &'a str,
+    owner: Owner<'a>,
 }
 
 impl OwnedSet<'_> {
@@ -370,7 +419,7 @@ impl OwnedSet<'_> {
         out: &mut ApplyOutcome,
     ) {
         for obj in desired {
-            ensure(self.ctx, cached, obj, self.uid, Mode::Converge, out).await;
+            ensure(self.ctx, cached, obj, self.owner, Mode::Converge, out).await;
         }
         let names = desired.iter().map(|o| o.name_any()).collect();
         self.prune(cached, &names, out).await;
@@ -384,7 +433,7 @@ impl OwnedSet<'_> {
         out: &mut ApplyOutcome,
     ) {
         let kind = K::kind(&());
-        for obj in not_desired(cached.all(), self.ns, self.uid, keep) {
+        for obj in not_desired(cached.all(), self.ns, self.owner.uid, keep) {
             tracing::info!(object = %format!("{kind}/{}", obj.name_any()), namespace = %self.ns, "deleting own object no longer desired");
             delete_owned(self.ctx, obj, out).await;
         }

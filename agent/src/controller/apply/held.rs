@@ -1,6 +1,7 @@
 //! What a held (Blocked) Runtime's objects are measured against, per kind
 //! (the pure part is `berth_shared::render::protect`).
 
+use berth_shared::api::LastApplied;
 use berth_shared::render::protect;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -8,16 +9,25 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::ResourceExt;
 
 /// What a held Runtime's object is measured against: by default the
 /// rendered one (the objects around the workloads: no foreign edit of them
-/// survives a hold); for the workloads, which must keep running as they
-/// are, the rendered contract with the tenant's part taken from the live
-/// object (`berth_shared::render::protect`).
+/// survives a hold); for the workloads and their autoscaler, which must
+/// keep running as they are, the rendered contract with the tenant's part
+/// taken from a reference (`berth_shared::render::protect`): what berth
+/// last applied ([`Held::recorded`], the Runtime's `status.lastApplied`),
+/// or the live object when the status records nothing yet.
 pub trait Held: Clone {
-    /// The desired object while held, given the live one.
-    fn held(rendered: &Self, _live: &Self) -> Self {
+    /// The desired object while held, given the reference.
+    fn held(rendered: &Self, _reference: &Self) -> Self {
         rendered.clone()
+    }
+
+    /// What berth last applied of the object named `name`, as the
+    /// Runtime's status records it (None: not recorded).
+    fn recorded(_record: &LastApplied, _name: &str) -> Option<Self> {
+        None
     }
 }
 
@@ -26,15 +36,41 @@ impl Held for ServiceAccount {}
 impl Held for Service {}
 impl Held for NetworkPolicy {}
 impl Held for PodDisruptionBudget {}
-impl Held for HorizontalPodAutoscaler {}
 impl Held for Job {}
 impl Held for Deployment {
-    fn held(rendered: &Self, live: &Self) -> Self {
-        protect::held_deployment(rendered, live)
+    fn held(rendered: &Self, reference: &Self) -> Self {
+        protect::held_deployment(rendered, reference)
+    }
+    fn recorded(record: &LastApplied, _name: &str) -> Option<Self> {
+        record.deployment.clone()
     }
 }
 impl Held for CronJob {
-    fn held(rendered: &Self, live: &Self) -> Self {
-        protect::held_cron_job(rendered, live)
+    fn held(rendered: &Self, reference: &Self) -> Self {
+        protect::held_cron_job(rendered, reference)
+    }
+    fn recorded(record: &LastApplied, name: &str) -> Option<Self> {
+        record
+            .cron_jobs
+            .iter()
+            .find(|c| c.name_any() == name)
+            .cloned()
+    }
+}
+impl Held for HorizontalPodAutoscaler {
+    fn held(rendered: &Self, reference: &Self) -> Self {
+        match &reference.spec {
+            Some(spec) => protect::held_autoscaler(rendered, spec),
+            None => rendered.clone(),
+        }
+    }
+    fn recorded(record: &LastApplied, _name: &str) -> Option<Self> {
+        record
+            .autoscaler
+            .clone()
+            .map(|spec| HorizontalPodAutoscaler {
+                spec: Some(spec),
+                ..Default::default()
+            })
     }
 }

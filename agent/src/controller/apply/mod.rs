@@ -32,7 +32,7 @@
 
 use std::fmt::Debug;
 
-use berth_shared::api::{JobRunStatus, Runtime};
+use berth_shared::api::{JobRunStatus, LastApplied, Runtime};
 use berth_shared::contract;
 use berth_shared::render::{self, Rendered};
 use k8s_openapi::api::batch::v1::Job;
@@ -71,6 +71,9 @@ pub struct ApplyOutcome {
     pub writes: usize,
     /// The one-time Jobs started so far (the status record).
     pub jobs: Vec<JobRunStatus>,
+    /// What was applied of the workloads' tenant part, when the whole
+    /// rendering went out (the status record a hold keeps them at).
+    pub last_applied: Option<LastApplied>,
 }
 
 /// A namespaced kind the apply step reads from a cache and writes (every
@@ -78,6 +81,30 @@ pub struct ApplyOutcome {
 pub trait Managed: Parsed + Resource<Scope = kube::core::NamespaceResourceScope> {}
 
 impl<K> Managed for K where K: Parsed + Resource<Scope = kube::core::NamespaceResourceScope> {}
+
+/// The Runtime an object is applied for: its uid (only objects it
+/// controls are changed) and what its status records berth last applied
+/// (what a held workload is measured against).
+#[derive(Clone, Copy, Debug)]
+pub struct Owner<'a> {
+    /// The Runtime's uid.
+    pub uid: &'a str,
+    /// `status.lastApplied`.
+    pub last_applied: Option<&'a LastApplied>,
+}
+
+impl<'a> Owner<'a> {
+    /// The owner `runtime` is.
+    pub fn of(runtime: &'a Runtime, uid: &'a str) -> Self {
+        Owner {
+            uid,
+            last_applied: runtime
+                .status
+                .as_ref()
+                .and_then(|s| s.last_applied.as_ref()),
+        }
+    }
+}
 
 /// How an object is kept in line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,14 +145,29 @@ impl Mode {
     }
 }
 
+/// [`ensure_one`] on the heap: a reconcile joins a dozen of these (each
+/// holding typed and JSON copies of its object), and a debug build's
+/// tokio worker overflowed its stack when they were all inline.
 async fn ensure<K: Managed + Governed + Held>(
     ctx: &Context,
     cached: &Cached<K>,
     rendered: &K,
-    uid: &str,
+    owner: Owner<'_>,
     mode: Mode,
     out: &mut ApplyOutcome,
 ) {
+    Box::pin(ensure_one(ctx, cached, rendered, owner, mode, out)).await;
+}
+
+async fn ensure_one<K: Managed + Governed + Held>(
+    ctx: &Context,
+    cached: &Cached<K>,
+    rendered: &K,
+    owner: Owner<'_>,
+    mode: Mode,
+    out: &mut ApplyOutcome,
+) {
+    let uid = owner.uid;
     let kind = K::kind(&());
     let name = rendered.name_any();
     let ns = rendered.namespace().unwrap_or_default();
@@ -178,7 +220,13 @@ async fn ensure<K: Managed + Governed + Held>(
     let held;
     let desired = match &live {
         Some(live) if mode.held() => {
-            held = K::held(rendered, &live.typed);
+            // Held to what berth last applied (the Runtime's status, which
+            // only the agent writes), not to the live object: an edit made
+            // while held is not the tenant's part (issue 52). A status
+            // that records nothing yet (written by an older agent): the
+            // live object, as before.
+            let recorded = owner.last_applied.and_then(|r| K::recorded(r, &name));
+            held = K::held(rendered, recorded.as_ref().unwrap_or(&live.typed));
             &held
         }
         _ => rendered,
@@ -475,6 +523,7 @@ async fn run_jobs_once(
     out: &mut ApplyOutcome,
 ) {
     let uid = runtime.uid().unwrap_or_default();
+    let owner = Owner::of(runtime, &uid);
     let ns = runtime.namespace().unwrap_or_default();
     let name = runtime.name_any();
     let previous: Vec<JobRunStatus> = runtime
@@ -523,7 +572,7 @@ async fn run_jobs_once(
             }
             Some(_) => {
                 // Not ours: ensure reports the conflict and touches nothing.
-                ensure(ctx, cached, desired, &uid, Mode::CreateOnly, out).await;
+                ensure(ctx, cached, desired, owner, Mode::CreateOnly, out).await;
                 records.extend(recorded.cloned());
             }
             None if recorded.is_some_and(ran) => {
@@ -532,7 +581,7 @@ async fn run_jobs_once(
             }
             None => {
                 let before = out.writes;
-                ensure(ctx, cached, desired, &uid, Mode::CreateOnly, out).await;
+                ensure(ctx, cached, desired, owner, Mode::CreateOnly, out).await;
                 if out.writes > before {
                     records.push(record);
                 } else {
@@ -581,6 +630,7 @@ impl ApplyOutcome {
         self.errors.extend(other.errors);
         self.writes += other.writes;
         self.jobs.extend(other.jobs);
+        self.last_applied = self.last_applied.take().or(other.last_applied);
     }
 }
 
