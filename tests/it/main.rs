@@ -37,6 +37,7 @@ mod job_identity;
 mod kube_score;
 mod metrics_doc;
 mod plan_grants;
+mod pod_annotations;
 mod real_node;
 mod retire;
 mod runtime_grant_policy;

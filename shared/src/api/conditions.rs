@@ -143,6 +143,9 @@ pub mod reasons {
     ];
     /// Rendering the desired objects failed.
     pub const RENDER_FAILED: &str = "RenderFailed";
+    /// `podMetadata.annotations` holds keys the allowlist refuses (a
+    /// Runtime stored before the rule): rendered without them.
+    pub const POD_ANNOTATION_REFUSED: &str = "PodAnnotationRefused";
     /// The image is changing.
     pub const IMAGE_CHANGING: &str = "ImageChanging";
     /// The image is the one last rolled out.

@@ -12,6 +12,7 @@ mod conditions;
 mod grant;
 pub mod meta;
 mod pending;
+pub mod pod_annotations;
 mod runtime;
 mod runtime_jobs;
 mod runtime_status;

@@ -318,8 +318,10 @@ pub struct PodMetadataSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "schema::pod_label_map")]
     pub labels: BTreeMap<String, String>,
-    /// Extra pod annotations. AppArmor and seccomp annotations are refused:
-    /// the production contract sets the security profile.
+    /// Extra pod annotations: keys outside the Kubernetes domains
+    /// (`*.kubernetes.io/`, `*.k8s.io/`) and plain names without a dot.
+    /// Annotations the container runtime reads (`io.katacontainers.*`,
+    /// `dev.gvisor.*`, AppArmor, seccomp, CDI) are refused.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "schema::pod_annotation_map")]
     pub annotations: BTreeMap<String, String>,

@@ -107,11 +107,6 @@ pub const RESERVED_POD_LABELS: [&str; 4] = [
 ];
 /// Pod label key prefixes the Job controller owns.
 pub const RESERVED_POD_LABEL_PREFIXES: [&str; 1] = ["batch.kubernetes.io/"];
-/// Pod annotation key prefixes that change the pod's security profile.
-pub const RESERVED_POD_ANNOTATION_PREFIXES: [&str; 2] = [
-    "container.apparmor.security.beta.kubernetes.io/",
-    "seccomp.security.alpha.kubernetes.io/",
-];
 
 fn cel_list(items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|i| format!("'{i}'")).collect();
@@ -160,19 +155,16 @@ pub(crate) fn pod_label_map(generator: &mut SchemaGenerator) -> Schema {
     )
 }
 
-/// podMetadata.annotations: annotation keys, minus the ones that change
-/// the pod's security profile (refused with a message naming the key).
+/// podMetadata.annotations: annotation keys, by the allowlist of
+/// `super::pod_annotations` (refused with a message naming the key).
 pub(crate) fn pod_annotation_map(generator: &mut SchemaGenerator) -> Schema {
-    let reserved = format!(
-        "{}.exists(p, k.startsWith(p))",
-        cel_list(&RESERVED_POD_ANNOTATION_PREFIXES)
-    );
+    let refused = format!("!{}", super::pod_annotations::CEL_ALLOWED);
     refusing_keys(
         annotation_map(generator),
-        &reserved,
+        &refused,
         "annotations",
-        "podMetadata.annotations may not set AppArmor or seccomp annotations (container.apparmor.security.beta.kubernetes.io/*, seccomp.security.alpha.kubernetes.io/*): the production contract sets the security profile",
-        "would change the pod security profile, which the production contract sets",
+        &format!("podMetadata.annotations: {}", super::pod_annotations::WHY),
+        &format!("is not allowed: {}", super::pod_annotations::WHY),
     )
 }
 
@@ -192,6 +184,25 @@ pub(crate) fn quantity(_: &mut SchemaGenerator) -> Schema {
             "rule": "isQuantity(string(self)) && !string(self).startsWith('-')",
             "message": "must be a non-negative resource quantity such as 100m, 1 or 256Mi",
         }],
+    })
+}
+
+/// An object the agent writes whole (`status.lastApplied`): its shape is
+/// Kubernetes' own (a Deployment, a CronJob, an HPA spec, reduced), kept as
+/// written rather than repeated in the CRD.
+pub(crate) fn preserved_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+/// A list of [`preserved_object`]s.
+pub(crate) fn preserved_list(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "maxItems": patterns::MAX_JOBS,
+        "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
     })
 }
 

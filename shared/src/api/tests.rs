@@ -450,3 +450,25 @@ fn pod_metadata_cannot_weaken_the_contract_or_break_controllers() {
     assert!(fine.is_empty(), "{fine:?}");
 }
 
+/// The CRD's CEL rule and `pod_annotations::allowed` are the same rule:
+/// every key the unit list refuses is refused by the CEL rule with a
+/// message naming it, every key it allows is accepted.
+#[test]
+fn the_pod_annotation_allowlist_is_one_rule_in_cel_and_rust() {
+    use super::pod_annotations::{allowed, tests_keys};
+    for key in tests_keys::REFUSED
+        .iter()
+        .chain(tests_keys::ALLOWED)
+        .copied()
+    {
+        let errors = errors_after(
+            |o| o["spec"]["podMetadata"] = json!({"annotations": {key: "x"}}),
+            None,
+        );
+        if allowed(key) {
+            assert!(errors.is_empty(), "{key}: {errors:?}");
+        } else {
+            assert_rejected(&errors, &format!("podMetadata.annotations: key {key} "));
+        }
+    }
+}

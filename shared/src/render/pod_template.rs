@@ -122,8 +122,15 @@ pub(crate) fn pod_template(ctx: &Ctx<'_>, kind: &PodKind<'_>) -> PodTemplateSpec
         }
         _ => None,
     };
-    let annotations =
-        labels::merge_owned_wins(team.map_or(&empty, |m| &m.annotations), owned_annotations);
+    // Only the keys the allowlist passes: a Runtime stored before the rule
+    // never puts a refused key on its pods (its status names them).
+    let team_annotations: BTreeMap<String, String> = team
+        .map_or(&empty, |m| &m.annotations)
+        .iter()
+        .filter(|(k, _)| crate::api::pod_annotations::allowed(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let annotations = labels::merge_owned_wins(&team_annotations, owned_annotations);
 
     let container = Container {
         name: CONTAINER_NAME.to_string(),

@@ -40,13 +40,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::Rendered;
 use crate::api::LastApplied;
 
-/// Template annotations that set a security profile: never carried over
-/// from the live template (the contract sets the profiles).
-const PROFILE_ANNOTATION_PREFIXES: &[&str] = &[
-    "container.apparmor.security.beta.kubernetes.io/",
-    "seccomp.security.alpha.kubernetes.io/",
-];
-
 /// The rendered pod template with what the tenant's spec controls taken
 /// from `live`: the template's labels and annotations (pod metadata, the
 /// config checksum, the profile), the RuntimeClass, placement (node
@@ -57,7 +50,9 @@ pub fn held_template(rendered: &PodTemplateSpec, live: &PodTemplateSpec) -> PodT
     let mut out = rendered.clone();
     let mut metadata = live.metadata.clone().unwrap_or_default();
     if let Some(annotations) = metadata.annotations.as_mut() {
-        annotations.retain(|k, _| !PROFILE_ANNOTATION_PREFIXES.iter().any(|p| k.starts_with(p)));
+        // The podMetadata allowlist: no key a runtime or a Kubernetes
+        // component reads is carried over from the reference.
+        annotations.retain(|k, _| crate::api::pod_annotations::allowed(k));
     }
     out.metadata = Some(metadata);
     let (Some(spec), Some(l)) = (out.spec.as_mut(), live.spec.as_ref()) else {
@@ -487,10 +482,7 @@ mod tests {
             .get_or_insert_with(Default::default)
             .annotations
             .get_or_insert_with(Default::default)
-            .insert(
-                "io.katacontainers.config.hypervisor.kernel_params".into(),
-                "init=/bin/sh".into(),
-            );
+            .insert("example.com/while-held".into(), "init=/bin/sh".into());
         let pod = template.spec.as_mut().expect("pod");
         pod.runtime_class_name = Some("unbounded".into());
         pod.node_selector = Some([("pool".to_string(), "payments".to_string())].into());
@@ -512,7 +504,7 @@ mod tests {
             .collect();
         for path in [
             "spec.replicas",
-            "spec.template.metadata.annotations.io.katacontainers.config.hypervisor.kernel_params",
+            "spec.template.metadata.annotations.example.com/while-held",
             "spec.template.spec.runtimeClassName",
             "spec.template.spec.nodeSelector",
             "spec.template.spec.containers[app].image",

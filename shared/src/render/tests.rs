@@ -383,3 +383,45 @@ fn network_policy_never_fails_open() {
     );
     assert_eq!(crate::api::DEFAULT_PORT, 9000);
 }
+
+/// podMetadata annotations pass through the allowlist when rendered too:
+/// a Runtime stored before the CRD's rule never puts a refused key on its
+/// pods (here the kata kernel parameters), the allowed ones stay.
+#[test]
+fn refused_pod_annotations_never_reach_the_pods() {
+    let mut e = example("pod-metadata-override");
+    let meta = e
+        .runtime
+        .spec
+        .pod_metadata
+        .get_or_insert_with(Default::default);
+    meta.annotations.insert(
+        "io.katacontainers.config.hypervisor.kernel_params".into(),
+        "init=/bin/sh".into(),
+    );
+    meta.annotations
+        .insert("cdi.k8s.io/gpu".into(), "nvidia.com/gpu=all".into());
+    let r = render_example(&e);
+    let templates = std::iter::once(r.deployment.spec.as_ref().map(|s| &s.template))
+        .chain(r.cron_jobs.iter().map(|c| {
+            c.spec
+                .as_ref()
+                .and_then(|s| s.job_template.spec.as_ref())
+                .map(|j| &j.template)
+        }))
+        .chain(r.jobs.iter().map(|j| j.spec.as_ref().map(|s| &s.template)));
+    for t in templates.flatten() {
+        let annotations = t
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .expect("annotations");
+        assert_eq!(annotations["example.com/keep"], "kept");
+        assert!(
+            annotations
+                .keys()
+                .all(|k| crate::api::pod_annotations::allowed(k)),
+            "{annotations:?}"
+        );
+    }
+}

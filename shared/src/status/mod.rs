@@ -105,6 +105,21 @@ pub struct Observed<'a> {
     pub exposure: &'a Exposure,
 }
 
+/// What `Degraded` says of podMetadata annotations the allowlist refuses
+/// (`crate::api::pod_annotations`): a Runtime stored before the rule is
+/// rendered without them, and told which.
+fn refused_annotations(rt: &Runtime) -> Option<String> {
+    let refused = crate::api::pod_annotations::refused(&rt.spec.pod_metadata.as_ref()?.annotations);
+    (!refused.is_empty()).then(|| {
+        format!(
+            "podMetadata.annotations {} not put on the pods: {}; remove {} from the spec",
+            refused.join(", "),
+            crate::api::pod_annotations::WHY,
+            if refused.len() == 1 { "it" } else { "them" }
+        )
+    })
+}
+
 /// The status to write (lastTransitionTimes not yet merged).
 pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
     let rt = o.runtime;
@@ -120,7 +135,22 @@ pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
 
     let handler = handler_ready(rt, o.decision, o.nodes);
     let available = available(rt, o.deployment);
-    let degraded = degraded(o.render_error, o.applied.as_ref(), phase, &handler);
+    let degraded = match refused_annotations(rt) {
+        Some(message) if o.render_error.is_none() => {
+            let first = degraded(None, o.applied.as_ref(), phase, &handler);
+            if first.status == "True" {
+                first
+            } else {
+                crate::api::condition::build(
+                    crate::api::condition_types::DEGRADED,
+                    true,
+                    crate::api::reasons::POD_ANNOTATION_REFUSED,
+                    message,
+                )
+            }
+        }
+        _ => degraded(o.render_error, o.applied.as_ref(), phase, &handler),
+    };
     let ready = ready(&ReadyFacts {
         runtime: rt,
         decision: o.decision,
@@ -244,6 +274,62 @@ mod tests {
                 .all(|c| c.observed_generation == Some(7))
         );
         assert_eq!(status.observed_generation, Some(7));
+    }
+
+    /// A Runtime stored before the podMetadata allowlist: Degraded
+    /// PodAnnotationRefused names the keys left off the pods, unless
+    /// something more urgent is the reason.
+    #[test]
+    fn refused_pod_annotations_are_named_on_degraded() {
+        let mut rt = runtime();
+        rt.spec.pod_metadata = Some(crate::api::PodMetadataSpec {
+            annotations: [
+                (
+                    "io.katacontainers.config.hypervisor.kernel_params".to_string(),
+                    "x".to_string(),
+                ),
+                ("example.com/owner".to_string(), "data".to_string()),
+            ]
+            .into(),
+            ..Default::default()
+        });
+        let d = deployment(2, complete(2), Some("1"));
+        let exposure = Exposure::default();
+        let observed = |render_error| Observed {
+            runtime: &rt,
+            identity: None,
+            decision: &Decision::NotRequested,
+            hold: &Hold::None,
+            applied: None,
+            render_error,
+            deployment: Some(&d),
+            replica_sets: &[],
+            nodes: &[],
+            exposure: &exposure,
+        };
+        let status = compute(&observed(None));
+        let degraded = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == ct::DEGRADED)
+            .expect("Degraded");
+        assert_eq!(degraded.status, "True");
+        assert_eq!(degraded.reason, crate::api::reasons::POD_ANNOTATION_REFUSED);
+        assert!(
+            degraded
+                .message
+                .contains("io.katacontainers.config.hypervisor.kernel_params")
+                && !degraded.message.contains("example.com/owner"),
+            "{}",
+            degraded.message
+        );
+        let status = compute(&observed(Some("broken")));
+        let degraded = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == ct::DEGRADED)
+            .expect("Degraded");
+        assert_eq!(degraded.reason, crate::api::reasons::RENDER_FAILED);
     }
 
     #[test]
