@@ -300,7 +300,7 @@ pub const TOLERATED: &[Tolerated] = &[
 pub const UNGOVERNED: &[Ungoverned] = &[
     Ungoverned {
         objects: "every managed object",
-        what: "`metadata.labels`, `metadata.annotations` (berth's own are kept set)",
+        what: "`metadata.labels` outside the Kubernetes domains, `metadata.annotations` (berth's own are kept set)",
         why: "policy engines, meshes, cost tools and `kubectl` tag objects; a tag on the object grants its pods nothing",
     },
     Ungoverned {

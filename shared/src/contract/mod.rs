@@ -80,6 +80,9 @@ pub enum Rule {
     DisruptionBudget,
     /// ConfigMap content berth did not render (keys become env vars).
     ConfigData,
+    /// A label in a Kubernetes domain on the object itself that berth
+    /// did not render (Kubernetes components act on them).
+    ReservedLabel,
 }
 
 impl Rule {
@@ -102,6 +105,7 @@ impl Rule {
             Rule::Spec => "spec",
             Rule::DisruptionBudget => "disruption-budget",
             Rule::ConfigData => "config-data",
+            Rule::ReservedLabel => "reserved-label",
         }
     }
 }
@@ -118,7 +122,35 @@ fn absolute(scope: Scope, path: &str, kind: Kind) -> Option<String> {
         Scope::Kind(k) if k == kind => Some(path.to_string()),
         Scope::Kind(_) => None,
         Scope::PodTemplate => kind.pod_template().map(|t| format!("{t}{path}")),
+        Scope::Object => (kind != Kind::Job).then(|| path.to_string()),
     }
+}
+
+/// The object's own labels in a Kubernetes domain (`*.kubernetes.io/`,
+/// `*.k8s.io/`) that differ from the rendered ones: each key with the
+/// value it must have (None: removed). Kubernetes components act on these
+/// (`service.kubernetes.io/service-proxy-name` makes kube-proxy drop a
+/// Service); every other foreign label is left alone. Not on a Job (not
+/// governed).
+fn reserved_labels(kind: Kind, live: &Value, desired: &Value) -> Vec<(String, Option<Value>)> {
+    if kind == Kind::Job {
+        return Vec::new();
+    }
+    let want = desired.pointer("/metadata/labels");
+    let reserved = |k: &str| {
+        k.split_once('/')
+            .is_some_and(|(domain, _)| crate::api::pod_annotations::reserved_domain(domain))
+    };
+    live.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| reserved(k))
+        .filter_map(|(k, v)| {
+            let wanted = want.and_then(|w| w.get(k));
+            (wanted != Some(v)).then(|| (k.clone(), wanted.cloned()))
+        })
+        .collect()
 }
 
 /// The governed rows of `kind` with their absolute patterns.
@@ -189,6 +221,12 @@ fn rule_at(rows: &[(Vec<Seg>, String, &'static Governed)], keys: &[String]) -> R
 pub fn violations(kind: Kind, live: &Value, desired: &Value) -> Vec<Violation> {
     let rows = governed(kind);
     let compare = exact(kind);
+    let labels = reserved_labels(kind, live, desired)
+        .into_iter()
+        .map(|(key, _)| Violation {
+            path: format!("metadata.labels.{key}"),
+            rule: Rule::ReservedLabel,
+        });
     roots(kind)
         .iter()
         .flat_map(|root| {
@@ -198,6 +236,7 @@ pub fn violations(kind: Kind, live: &Value, desired: &Value) -> Vec<Violation> {
             rule: rule_at(&rows, &d.keys),
             path: d.shown,
         })
+        .chain(labels)
         .collect()
 }
 
@@ -214,6 +253,9 @@ pub fn correction(kind: Kind, live: &Value, desired: &Value, uid: Option<&str>) 
         if let Some(v) = desired.pointer(&format!("/metadata/{key}")) {
             patch["metadata"][key] = v.clone();
         }
+    }
+    for (key, wanted) in reserved_labels(kind, live, desired) {
+        patch["metadata"]["labels"][key.as_str()] = wanted.unwrap_or(Value::Null);
     }
     for root in roots(kind) {
         let segments = keys(&root);

@@ -88,6 +88,9 @@ pub enum Scope {
     /// The pod template of every kind that has a governed one (Deployment,
     /// CronJob); the path is from the template.
     PodTemplate,
+    /// Every managed kind's own object but a Job's (not governed); the
+    /// path is from the object's root.
+    Object,
 }
 
 /// A governed part: live, it must be exactly the rendered one (minus the
@@ -257,6 +260,14 @@ pub const GOVERNED: &[Governed] = &[
         rule: Rule::RuntimeClass,
         why: "only the granted RuntimeClass (or none without a grant)",
         attack: r#"{"spec": {"runtimeClassName": "unbounded"}}"#,
+    },
+    // Every managed object (but a Job).
+    Governed {
+        scope: Scope::Object,
+        path: "/metadata/labels/*",
+        rule: Rule::ReservedLabel,
+        why: "only the keys in the Kubernetes domains (`*.kubernetes.io/`, `*.k8s.io/`): those are read by Kubernetes components (`service.kubernetes.io/service-proxy-name` makes kube-proxy drop a Service); berth's own are kept set, every other label is left alone",
+        attack: r#"{"metadata": {"labels": {"service.kubernetes.io/service-proxy-name": "nowhere"}}}"#,
     },
     // Each kind.
     Governed {

@@ -117,6 +117,7 @@ fn kinds_of(scope: Scope) -> Vec<Kind> {
             .into_iter()
             .filter(|k| k.pod_template().is_some())
             .collect(),
+        Scope::Object => Kind::ALL.into_iter().filter(|k| *k != Kind::Job).collect(),
     }
 }
 
