@@ -566,3 +566,177 @@ async fn a_granted_runtime_rolls_out_under_the_policy_and_it_holds_with_the_agen
     );
     remove_policy(&admin, &id).await;
 }
+
+/// Issue 52, item 6: the paths around the class the policy left open,
+/// each played by the restricted user (and, for a RuntimeClass, by a
+/// cluster-admin) on the legacy workload's pod and ReplicaSet, which run on
+/// the granted class: an in-place resize (`pods/resize`), removing the
+/// owner references (the pod or ReplicaSet leaves its owner and keeps
+/// running on the class, unseen by it), changing their labels (leaving
+/// the selector, joining another), and a second RuntimeClass on the
+/// granted class's handler under another name (its pods would run in the
+/// granted sandbox without naming the granted class). On the main of
+/// 2026-12-05 every one of them was admitted. Metadata other than labels
+/// and owners (an annotation) still is.
+#[tokio::test]
+async fn resize_ownership_and_a_second_class_on_the_handler_are_refused() {
+    use k8s_openapi::api::node::v1::RuntimeClass;
+    use kube::api::PostParams;
+
+    let s = setup().await;
+    let (ns, granted) = (&s.ns.name, s.granted.as_str());
+    let restricted = restricted_client().await;
+    let pods = wait_pods(&s.ns, "legacy", granted, 1).await;
+    let pod = pods[0].metadata.name.clone().expect("pod name");
+    let rs = pods[0]
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|o| o.first())
+        .map(|o| o.name.clone())
+        .expect("the pod's ReplicaSet");
+    let pod_api = Api::<Pod>::namespaced(restricted.clone(), ns);
+    let rs_api = Api::<ReplicaSet>::namespaced(restricted.clone(), ns);
+    let merge = |v: Value| Patch::Merge(v);
+
+    // (what, result, what the refusal says)
+    let mut played: Vec<(&str, Result<(), kube::Error>, String)> = Vec::new();
+    played.push((
+        "restricted resizes a pod on the class (pods/resize)",
+        pod_api
+            .patch_subresource(
+                "resize",
+                &pod,
+                &patch_params(true),
+                &Patch::Strategic(json!({"spec": {"containers": [
+                    {"name": "c", "resources": {"limits": {"cpu": "300m"}}}]}})),
+            )
+            .await
+            .map(|_| ()),
+        "may not change the pod spec of a Pod".into(),
+    ));
+    let ownership = "may not change the owner references or labels of a";
+    played.push((
+        "restricted removes the pod's owner reference",
+        pod_api
+            .patch(
+                &pod,
+                &patch_params(true),
+                &merge(json!({"metadata": {"ownerReferences": null}})),
+            )
+            .await
+            .map(|_| ()),
+        format!("{ownership} Pod"),
+    ));
+    played.push((
+        "restricted relabels the pod (leaves its ReplicaSet's selector)",
+        pod_api
+            .patch(
+                &pod,
+                &patch_params(true),
+                &merge(json!({"metadata": {"labels": {"app": "elsewhere"}}})),
+            )
+            .await
+            .map(|_| ()),
+        format!("{ownership} Pod"),
+    ));
+    played.push((
+        "restricted removes the ReplicaSet's owner reference",
+        rs_api
+            .patch(
+                &rs,
+                &patch_params(true),
+                &merge(json!({"metadata": {"ownerReferences": null}})),
+            )
+            .await
+            .map(|_| ()),
+        format!("{ownership} ReplicaSet"),
+    ));
+    played.push((
+        "restricted adds a label to the ReplicaSet",
+        rs_api
+            .patch(
+                &rs,
+                &patch_params(true),
+                &merge(json!({"metadata": {"labels": {"pod-template-hash": "forged"}}})),
+            )
+            .await
+            .map(|_| ()),
+        format!("{ownership} ReplicaSet"),
+    ));
+    let twin = format!("{}-twin", s.id);
+    let class: RuntimeClass =
+        serde_json::from_value(json!({"metadata": {"name": twin}, "handler": s.handler}))
+            .expect("class");
+    played.push((
+        "a cluster-admin creates a second RuntimeClass on the granted handler",
+        Api::<RuntimeClass>::all(s.ns.client.clone())
+            .create(
+                &PostParams {
+                    dry_run: true,
+                    ..Default::default()
+                },
+                &class,
+            )
+            .await
+            .map(|_| ()),
+        format!(
+            "RuntimeClass {twin} names handler {}, which RuntimeClass {granted} is granted through berth for (RuntimeGrant {})",
+            s.handler, s.grant
+        ),
+    ));
+
+    let mut through = Vec::new();
+    for (what, result, says) in played {
+        match result {
+            Ok(()) => through.push(what),
+            Err(kube::Error::Api(e)) => {
+                assert_eq!(e.code, 403, "{what}: {e:?}");
+                assert!(e.message.contains(&says), "{what}: {}", e.message);
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+    eprintln!("admitted: {through:#?}");
+    assert!(through.is_empty(), "admitted: {through:#?}");
+
+    // Still admitted: an annotation on the pod and the ReplicaSet; a
+    // RuntimeClass on another handler.
+    admitted(
+        pod_api
+            .patch(
+                &pod,
+                &patch_params(true),
+                &merge(json!({"metadata": {"annotations": {"note": "x"}}})),
+            )
+            .await,
+        "restricted annotates the pod",
+    );
+    admitted(
+        rs_api
+            .patch(
+                &rs,
+                &patch_params(true),
+                &merge(json!({"metadata": {"annotations": {"note": "x"}}})),
+            )
+            .await,
+        "restricted annotates the ReplicaSet",
+    );
+    let other: RuntimeClass = serde_json::from_value(
+        json!({"metadata": {"name": twin}, "handler": format!("{}-other", s.handler)}),
+    )
+    .expect("class");
+    admitted(
+        Api::<RuntimeClass>::all(s.ns.client.clone())
+            .create(
+                &PostParams {
+                    dry_run: true,
+                    ..Default::default()
+                },
+                &other,
+            )
+            .await,
+        "a RuntimeClass on another handler",
+    );
+    s.cleanup().await;
+}

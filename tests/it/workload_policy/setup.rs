@@ -166,6 +166,8 @@ pub(super) struct Setup {
     pub granted: String,
     pub ungranted: String,
     pub grant: String,
+    /// The granted class's handler.
+    pub handler: String,
 }
 
 impl Setup {
@@ -205,9 +207,16 @@ pub(super) async fn setup() -> Setup {
 
     let granted = format!("{id}-granted");
     let ungranted = format!("{id}-free");
-    for class in [&granted, &ungranted] {
+    // Each class its own handler, unique to the test: the policy judges a
+    // RuntimeClass by its handler too (a second class on the granted
+    // handler is refused), and RuntimeClasses are cluster-wide.
+    let handler = format!("{id}-h");
+    for (class, h) in [
+        (&granted, handler.clone()),
+        (&ungranted, format!("{id}-free-h")),
+    ] {
         let rc: RuntimeClass =
-            serde_json::from_value(json!({"metadata": {"name": class}, "handler": "runc"}))
+            serde_json::from_value(json!({"metadata": {"name": class}, "handler": h}))
                 .expect("class");
         Api::<RuntimeClass>::all(admin.clone())
             .create(&pp, &rc)
@@ -219,7 +228,7 @@ pub(super) async fn setup() -> Setup {
         "apiVersion": "berth.dev/v1alpha1", "kind": "RuntimeGrant",
         "metadata": {"name": grant, "labels": {LABEL: id}},
         "spec": {"project": "demo", "environment": "production", "application": "analytics",
-            "service": "worker", "runtimeClass": granted, "handler": "runc"}
+            "service": "worker", "runtimeClass": granted, "handler": handler}
     }))
     .expect("grant");
     Api::<DynamicObject>::all_with(admin.clone(), &grant_resource())
@@ -243,6 +252,11 @@ pub(super) async fn setup() -> Setup {
     // that is (now) granted. The controllers give it its pod.
     let mut legacy = workload("Deployment", "legacy", Some(&granted));
     legacy.data["spec"]["replicas"] = json!(1);
+    // Burstable, so that a resize keeps its QoS class (which the apiserver
+    // requires) and only the policy can refuse it.
+    legacy.data["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({
+        "requests": {"cpu": "100m", "memory": "64Mi"},
+        "limits": {"cpu": "200m", "memory": "64Mi"}});
     create(&admin, &ns.name, &legacy, false)
         .await
         .expect("legacy Deployment before the policy");
@@ -275,6 +289,7 @@ pub(super) async fn setup() -> Setup {
         granted,
         ungranted,
         grant,
+        handler,
     }
 }
 
@@ -368,7 +383,7 @@ pub(super) async fn workload_rbac(admin: &Client, namespace: &str, intruder_ns: 
     let role: Role = serde_json::from_value(json!({
         "metadata": {"name": "workloads"},
         "rules": [
-            {"apiGroups": [""], "resources": ["pods", "pods/ephemeralcontainers", "podtemplates"],
+            {"apiGroups": [""], "resources": ["pods", "pods/ephemeralcontainers", "pods/resize", "podtemplates"],
              "verbs": ["get", "list", "create", "update", "patch", "delete"]},
             {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets",
                 "daemonsets", "deployments/scale"],
