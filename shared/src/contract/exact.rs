@@ -120,6 +120,22 @@ fn keyed(a: &[Value], b: &[Value]) -> bool {
     a.iter().chain(b).all(|v| name_of(v).is_some())
 }
 
+/// Whether a tolerated row's `allowed` takes `value` (inside `parent`).
+fn allows(allowed: Allowed, value: &Value, parent: Option<&Value>) -> bool {
+    match allowed {
+        Allowed::Any => true,
+        Allowed::Value(json) => serde_json::from_str::<Value>(json).is_ok_and(|v| &v == value),
+        Allowed::DefaultPullPolicy => {
+            let image = parent
+                .and_then(|p| p.get("image"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            value.as_str() == Some(default_pull_policy(image))
+        }
+        Allowed::SameAs(field) => parent.and_then(|p| p.get(field)) == Some(value),
+    }
+}
+
 /// The comparison of one object with its tolerances.
 pub(crate) struct Exact<'a> {
     pub(crate) tolerances: Vec<Tolerance<'a>>,
@@ -175,23 +191,34 @@ impl Exact<'_> {
     /// Whether a field the rendered object lacks may have `value` at
     /// `keys`, inside `parent`.
     fn tolerated(&self, keys: &[String], value: &Value, parent: Option<&Value>) -> bool {
-        self.tolerances.iter().any(|t| {
-            matches(&t.pattern, keys, true)
-                && match t.row.allowed {
-                    Allowed::Any => true,
-                    Allowed::Value(json) => {
-                        serde_json::from_str::<Value>(json).is_ok_and(|v| &v == value)
-                    }
-                    Allowed::DefaultPullPolicy => {
-                        let image = parent
-                            .and_then(|p| p.get("image"))
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        value.as_str() == Some(default_pull_policy(image))
-                    }
-                    Allowed::SameAs(field) => parent.and_then(|p| p.get(field)) == Some(value),
-                }
-        })
+        self.tolerance(keys, value, parent).is_some()
+    }
+
+    /// The row that tolerates `value` at `keys` (inside `parent`), if one
+    /// does.
+    fn tolerance(
+        &self,
+        keys: &[String],
+        value: &Value,
+        parent: Option<&Value>,
+    ) -> Option<&Tolerated> {
+        self.tolerances
+            .iter()
+            .find(|t| matches(&t.pattern, keys, true) && allows(t.row.allowed, value, parent))
+            .map(|t| t.row)
+    }
+
+    /// Whether a live value the rendered object lacks is, or holds, a
+    /// field someone else owns (a row tolerating any value: the
+    /// autoscaler's count, `kubectl rollout restart`'s annotation), as
+    /// opposed to only the defaults the apiserver fills in.
+    fn owns(&self, at: &Path, live: &Value, parent: Option<&Value>) -> bool {
+        match self.tolerance(&at.keys, live, parent) {
+            Some(row) => row.allowed == Allowed::Any,
+            None => live
+                .as_object()
+                .is_some_and(|m| m.iter().any(|(k, v)| self.owns(&at.key(k), v, Some(live)))),
+        }
     }
 
     /// Every difference between the live part at `root` and the rendered one.
@@ -339,7 +366,12 @@ impl Exact<'_> {
                 None => kept = true,
             }
         }
-        if !kept {
+        // Nothing tolerated in it, or a foreign object whose kept fields
+        // are only the defaults the apiserver gave it (a probe's
+        // `periodSeconds`, its `httpGet.scheme`): it goes whole. Its
+        // defaults alone would be an object berth did not render, and
+        // often one the apiserver refuses (an `httpGet` without a port).
+        if !kept || (!out.is_empty() && !self.owns(at, live, parent)) {
             return Some(Value::Null);
         }
         (!out.is_empty()).then_some(Value::Object(out))
@@ -416,6 +448,11 @@ impl Exact<'_> {
             .iter()
             .filter_map(|(k, v)| Some((k.clone(), self.kept(&at.key(k), v, Some(live))?)))
             .collect();
+        // A foreign object keeps nothing of its defaults (see
+        // `patch_absent`), only what someone else owns in it.
+        if out != *m && !self.owns(at, live, parent) {
+            return None;
+        }
         (!out.is_empty()).then_some(Value::Object(out))
     }
 }

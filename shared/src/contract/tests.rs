@@ -466,3 +466,74 @@ fn the_docs_page_shows_the_table() {
          (BERTH_UPDATE_GOLDEN=1 cargo test -p berth-shared regenerates it)"
     );
 }
+
+/// The schema-driven adversary's finding (issue 52): a probe added to a
+/// container that renders none, as the apiserver stores it (its defaults
+/// filled in). Keeping the tolerated defaults of an object that is
+/// itself foreign left `httpGet: {scheme: HTTP}` without a port, which the
+/// apiserver refuses, so the correction failed on every reconcile and the
+/// probe stayed. A foreign object goes whole, its defaults with it, in a
+/// replaced list and outside one; a field someone else owns inside one
+/// (`Allowed::Any`) still stays.
+#[test]
+fn a_foreign_object_goes_with_its_defaults() {
+    let probe = json!({
+        "httpGet": {"path": "/adversary", "port": 7, "scheme": "HTTP"},
+        "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3
+    });
+    let desired = everything(Kind::CronJob);
+    let pod = Kind::CronJob.pod_template().unwrap_or_default();
+    let container = format!("{pod}/spec/containers/0");
+    assert!(
+        desired
+            .pointer(&format!("{container}/livenessProbe"))
+            .is_none(),
+        "the everything example's CronJob container renders no probe"
+    );
+    let mut live = desired.clone();
+    live.pointer_mut(&container).expect("a container")["livenessProbe"] = probe.clone();
+    let fix = correction(Kind::CronJob, &live, &desired, None);
+    let mut fixed = live.clone();
+    merge(&mut fixed, &fix);
+    assert_eq!(
+        fixed.pointer(&format!("{container}/livenessProbe")),
+        None,
+        "the probe goes whole: {fix}"
+    );
+    assert!(violations(Kind::CronJob, &fixed, &desired).is_empty());
+    // Outside a list: a foreign object under a rendered one is nulled whole
+    // (on a rendering without a strategy, whose defaults are tolerated).
+    let mut desired = everything(Kind::Deployment);
+    desired["spec"]
+        .as_object_mut()
+        .and_then(|spec| spec.remove("strategy"))
+        .expect("the everything example renders a strategy");
+    let mut live = desired.clone();
+    live["spec"]["strategy"] =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 7, "maxUnavailable": "25%"}});
+    let fix = correction(Kind::Deployment, &live, &desired, None);
+    assert_eq!(fix["spec"]["strategy"], Value::Null, "{fix}");
+    // Defaults alone are kept; an owned field keeps its object.
+    live["spec"]["strategy"] = json!({"type": "RollingUpdate"});
+    let fix = correction(Kind::Deployment, &live, &desired, None);
+    assert!(fix["spec"].get("strategy").is_none(), "{fix}");
+    let mut live = desired.clone();
+    let annotations = format!(
+        "{}/metadata/annotations",
+        Kind::Deployment.pod_template().unwrap_or_default()
+    );
+    let at = live.pointer_mut(&annotations).expect("pod annotations");
+    at["kubectl.kubernetes.io/restartedAt"] = json!("2026-01-01T00:00:00Z");
+    at["adversary"] = json!("x");
+    let mut fixed = live.clone();
+    merge(
+        &mut fixed,
+        &correction(Kind::Deployment, &live, &desired, None),
+    );
+    let kept = fixed.pointer(&annotations).expect("annotations");
+    assert_eq!(
+        kept["kubectl.kubernetes.io/restartedAt"],
+        "2026-01-01T00:00:00Z"
+    );
+    assert!(kept.get("adversary").is_none());
+}
