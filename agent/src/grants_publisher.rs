@@ -106,6 +106,7 @@ fn compute<'a>(ctx: &'a Context, snap: &Snapshot) -> (Vec<Desired<'a>>, Vec<Leav
                     source: snap.source.as_ref(),
                     file: &snap.file,
                     pods_watched,
+                    attestation: None,
                 });
                 merge_times(&mut status, g.status.as_ref());
                 status

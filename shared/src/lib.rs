@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod api;
+pub mod attest;
 pub mod binding;
 pub mod claims;
 pub mod contract;

@@ -97,6 +97,7 @@ pub fn compute(
         replica_sets: &replica_sets,
         nodes: &snapshot.nodes,
         exposure,
+        attestation: None,
     });
     let old = stored.map_or(&[][..], |s| s.conditions.as_slice());
     merge_transition_times(&mut status.conditions, old, &condition::now());

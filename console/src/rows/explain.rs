@@ -163,6 +163,15 @@ pub fn explain(
     if let Some(key) = runtime_key {
         let rt = store.runtimes.get(&key)?;
         let labels = namespace_labels(store, &key.0);
+        // The grant the Runtime asks for (a RuntimeGrant is named by its
+        // alias) and what its canaries saw.
+        let attestation = rt
+            .spec
+            .runtime_profile
+            .as_deref()
+            .and_then(|alias| store.grants.get(&(String::new(), alias.to_string())))
+            .and_then(|g| g.status.as_ref())
+            .and_then(|s| s.attestation.as_ref());
         let mut e = explain_runtime(&RuntimeFacts {
             runtime: rt,
             namespace_labels: labels.as_ref(),
@@ -171,6 +180,8 @@ pub fn explain(
             classes: &classes,
             nodes: &nodes,
             admission,
+            attestation,
+            now: Some(k8s_openapi::jiff::Timestamp::now()),
         });
         if let Some(w) = &workload {
             e.subject = format!("{} (managed by {})", w.key(), e.subject);

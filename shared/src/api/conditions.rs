@@ -89,6 +89,10 @@ pub mod reasons {
     pub const HANDLER_UNKNOWN: &str = "HandlerUnknown";
     /// No node reports the handler.
     pub const HANDLER_ABSENT: &str = "HandlerAbsent";
+    /// Nodes the pods may land on report the handler, and its canary
+    /// fails there: pods landing there would not start, or not in the
+    /// sandbox the class claims (`berth_shared::attest`).
+    pub const HANDLER_FAILING: &str = "HandlerFailing";
     /// No profile, so no handler is needed.
     pub const NO_HANDLER_NEEDED: &str = "NoHandlerNeeded";
 

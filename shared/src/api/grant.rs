@@ -11,6 +11,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::attestation::HandlerAttestation;
 use super::patterns;
 use crate::binding::{Binding, Identity};
 
@@ -49,6 +50,11 @@ use crate::binding::{Binding, Identity};
         json_path = ".status.classPresent"
     ),
     printcolumn(name = "Nodes", type_ = "string", json_path = ".status.nodes.summary"),
+    printcolumn(
+        name = "Attested",
+        type_ = "string",
+        json_path = ".status.attestation.summary"
+    ),
     printcolumn(
         name = "Age",
         type_ = "date",
@@ -119,6 +125,10 @@ pub struct RuntimeGrantStatus {
     /// Nodes reporting the handler in `status.runtimeHandlers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<NodeCoverage>,
+    /// What the agent's canaries saw of the handler on each node that
+    /// reports it (verified, failing, unverified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attestation: Option<HandlerAttestation>,
     /// Runtimes that select this grant.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runtimes: Vec<ObjectRef>,

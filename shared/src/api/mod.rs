@@ -7,6 +7,7 @@
 //! committed copies in `assets/crds/` are checked against the generated
 //! output by a unit test (`BERTH_UPDATE_GOLDEN=1` regenerates them).
 
+mod attestation;
 pub mod condition;
 mod conditions;
 mod grant;
@@ -29,6 +30,10 @@ pub use crate::patterns;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+pub use attestation::{
+    AttestationState, HandlerAttestation, MAX_ATTESTATION_MESSAGE, MAX_ATTESTED_NODES,
+    NodeAttestation, attestation_summary,
+};
 pub use conditions::{condition_types, grant_condition_types, reasons};
 pub use grant::{
     GrantSource, NodeCoverage, ObjectRef, RuntimeGrant, RuntimeGrantSpec, RuntimeGrantStatus,

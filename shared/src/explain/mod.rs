@@ -12,6 +12,7 @@
 //! so explain and reconcile cannot disagree; `tests.rs` drives both from
 //! the same inputs.
 
+mod attestation;
 mod runtime;
 mod steps;
 mod workload;
@@ -61,6 +62,8 @@ pub enum StepKind {
     RuntimeClass,
     /// Handler presence on every node the pods may land on.
     Handlers,
+    /// What the class's canaries saw on those nodes (`crate::attest`).
+    Attestation,
     /// Whether any node may take the pods at all.
     Placement,
     /// The admission verdict (a server-side dry-run by the caller).
@@ -71,11 +74,12 @@ pub enum StepKind {
 
 impl StepKind {
     /// Every step, in the order they are walked.
-    pub const ALL: [StepKind; 7] = [
+    pub const ALL: [StepKind; 8] = [
         StepKind::Identity,
         StepKind::Binding,
         StepKind::RuntimeClass,
         StepKind::Handlers,
+        StepKind::Attestation,
         StepKind::Placement,
         StepKind::Admission,
         StepKind::Conditions,
@@ -88,6 +92,7 @@ impl StepKind {
             StepKind::Binding => "binding",
             StepKind::RuntimeClass => "runtimeclass",
             StepKind::Handlers => "handlers",
+            StepKind::Attestation => "attestation",
             StepKind::Placement => "placement",
             StepKind::Admission => "admission",
             StepKind::Conditions => "conditions",

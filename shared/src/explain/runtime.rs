@@ -10,13 +10,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt as _;
 
 use crate::analysis::{NodeInfo, Placement};
-use crate::api::{Runtime, condition_types as ct};
+use crate::api::{HandlerAttestation, Runtime, condition_types as ct};
+use crate::attest::ClassVerdicts;
 use crate::decide::{
     self, DecideInput, Decision, ENVIRONMENT_LABEL, GrantBinding, Identity, IdentityError,
     ObservedClass, PROJECT_LABEL,
 };
 use crate::status::handler_ready;
+use k8s_openapi::jiff::Timestamp;
 
+use super::attestation::attestation_step;
 use super::steps::{binding_step, class_step, identity_step, node_steps};
 use super::{Admission, Explanation, Step, StepKind, Verdict, admission_step};
 
@@ -39,6 +42,11 @@ pub struct RuntimeFacts<'a> {
     pub nodes: &'a [NodeInfo],
     /// The admission verdict, when the caller made the dry-run.
     pub admission: Option<&'a Admission>,
+    /// What the granted class's canaries saw (its grant's
+    /// `status.attestation`), when published.
+    pub attestation: Option<&'a HandlerAttestation>,
+    /// Now (for the evidence's age; `None`: ages left out).
+    pub now: Option<Timestamp>,
 }
 
 /// The identity exactly as the agent forms it: a Namespace absent from its
@@ -103,6 +111,14 @@ fn observed_class(
         .map(ObservedClass::from_runtime_class)
 }
 
+/// The class a granted decision names ("" otherwise).
+fn decision_class(decision: &Decision) -> &str {
+    match decision {
+        Decision::Granted { runtime_class, .. } => runtime_class,
+        _ => "",
+    }
+}
+
 /// Explains the agent's decision for one Runtime.
 pub fn explain_runtime(f: &RuntimeFacts<'_>) -> Explanation {
     let rt = f.runtime;
@@ -160,17 +176,30 @@ pub fn explain_runtime(f: &RuntimeFacts<'_>) -> Explanation {
                 affinity: sched.and_then(|s| s.affinity.as_ref()),
                 tolerations: sched.map_or(&[], |s| s.tolerations.as_slice()),
             };
-            let (handlers, placement, _) = node_steps(f.nodes, &placement, handler);
+            let (handlers, placement_step, _) = node_steps(f.nodes, &placement, handler);
             steps.push(handlers);
-            steps.push(placement);
+            steps.push(attestation_step(
+                f.nodes,
+                &placement,
+                handler,
+                decision_class(&decision),
+                f.attestation,
+                f.now,
+            ));
+            steps.push(placement_step);
         }
         Decision::NotRequested => {
             steps.push(Step::skipped(StepKind::Handlers, "no handler needed"));
+            steps.push(Step::skipped(StepKind::Attestation, "no handler needed"));
             steps.push(Step::skipped(StepKind::Placement, "no handler needed"));
         }
         _ => {
             steps.push(Step::skipped(
                 StepKind::Handlers,
+                "the grant decision failed first",
+            ));
+            steps.push(Step::skipped(
+                StepKind::Attestation,
                 "the grant decision failed first",
             ));
             steps.push(Step::skipped(
@@ -181,7 +210,10 @@ pub fn explain_runtime(f: &RuntimeFacts<'_>) -> Explanation {
     }
 
     steps.push(admission_step(f.admission));
-    steps.push(conditions_step(rt, &decision, f.nodes));
+    let verdicts = f
+        .attestation
+        .map(|a| ClassVerdicts::from_status(decision_class(&decision), "", a));
+    steps.push(conditions_step(rt, &decision, f.nodes, verdicts.as_ref()));
 
     Explanation {
         subject: format!("Runtime/{ns}/{}", rt.name_any()),
@@ -202,8 +234,13 @@ fn stored<'a>(rt: &'a Runtime, type_: &str) -> Option<&'a Condition> {
 /// The conditions the agent's own functions give (ProfileGranted's reason
 /// is the decision's, HandlerReady from [`handler_ready`]), next to what
 /// the Runtime's status says now.
-fn conditions_step(rt: &Runtime, decision: &Decision, nodes: &[NodeInfo]) -> Step {
-    let handler = handler_ready(rt, decision, nodes);
+fn conditions_step(
+    rt: &Runtime,
+    decision: &Decision,
+    nodes: &[NodeInfo],
+    attested: Option<&ClassVerdicts>,
+) -> Step {
+    let handler = handler_ready(rt, decision, nodes, attested);
     let blocked = !decision.allows_changes();
     // What reaches or runs as the pods is the agent's finding from the
     // cluster around them (its caches, not the caller's): read from the

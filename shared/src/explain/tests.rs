@@ -251,6 +251,8 @@ fn explain_and_the_agent_decide_the_same() {
             classes: &c.classes,
             nodes: &nodes,
             admission: None,
+            attestation: None,
+            now: None,
         };
         let e = explain_runtime(&facts);
         assert_eq!(e.decision, agent.reason(), "{}", c.name);
@@ -294,6 +296,8 @@ fn the_closest_binding_names_each_differing_field() {
         classes: &[class("runsc")],
         nodes: &[],
         admission: None,
+        attestation: None,
+        now: None,
     });
     let step = e.step(StepKind::Binding).expect("binding");
     assert_eq!(step.verdict, Verdict::Fail);
@@ -333,6 +337,8 @@ fn handler_presence_is_per_node_and_matches_handler_ready() {
         classes: &classes,
         nodes: &nodes,
         admission: None,
+        attestation: None,
+        now: None,
     });
     let h = e.step(StepKind::Handlers).expect("handlers");
     assert_eq!(h.verdict, Verdict::Fail);
@@ -348,7 +354,7 @@ fn handler_presence_is_per_node_and_matches_handler_ready() {
     assert_eq!(p.verdict, Verdict::Pass);
     // The agent's HandlerReady says the same.
     let agent = agent_decision(&rt, Some(&ns), &bindings, &classes);
-    let cond = crate::status::handler_ready(&rt, &agent, &nodes);
+    let cond = crate::status::handler_ready(&rt, &agent, &nodes, None);
     assert_eq!(cond.reason, crate::api::reasons::PLACEMENT_INCOMPLETE);
     let c = e.step(StepKind::Conditions).expect("conditions");
     assert!(c.reason.contains("PlacementIncomplete"), "{}", c.reason);
@@ -370,6 +376,8 @@ fn handler_presence_is_per_node_and_matches_handler_ready() {
         classes: &classes,
         nodes: &nodes,
         admission: None,
+        attestation: None,
+        now: None,
     });
     assert_eq!(
         e.step(StepKind::Placement).map(|s| s.verdict),
@@ -393,6 +401,8 @@ fn admission_is_reported_as_given() {
         classes: &[],
         nodes: &[],
         admission: Some(&denied),
+        attestation: None,
+        now: None,
     });
     let a = e.step(StepKind::Admission).expect("admission");
     assert_eq!(a.verdict, Verdict::Fail);

@@ -57,7 +57,9 @@ pub fn explain_workload(f: &WorkloadFacts<'_>) -> Explanation {
             .iter()
             .map(|k| Step::skipped(*k, "no runtimeClassName: the cluster's default runtime"))
             .collect();
-        steps[5] = admission_step(f.admission);
+        if let Some(i) = steps.iter().position(|s| s.step == StepKind::Admission) {
+            steps[i] = admission_step(f.admission);
+        }
         return Explanation {
             subject,
             decision: decisions::NO_CLASS.into(),
@@ -104,10 +106,15 @@ pub fn explain_workload(f: &WorkloadFacts<'_>) -> Explanation {
             };
             let (handlers, placement, _) = node_steps(nodes, &f.placement, &c.handler);
             steps.push(handlers);
+            steps.push(Step::skipped(
+                StepKind::Attestation,
+                "canaries attest granted classes: see `berth explain` of a Runtime, or the Handlers view",
+            ));
             steps.push(placement);
         }
         None => {
             steps.push(Step::skipped(StepKind::Handlers, "no class, no handler"));
+            steps.push(Step::skipped(StepKind::Attestation, "no class, no handler"));
             steps.push(Step::skipped(StepKind::Placement, "no class, no handler"));
         }
     }

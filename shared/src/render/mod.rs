@@ -16,7 +16,7 @@ pub mod labels;
 pub mod names;
 mod network_policy;
 mod pdb;
-mod pod_template;
+pub(crate) mod pod_template;
 pub mod protect;
 pub mod resources;
 mod service;

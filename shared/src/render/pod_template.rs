@@ -57,7 +57,9 @@ fn probe(path: &str, period: i32, timeout: i32, failures: i32) -> Probe {
     }
 }
 
-fn container_security_context() -> SecurityContext {
+/// The contract's container security context (also the canary's:
+/// `crate::attest::job`).
+pub(crate) fn container_security_context() -> SecurityContext {
     SecurityContext {
         allow_privilege_escalation: Some(false),
         privileged: Some(false),
@@ -69,6 +71,21 @@ fn container_security_context() -> SecurityContext {
             drop: Some(vec!["ALL".to_string()]),
             add: None,
         }),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".to_string(),
+            localhost_profile: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// The contract's pod security context (also the canary's).
+pub(crate) fn pod_security_context() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(RUN_AS_ID),
+        run_as_group: Some(RUN_AS_ID),
+        fs_group: Some(RUN_AS_ID),
         seccomp_profile: Some(SeccompProfile {
             type_: "RuntimeDefault".to_string(),
             localhost_profile: None,
@@ -176,17 +193,7 @@ pub(crate) fn pod_template(ctx: &Ctx<'_>, kind: &PodKind<'_>) -> PodTemplateSpec
         service_account_name: Some(ctx.names.workload.clone()),
         automount_service_account_token: Some(false),
         enable_service_links: Some(false),
-        security_context: Some(PodSecurityContext {
-            run_as_non_root: Some(true),
-            run_as_user: Some(RUN_AS_ID),
-            run_as_group: Some(RUN_AS_ID),
-            fs_group: Some(RUN_AS_ID),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".to_string(),
-                localhost_profile: None,
-            }),
-            ..Default::default()
-        }),
+        security_context: Some(pod_security_context()),
         termination_grace_period_seconds: Some(termination_grace_seconds(
             ctx.spec.shutdown_drain_timeout_seconds,
         )),

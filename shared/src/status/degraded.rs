@@ -1,6 +1,7 @@
 //! Degraded: something needs attention while the service still runs — a
 //! render or apply failure, an unowned object in the way, a rollout past
-//! its deadline, nodes in the placement without the handler.
+//! its deadline, nodes in the placement without the handler or where its
+//! canary fails.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
@@ -47,6 +48,13 @@ pub fn degraded(
             true,
             reasons::PROGRESS_DEADLINE_EXCEEDED,
             "the Deployment exceeded its progress deadline",
+        )
+    } else if handler_ready.reason == reasons::HANDLER_FAILING {
+        build(
+            ct::DEGRADED,
+            true,
+            reasons::HANDLER_FAILING,
+            "the handler's canary fails on nodes the pods may land on (HandlerReady names them and why)",
         )
     } else if handler_ready.reason == reasons::PLACEMENT_INCOMPLETE {
         build(

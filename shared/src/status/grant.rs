@@ -9,8 +9,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::analysis::{self, NodeInfo};
 use crate::api::{
-    GrantSource, NodeCoverage, ObjectRef, RuntimeGrantStatus, WorkloadRef, condition,
-    grant_condition_types as gct, reasons,
+    GrantSource, HandlerAttestation, NodeCoverage, ObjectRef, RuntimeGrantStatus, WorkloadRef,
+    condition, grant_condition_types as gct, reasons,
 };
 use crate::decide::{GrantBinding, Identity, ObservedClass};
 
@@ -64,6 +64,9 @@ pub struct GrantSnapshot<'a> {
     pub file: &'a FileState,
     /// Whether bare pods are watched (counted in `retained`).
     pub pods_watched: bool,
+    /// What the agent's canaries saw of the class's handler (`None`: the
+    /// class cannot be attested: missing, another handler, unsupported).
+    pub attestation: Option<&'a HandlerAttestation>,
 }
 
 fn cond(
@@ -161,6 +164,7 @@ pub fn grant(s: &GrantSnapshot<'_>) -> RuntimeGrantStatus {
             i32::try_from(cov.total).unwrap_or(i32::MAX),
             i32::try_from(cov.unknown).unwrap_or(i32::MAX),
         )),
+        attestation: s.attestation.cloned(),
         runtimes,
         retained,
         source: s.source.cloned(),
@@ -192,6 +196,8 @@ pub fn retired(
     let mut status = stored.cloned().unwrap_or_default();
     status.observed_generation = generation;
     status.runtimes.clear();
+    // Nothing grants the class any more: no canary runs for it.
+    status.attestation = None;
     let mut listed = retained.to_vec();
     listed.truncate(MAX_RETAINED);
     status.retained = listed;

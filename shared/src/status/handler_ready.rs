@@ -1,20 +1,29 @@
 //! HandlerReady: the granted handler is present on every Ready node the
 //! Runtime's pods may be scheduled onto (nodeSelector, affinity,
-//! tolerations vs taints). Tri-state: nodes that report no handler list
-//! make presence unknown, not absent (docs/architecture.md §5).
+//! tolerations vs taints), and its canary does not fail on any of them
+//! (`crate::attest`: reported is not the same as working). Tri-state:
+//! nodes that report no handler list make presence unknown, not absent
+//! (docs/architecture.md §5).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
-use crate::analysis::{NodeInfo, Placement, placement_coverage};
+use crate::analysis::{NodeInfo, Placement, Presence, placement_coverage};
 use crate::api::condition::{build, unknown};
-use crate::api::{Runtime, condition_types as ct, reasons};
+use crate::api::{AttestationState, Runtime, condition_types as ct, reasons};
+use crate::attest::ClassVerdicts;
 use crate::decide::Decision;
 
 /// Most node names a PlacementIncomplete message lists.
 const MAX_NAMED: usize = 10;
 
-/// HandlerReady from the decision and the nodes.
-pub fn handler_ready(runtime: &Runtime, decision: &Decision, nodes: &[NodeInfo]) -> Condition {
+/// HandlerReady from the decision, the nodes and what the class's canaries
+/// saw on them (`None`: no attestation, as with canaries never run).
+pub fn handler_ready(
+    runtime: &Runtime,
+    decision: &Decision,
+    nodes: &[NodeInfo],
+    attested: Option<&ClassVerdicts>,
+) -> Condition {
     let handler = match decision {
         Decision::NotRequested => {
             return build(
@@ -34,6 +43,23 @@ pub fn handler_ready(runtime: &Runtime, decision: &Decision, nodes: &[NodeInfo])
         tolerations: sched.map_or(&[], |s| s.tolerations.as_slice()),
     };
     let cov = placement_coverage(nodes, &placement, handler);
+    // Eligible nodes that report the handler and whose canary fails there,
+    // sorted by name (the store's order is a hash map's).
+    let mut failing: Vec<(&str, &str)> = attested
+        .map(|v| {
+            nodes
+                .iter()
+                .filter(|n| n.ready && !n.unschedulable && placement.allows(n))
+                .filter(|n| n.presence(handler) == Presence::Present)
+                .filter_map(|n| {
+                    v.of(&n.name)
+                        .filter(|x| x.state == AttestationState::Failing)
+                        .map(|x| (n.name.as_str(), x.message.as_str()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    failing.sort();
     let unknown_note = if cov.unknown > 0 {
         format!(
             "; {} report no handler list (presence unknown)",
@@ -62,6 +88,34 @@ pub fn handler_ready(runtime: &Runtime, decision: &Decision, nodes: &[NodeInfo])
             format!(
                 "no Ready node the pods may be scheduled onto reports handler {handler} ({} eligible)",
                 cov.eligible
+            ),
+        )
+    } else if !failing.is_empty() {
+        let named: Vec<String> = failing
+            .iter()
+            .take(MAX_NAMED)
+            .map(|(node, why)| format!("{node} ({why})"))
+            .collect();
+        let more = failing.len().saturating_sub(named.len());
+        let missing = if cov.missing.is_empty() {
+            String::new()
+        } else {
+            format!("; {} more do not report it", cov.missing.len())
+        };
+        build(
+            ct::HANDLER_READY,
+            false,
+            reasons::HANDLER_FAILING,
+            format!(
+                "handler {handler} is reported but its canary fails on {} of {} Ready nodes the pods may be scheduled onto: {}{}{missing}",
+                failing.len(),
+                cov.eligible,
+                named.join("; "),
+                if more > 0 {
+                    format!("; and {more} more")
+                } else {
+                    String::new()
+                }
             ),
         )
     } else if !cov.missing.is_empty() {
@@ -190,7 +244,7 @@ mod tests {
             ),
         ];
         for (decision, nodes, status, reason) in cases {
-            let c = handler_ready(&runtime(), &decision, &nodes);
+            let c = handler_ready(&runtime(), &decision, &nodes, None);
             assert_eq!(c.type_, ct::HANDLER_READY);
             let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
             assert_eq!(
@@ -211,7 +265,7 @@ mod tests {
         let mut inside = node("h", true, Some("runsc"));
         inside.labels.insert("pool".into(), "sandbox".into());
         let outside = node("o", true, Some("runc"));
-        let c = handler_ready(&rt, &granted(), &[inside, outside]);
+        let c = handler_ready(&rt, &granted(), &[inside, outside], None);
         assert_eq!(
             (c.status.as_str(), c.reason.as_str()),
             ("True", reasons::HANDLER_PRESENT)
@@ -230,10 +284,71 @@ mod tests {
                 .rev()
                 .map(|i| node(&format!("n{i:02}"), true, Some("runc"))),
         );
-        let c = handler_ready(&runtime(), &granted(), &nodes);
+        let c = handler_ready(&runtime(), &granted(), &nodes, None);
         assert_eq!(
             c.message,
             "12 of 13 Ready nodes the pods may be scheduled onto do not report handler runsc; pods landing there would fail to start: n00, n01, n02, n03, n04, n05, n06, n07, n08, n09"
         );
+    }
+
+    #[test]
+    fn a_failing_canary_on_an_eligible_node_is_handler_failing() {
+        use crate::attest::{ClassVerdicts, NodeVerdict, reasons as ar};
+        let verdict = |state, message: &str| NodeVerdict {
+            state,
+            reason: ar::KERNEL_MISMATCH.into(),
+            message: message.into(),
+            at: None,
+            job: None,
+        };
+        let mut v = ClassVerdicts::default();
+        v.nodes.insert(
+            "b".into(),
+            verdict(
+                AttestationState::Failing,
+                "expected gVisor, saw the host kernel",
+            ),
+        );
+        v.nodes
+            .insert("a".into(), verdict(AttestationState::Verified, "ok"));
+        let nodes = vec![
+            node("a", true, Some("runsc")),
+            node("b", true, Some("runsc")),
+        ];
+        let c = handler_ready(&runtime(), &granted(), &nodes, Some(&v));
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", reasons::HANDLER_FAILING)
+        );
+        assert_eq!(
+            c.message,
+            "handler runsc is reported but its canary fails on 1 of 2 Ready nodes the pods may be scheduled onto: b (expected gVisor, saw the host kernel)"
+        );
+        // Unverified is not failing; a failing node the pods cannot land on
+        // does not count; reported nowhere stays HandlerAbsent.
+        v.nodes.insert(
+            "b".into(),
+            verdict(AttestationState::Unverified, "not run yet"),
+        );
+        let c = handler_ready(&runtime(), &granted(), &nodes, Some(&v));
+        assert_eq!(c.reason, reasons::HANDLER_PRESENT);
+        v.nodes.insert(
+            "b".into(),
+            verdict(AttestationState::Failing, "sandbox not created"),
+        );
+        let cordoned = vec![node("a", true, Some("runsc")), {
+            let mut b = node("b", true, Some("runsc"));
+            b.unschedulable = true;
+            b
+        }];
+        let c = handler_ready(&runtime(), &granted(), &cordoned, Some(&v));
+        assert_eq!(c.reason, reasons::HANDLER_PRESENT);
+        let c = handler_ready(
+            &runtime(),
+            &granted(),
+            &[node("o", true, Some("runc"))],
+            Some(&v),
+        );
+        assert_eq!(c.reason, reasons::HANDLER_ABSENT);
     }
 }

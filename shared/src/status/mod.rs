@@ -103,6 +103,9 @@ pub struct Observed<'a> {
     pub nodes: &'a [NodeInfo],
     /// What reaches or runs as the pods and is not the Runtime's own.
     pub exposure: &'a Exposure,
+    /// What the granted class's canaries saw on each node (`None`: no
+    /// attestation for it).
+    pub attestation: Option<&'a crate::attest::ClassVerdicts>,
 }
 
 /// What `Degraded` says of podMetadata annotations the allowlist refuses
@@ -133,7 +136,7 @@ pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
         .map_or(RolloutPhase::Pending, |r| r.phase);
     let desired_image = rt.spec.image.reference();
 
-    let handler = handler_ready(rt, o.decision, o.nodes);
+    let handler = handler_ready(rt, o.decision, o.nodes, o.attestation);
     let available = available(rt, o.deployment);
     let degraded = match refused_annotations(rt) {
         Some(message) if o.render_error.is_none() => {
@@ -260,6 +263,7 @@ mod tests {
             replica_sets: &[],
             nodes: &[],
             exposure: &Exposure::default(),
+            attestation: None,
         });
         let types: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
         let mut want = ct::ALL.to_vec();
@@ -306,6 +310,7 @@ mod tests {
             replica_sets: &[],
             nodes: &[],
             exposure: &exposure,
+            attestation: None,
         };
         let status = compute(&observed(None));
         let degraded = status
@@ -350,6 +355,7 @@ mod tests {
                 replica_sets: &[],
                 nodes: &[],
                 exposure: &Exposure::default(),
+                attestation: None,
             })
             .rollout
             .map(|r| r.phase)
@@ -423,6 +429,7 @@ mod tests {
             replica_sets: &[],
             nodes: &[],
             exposure: &Exposure::default(),
+            attestation: None,
         });
         assert_eq!(
             s.jobs.len(),
@@ -458,6 +465,7 @@ mod tests {
                 replica_sets: &[],
                 nodes: &[],
                 exposure: &Exposure::default(),
+                attestation: None,
             })
         };
         // Complete on the desired image: it becomes the last successful.

@@ -72,6 +72,7 @@ fn snapshot<'a>(
         source: None,
         file,
         pods_watched: false,
+        attestation: None,
     }
 }
 
