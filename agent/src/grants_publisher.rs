@@ -72,6 +72,8 @@ fn compute<'a>(ctx: &'a Context, snap: &Snapshot) -> (Vec<Desired<'a>>, Vec<Leav
     let publisher = ctx.settings.publisher.as_str();
     let pods_watched = ctx.settings.watch_bare_pods;
     let bindings = &ctx.grants.bindings;
+    // What the canaries saw (`crate::canary`), as last published.
+    let attested = ctx.attestations.snapshot();
     let ours = |g: &RuntimeGrant| {
         g.labels().get(PUBLISHED_BY_LABEL).map(String::as_str) == Some(publisher)
     };
@@ -93,6 +95,7 @@ fn compute<'a>(ctx: &'a Context, snap: &Snapshot) -> (Vec<Desired<'a>>, Vec<Leav
                 .as_ref()
                 .is_none_or(|g| g.spec != spec || !labelled);
             let status = existing.as_ref().map(|g| {
+                let attestation = attested.status_of(&binding.runtime_class);
                 let mut status = pure::grant(&GrantSnapshot {
                     binding,
                     generation: g.metadata.generation,
@@ -106,7 +109,7 @@ fn compute<'a>(ctx: &'a Context, snap: &Snapshot) -> (Vec<Desired<'a>>, Vec<Leav
                     source: snap.source.as_ref(),
                     file: &snap.file,
                     pods_watched,
-                    attestation: None,
+                    attestation: attestation.as_ref(),
                 });
                 merge_times(&mut status, g.status.as_ref());
                 status

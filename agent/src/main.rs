@@ -4,6 +4,7 @@
 //! each subcommand to its own module.
 
 mod admission;
+mod canary;
 mod check_grants;
 mod controller;
 mod crds;
@@ -61,6 +62,11 @@ enum Command {
     /// Run the agent: reconcile Runtimes, publish RuntimeGrants, serve
     /// /health and /metrics, with Lease-based leader election.
     Run(Box<run::RunArgs>),
+    /// Inside a canary Job's pod: check the sandbox against what the
+    /// RuntimeClass claims and the production contract; exit 0, or with
+    /// the code of the first failed check (the agent reads it back from
+    /// the Job's pod failure policy).
+    Canary(canary::probe::CanaryArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -81,6 +87,7 @@ fn main() -> color_eyre::Result<()> {
         Command::CheckGrants(args) => check_grants::run(&args),
         Command::Webhook(args) => admission::run_command(&args),
         Command::Run(args) => run::run(*args),
+        Command::Canary(args) => canary::probe::run(&args),
         Command::Completions { shell } => docs::completions(Cli::command(), shell),
         Command::Man => docs::man_page(Cli::command()),
         Command::MetricsDoc => docs::metrics_table(),

@@ -62,6 +62,13 @@ pub struct Metrics {
     /// Workloads that still need a RuntimeClass's handler though no
     /// current grant covers them, by class.
     pub retained_workloads: Family<ClassLabels, Gauge>,
+    /// Nodes reporting each granted class's handler, by what its canaries
+    /// saw.
+    pub handler_nodes: Family<HandlerNodeLabels, Gauge>,
+    /// 1 while canaries run.
+    pub canaries_enabled: Gauge,
+    /// Canary Jobs created.
+    pub canaries_started: Counter,
     /// Bindings loaded from the grants file.
     pub grants_loaded: Gauge,
     /// When the grants file was loaded.
@@ -169,6 +176,15 @@ impl Metrics {
             retained_workloads: c.add("retained_workloads", G, &["runtime_class"],
                 "Workloads (pods, revisions, jobs …) that still need a RuntimeClass's handler without a current grant, by class",
                 Family::default()),
+            handler_nodes: c.add("handler_nodes", G, &["runtime_class", "handler", "state"],
+                "Nodes reporting each granted class's handler, by what its canary Jobs showed (leader only): verified (the last canary started a sandbox of the claimed kind under the contract), failing (it did not: the grant's status.attestation says why), unverified (not run yet, skipped: cordoned, NotReady, full or simulated, or canaries off)",
+                Family::default()),
+            canaries_enabled: c.add("canaries_enabled", G, &[],
+                "1 while this agent runs canary Jobs (leader, --canaries=on with --canary-image), 0 otherwise",
+                Gauge::default()),
+            canaries_started: c.add("canaries_started", C, &[],
+                "Canary Jobs this agent created (one per granted class and node per --canary-period-seconds, and on a change)",
+                Counter::default()),
             grants_loaded: c.add("grants_loaded", G, &[],
                 "Bindings loaded from the grants file",
                 Gauge::default()),

@@ -125,6 +125,8 @@ pub struct RunArgs {
     pub webhook_listen: Option<SocketAddr>,
     #[command(flatten)]
     pub admission: admission::AdmissionArgs,
+    #[command(flatten)]
+    pub canaries: crate::canary::Flags,
 }
 
 /// Logs to stderr; with `OTEL_EXPORTER_OTLP_ENDPOINT`, spans also go to an
@@ -363,6 +365,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         },
     );
     controller::caches::set_streaming_lists(streaming_lists);
+    let attestations = crate::canary::Attestations::new();
     let started = controller::start(
         client.clone(),
         grants.clone(),
@@ -375,7 +378,10 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             watch_bare_pods: args.watch_bare_pods,
         },
         recorder,
-        &wake,
+        controller::Shared {
+            wake: &wake,
+            attestations: attestations.clone(),
+        },
         stopped(),
     );
     let controller_task = tasks.spawn(started.run);
@@ -402,6 +408,17 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             let mut stream = std::pin::pin!(stream);
             while stream.next().await.is_some() {}
         });
+    }
+    {
+        // Canaries: the leader's, like the publisher (crate::canary).
+        let canaries = crate::canary::scheduler::run(
+            started.context.clone(),
+            args.canaries.clone(),
+            attestations,
+            wake.clone(),
+        );
+        let stop = stop.clone();
+        tasks.spawn(async move { stop.run_until_cancelled(canaries).await });
     }
     {
         let publisher = grants_publisher::run(

@@ -455,8 +455,12 @@ pub(crate) async fn install_shipped_rbac(
 
 /// A kubeconfig for `token` on the test cluster (server and CA from the
 /// harness kubeconfig), written next to `beside`.
-fn token_kubeconfig(beside: &std::path::Path, token: &str) -> std::path::PathBuf {
-    let admin = std::fs::read_to_string(&harness::cluster().kubeconfig).expect("kubeconfig");
+fn token_kubeconfig(
+    beside: &std::path::Path,
+    token: &str,
+    admin: &std::path::Path,
+) -> std::path::PathBuf {
+    let admin = std::fs::read_to_string(admin).expect("kubeconfig");
     let admin: yaml_serde::Value = yaml_serde::from_str(&admin).expect("kubeconfig yaml");
     let cluster = &admin["clusters"][0]["cluster"];
     let server = cluster["server"].as_str().expect("server");
@@ -477,6 +481,16 @@ pub(crate) async fn agent_kubeconfig(
     ns: &harness::TestNamespace,
     beside: &std::path::Path,
 ) -> std::path::PathBuf {
+    agent_kubeconfig_in(ns, beside, None).await
+}
+
+/// [`agent_kubeconfig`] for the cluster of the admin kubeconfig `admin`
+/// (`None`: the shared cluster's).
+pub(crate) async fn agent_kubeconfig_in(
+    ns: &harness::TestNamespace,
+    beside: &std::path::Path,
+    admin: Option<std::path::PathBuf>,
+) -> std::path::PathBuf {
     let token = Api::<ServiceAccount>::namespaced(ns.client.clone(), &ns.name)
         .create_token_request(
             "berth-agent",
@@ -495,9 +509,12 @@ pub(crate) async fn agent_kubeconfig(
         .expect("token status")
         .token;
     let beside = beside.to_path_buf();
-    tokio::task::spawn_blocking(move || token_kubeconfig(&beside, &token))
-        .await
-        .expect("kubeconfig")
+    tokio::task::spawn_blocking(move || {
+        let admin = admin.unwrap_or_else(|| harness::cluster().kubeconfig.clone());
+        token_kubeconfig(&beside, &token, &admin)
+    })
+    .await
+    .expect("kubeconfig")
 }
 
 /// Deletes the cluster-scoped RBAC objects [`install_shipped_rbac`] made.

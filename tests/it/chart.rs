@@ -17,6 +17,7 @@ use berth_tests::localcluster::binaries::{Binaries, pinned_version};
 use serde::Deserialize;
 use yaml_serde::Value;
 
+mod canaries;
 mod protection;
 
 fn assets() -> PathBuf {

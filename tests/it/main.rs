@@ -39,6 +39,7 @@ mod metrics_doc;
 mod plan_grants;
 mod pod_annotations;
 mod real_node;
+mod real_node_canary;
 mod reserved_labels;
 mod retire;
 mod runtime_grant_policy;

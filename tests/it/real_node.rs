@@ -28,15 +28,15 @@ use crate::agent_support::{
 };
 
 /// Pods on a real node start in seconds; generous for a loaded machine.
-const WAIT: Duration = Duration::from_secs(240);
+pub(crate) const WAIT: Duration = Duration::from_secs(240);
 
 /// The tests run in parallel on one node; the one that restarts containerd
 /// takes this exclusively, so that no other test's pod is being created
 /// (or probed through containerd) while containerd is away.
-static NODE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+pub(crate) static NODE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// The shared real-node cluster and what it reports, or `None` (skip).
-async fn real() -> Option<(&'static SharedCluster, RealNodesInfo)> {
+pub(crate) async fn real() -> Option<(&'static SharedCluster, RealNodesInfo)> {
     let cluster = tokio::task::spawn_blocking(harness::real_node_cluster)
         .await
         .expect("start")?;
@@ -46,7 +46,7 @@ async fn real() -> Option<(&'static SharedCluster, RealNodesInfo)> {
 
 /// A namespace on the real-node cluster, with berth's identity labels, the
 /// CRDs, and a RuntimeClass `<ns>-<handler>` per handler asked for.
-async fn namespace(cluster: &SharedCluster, prefix: &str) -> TestNamespace {
+pub(crate) async fn namespace(cluster: &SharedCluster, prefix: &str) -> TestNamespace {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let client = client_from_kubeconfig(&cluster.kubeconfig)
         .await
@@ -67,7 +67,7 @@ async fn namespace(cluster: &SharedCluster, prefix: &str) -> TestNamespace {
 
 /// The Runtime spec fields that put the test app on the real node: the
 /// image by digest, the toleration of the node's taint and its label.
-fn on_real_node(
+pub(crate) fn on_real_node(
     info: &RealNodesInfo,
     service: &str,
     extra: serde_json::Value,
@@ -94,11 +94,24 @@ fn on_real_node(
     spec
 }
 
-/// An agent for the namespace, against the real-node cluster.
+/// An agent for the namespace, against the real-node cluster; its canary
+/// Jobs run the agent's own image, imported into the node (canaries off
+/// when it could not be built).
 async fn agent(cluster: &SharedCluster, ns: &TestNamespace, grants: &std::path::Path) -> Agent {
+    Agent::start(agent_opts(cluster, ns, grants)).await
+}
+
+/// [`agent`]'s options.
+pub(crate) fn agent_opts<'a>(
+    cluster: &SharedCluster,
+    ns: &'a TestNamespace,
+    grants: &'a std::path::Path,
+) -> AgentOpts<'a> {
+    let info = RealNodesInfo::read(&cluster.dir).expect("real-nodes.json");
     let mut opts = AgentOpts::new(&ns.name, Some(grants));
     opts.kubeconfig = Some(cluster.kubeconfig.clone());
-    Agent::start(opts).await
+    opts.canary_image = info.agent_image;
+    opts
 }
 
 /// A grant of `handler` to `service` (class `<ns>-<handler>`), its
@@ -169,7 +182,7 @@ fn assert_contract(r: &serde_json::Value) {
     assert_eq!(r["Status"]["NoNewPrivs"], "1", "{r}");
 }
 
-fn node_handlers(node: &Node) -> Vec<String> {
+pub(crate) fn node_handlers(node: &Node) -> Vec<String> {
     node.status
         .as_ref()
         .and_then(|s| s.runtime_handlers.as_ref())
@@ -355,7 +368,7 @@ async fn real_node_failing_readiness_shows_in_status_and_rollout_view() {
 }
 
 /// `berth -n NS get WHAT -o json` against the real-node cluster.
-async fn berth_get(cluster: &SharedCluster, ns: &str, what: &str) -> serde_json::Value {
+pub(crate) async fn berth_get(cluster: &SharedCluster, ns: &str, what: &str) -> serde_json::Value {
     let bin = tokio::task::spawn_blocking(crate::console::berth_binary)
         .await
         .expect("build");
@@ -376,7 +389,7 @@ async fn berth_get(cluster: &SharedCluster, ns: &str, what: &str) -> serde_json:
 }
 
 /// containerd's config without handler `h`'s tables.
-fn without_handler(config: &str, h: &str) -> String {
+pub(crate) fn without_handler(config: &str, h: &str) -> String {
     let (start, end) = (handler_marker(h), handler_end_marker(h));
     let mut out = String::new();
     let mut skipping = false;
@@ -401,6 +414,10 @@ async fn real_node_handler_removed_from_containerd_follows_in_berth() {
         return;
     };
     // extra-runc: a handler no other test uses, since this one takes it away.
+    // Shared while it sets up: the tests that take the node alone (this
+    // one's containerd restart, the canary tests) find no agent of it
+    // rolling out while they hold it.
+    let shared = NODE.read().await;
     let ns = namespace(cluster, "real-handler").await;
     let (alias, grants) = grant(&ns, "batch", "extra-runc").await;
     let agent = agent(cluster, &ns, &grants).await;
@@ -413,6 +430,7 @@ async fn real_node_handler_removed_from_containerd_follows_in_berth() {
     wait_condition(&ns, "batch", "HandlerReady", "True", None).await;
     wait_condition(&ns, "batch", "Ready", "True", None).await;
 
+    drop(shared);
     let _exclusive = NODE.write().await;
     let node = &info.nodes[0];
     let config = std::fs::read_to_string(&node.containerd_config).expect("config");
@@ -515,9 +533,8 @@ async fn real_node_revoked_runtimes_pods_keep_running_on_their_handler() {
     // The operator takes the grant away: a new agent with an empty file.
     first.kill();
     let empty = write_grants(&[]);
-    let mut opts = AgentOpts::new(&ns.name, Some(&empty));
+    let mut opts = agent_opts(cluster, &ns, &empty);
     opts.identity = format!("{}-b", ns.name);
-    opts.kubeconfig = Some(cluster.kubeconfig.clone());
     let second = Agent::start(opts).await;
     wait_condition(&ns, "worker", "Blocked", "True", Some("Revoked")).await;
     crate::agent_support::wait_reconciles(&second, 3.0).await;

@@ -165,9 +165,18 @@ pub fn real_node_cluster() -> Option<&'static SharedCluster> {
         return None;
     }
     let started = REAL_NODE_CLUSTER.get_or_init(|| {
+        // The agent's own image, for its canary Jobs (issue 53).
+        let agent = workspace_binary("berth-agent", "berth-agent", "BERTH_AGENT_BIN");
         start_named(
             &format!("cluster-{}-real", std::process::id()),
-            &["--nodes", "0", "--real-nodes", "1"],
+            &[
+                "--nodes",
+                "0",
+                "--real-nodes",
+                "1",
+                "--agent-binary",
+                &agent.display().to_string(),
+            ],
         )
     });
     match started {

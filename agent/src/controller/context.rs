@@ -215,6 +215,9 @@ pub struct Context {
     /// Runtimes whose status write failed at their generation: not part of
     /// the first-pass backlog.
     pub failed_first_passes: FailedFirstPasses,
+    /// What the canaries saw of each granted handler (`crate::canary`):
+    /// `HandlerReady` and the grants' `status.attestation` read it.
+    pub attestations: Arc<crate::canary::Attestations>,
 }
 
 /// How long a status change that only moves counts or messages may wait

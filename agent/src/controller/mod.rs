@@ -61,6 +61,15 @@ pub struct Started {
     pub run: futures::future::BoxFuture<'static, ()>,
 }
 
+/// What the controller shares with the rest of the agent.
+pub struct Shared<'a> {
+    /// Wakes the grants publisher (the caches feed it).
+    pub wake: &'a crate::grants_publisher::trigger::Wake,
+    /// What the canaries saw (`crate::canary`): `HandlerReady` reads it,
+    /// and its changes wake the Runtimes of the classes concerned.
+    pub attestations: Arc<crate::canary::Attestations>,
+}
+
 /// Per-object failure counts for exponential backoff.
 #[derive(Default)]
 struct Backoff(Mutex<HashMap<ObjectRef<Runtime>, u32>>);
@@ -86,9 +95,13 @@ pub fn start(
     metrics: Arc<crate::metrics::Metrics>,
     settings: context::Settings,
     recorder: kube::runtime::events::Recorder,
-    wake: &crate::grants_publisher::trigger::Wake,
+    shared: Shared<'_>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Started {
+    let Shared { wake, attestations } = shared;
+    let attestation_changed = attestations
+        .woken()
+        .unwrap_or_else(|| futures::channel::mpsc::unbounded().1);
     let caches::Caches {
         stores,
         runtimes,
@@ -132,6 +145,7 @@ pub fn start(
         status_pacer: context::StatusPacer::default(),
         held_status: context::HeldStatus::default(),
         failed_first_passes: context::FailedFirstPasses::default(),
+        attestations,
     });
     // Status writes held behind the first-pass backlog are woken when it
     // clears (see `held_status`).
@@ -193,6 +207,9 @@ pub fn start(
     let run = controller
         .reconcile_on(held_woken)
         .reconcile_on(exposed)
+        // A class's canary starting or stopping to fail on some node:
+        // its Runtimes' HandlerReady (see `crate::canary`).
+        .reconcile_on(attestation_changed)
         .owns_stream(cm_s)
         .owns_stream(sa_s)
         .owns_stream(svc_s)

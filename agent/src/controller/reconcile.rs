@@ -122,6 +122,7 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
 
     // 5. status
     let stored = status::stored(ctx, runtime);
+    let attested = ctx.attestations.snapshot();
     let new_status = status::compute(
         runtime,
         stored.as_deref(),
@@ -129,7 +130,10 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         &hold,
         applied.as_ref(),
         render_error,
-        &exposure,
+        status::Beyond {
+            exposure: &exposure,
+            attestation: attested.for_decision(&snapshot.decision),
+        },
     );
     let progress_wait = status::publish(ctx, runtime, stored.as_deref(), &new_status)
         .await

@@ -40,7 +40,8 @@ use k8s_openapi::api::batch::v1::{
     CronJob, CronJobSpec, CronJobStatus, Job, JobCondition, JobSpec, JobStatus, JobTemplateSpec,
 };
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, PodTemplateSpec,
+    Container, Node, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Pod, PodSpec,
+    PodTemplateSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
@@ -391,6 +392,15 @@ pub fn node(n: &mut Node) {
         resource_version: meta.resource_version,
         deletion_timestamp: meta.deletion_timestamp,
         labels: meta.labels,
+        // Whether kwok simulates it: a canary there proves nothing.
+        annotations: meta
+            .annotations
+            .map(|a| {
+                a.into_iter()
+                    .filter(|(k, _)| k == berth_shared::attest::SIMULATED_NODE_ANNOTATION)
+                    .collect::<std::collections::BTreeMap<_, _>>()
+            })
+            .filter(|a| !a.is_empty()),
         ..Default::default()
     };
     let spec = n.spec.take().map(|s| NodeSpec {
@@ -399,9 +409,14 @@ pub fn node(n: &mut Node) {
         ..Default::default()
     });
     let status = n.status.take().map(|s| NodeStatus {
+        // Ready, and the pressure conditions a canary is skipped for.
         conditions: s.conditions.map(|cs| {
             cs.into_iter()
-                .filter(|c| c.type_ == "Ready")
+                .filter(|c| {
+                    c.type_ == "Ready"
+                        || berth_shared::attest::expect::PRESSURE_CONDITIONS
+                            .contains(&c.type_.as_str())
+                })
                 .map(|c| NodeCondition {
                     type_: c.type_,
                     status: c.status,
@@ -410,6 +425,11 @@ pub fn node(n: &mut Node) {
                 .collect()
         }),
         runtime_handlers: s.runtime_handlers,
+        // The host kernel a runc canary must see (and gVisor's must not).
+        node_info: s.node_info.map(|i| NodeSystemInfo {
+            kernel_version: i.kernel_version,
+            ..Default::default()
+        }),
         ..Default::default()
     });
     *n = Node {

@@ -54,6 +54,13 @@ pub(super) fn key(runtime: &Runtime) -> String {
     )
 }
 
+/// What the status reads beyond the Runtime and its own objects: what
+/// else reaches or runs as its pods, and what its class's canaries saw.
+pub struct Beyond<'a> {
+    pub exposure: &'a Exposure,
+    pub attestation: Option<&'a berth_shared::attest::ClassVerdicts>,
+}
+
 /// The status to write for `runtime`, transition times merged with the
 /// `stored` status ([`stored`]).
 pub fn compute(
@@ -63,7 +70,7 @@ pub fn compute(
     hold: &Hold,
     applied: Option<&ApplyOutcome>,
     render_error: Option<&RenderError>,
-    exposure: &Exposure,
+    beyond: Beyond<'_>,
 ) -> RuntimeStatus {
     // The condition shows the error's message; the error stays typed up to here.
     let render_error = render_error.map(ToString::to_string);
@@ -96,8 +103,8 @@ pub fn compute(
         deployment: snapshot.deployment.as_deref(),
         replica_sets: &replica_sets,
         nodes: &snapshot.nodes,
-        exposure,
-        attestation: None,
+        exposure: beyond.exposure,
+        attestation: beyond.attestation,
     });
     let old = stored.map_or(&[][..], |s| s.conditions.as_slice());
     merge_transition_times(&mut status.conditions, old, &condition::now());

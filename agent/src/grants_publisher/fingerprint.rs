@@ -19,6 +19,10 @@ use crate::controller::reduce::{KeptDeployment, KeptReplicaSet};
 /// time, and only whether anything runs changes what is retained.
 fn workload(mut w: Workload) -> Option<String> {
     w.runtime_class.as_ref()?;
+    // A canary (crate::canary) is not a workload the analysis counts.
+    if w.is_canary() {
+        return None;
+    }
     w.replicas = i32::from(w.replicas > 0);
     w.ready = i32::from(w.ready > 0);
     Some(format!("{w:?}"))

@@ -132,3 +132,14 @@ pub struct AllocatorLabels {
     /// `retained` (jemalloc's `stats.*`).
     pub state: String,
 }
+
+/// A granted class's handler and one attestation state.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HandlerNodeLabels {
+    /// The RuntimeClass.
+    pub runtime_class: String,
+    /// Its handler.
+    pub handler: String,
+    /// `verified`, `failing` or `unverified`.
+    pub state: String,
+}

@@ -65,6 +65,13 @@ fn populated() -> Arc<Metrics> {
             resource: "leases".into(),
         })
         .inc();
+    m.handler_nodes
+        .get_or_create(&HandlerNodeLabels {
+            runtime_class: "gvisor".into(),
+            handler: "runsc".into(),
+            state: "failing".into(),
+        })
+        .set(1);
     m.retained_workloads
         .get_or_create(&ClassLabels {
             runtime_class: "gvisor".into(),

@@ -22,7 +22,8 @@ pub fn binding_from_grant(grant: &RuntimeGrant) -> GrantBinding {
 /// input order. Workloads without a class are left out.
 pub fn class_usage(workloads: &[Workload]) -> BTreeMap<String, Vec<&Workload>> {
     let mut out: BTreeMap<String, Vec<&Workload>> = BTreeMap::new();
-    for w in workloads {
+    // The agent's canaries probe a class; they do not need it.
+    for w in workloads.iter().filter(|w| !w.is_canary()) {
         if let Some(class) = &w.runtime_class {
             out.entry(class.clone()).or_default().push(w);
         }
@@ -282,6 +283,7 @@ pub fn retained(
 ) -> Vec<Retained> {
     workloads
         .iter()
+        .filter(|w| !w.is_canary())
         .filter_map(|w| {
             let class = w.runtime_class.as_ref()?;
             if classes.is_some_and(|cs| !cs.contains(&class.as_str())) {

@@ -777,3 +777,40 @@ fn controller_revisions_are_rollback_revisions_of_their_class() {
         None
     );
 }
+
+/// The agent's canaries probe a class without needing it: not retained,
+/// not usage. Only a Job (or a Job's pod) labelled by the agent counts as
+/// one: the label on a Deployment hides nothing.
+#[test]
+fn canaries_are_neither_usage_nor_retained() {
+    let labels = json!({"berth.dev/canary": "true", "app.kubernetes.io/managed-by": "berth-agent"});
+    let job: Job = from(json!({
+        "metadata": {"name": "berth-canary-x", "namespace": "berth-system", "labels": labels},
+        "spec": {"template": template(Some("gvisor"), labels.clone(), None)},
+    }));
+    let pod: Pod = from(json!({
+        "metadata": {"name": "berth-canary-x-abcde", "namespace": "berth-system", "labels": labels,
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "berth-canary-x", "uid": "u", "controller": true}]},
+        "spec": {"runtimeClassName": "gvisor", "containers": []},
+        "status": {"phase": "Running"},
+    }));
+    let disguised: Deployment = from(json!({
+        "metadata": {"name": "hidden", "namespace": "team", "labels": labels},
+        "spec": {"replicas": 1, "template": template(Some("gvisor"), labels.clone(), None)},
+    }));
+    let workloads = vec![
+        Workload::from_job(&job),
+        Workload::from_pod(&pod),
+        Workload::from_deployment(&disguised),
+    ];
+    assert!(workloads[0].is_canary() && workloads[1].is_canary());
+    assert!(!workloads[2].is_canary());
+    let grants = [binding("sandboxed", "gvisor", "runsc")];
+    let kept: Vec<String> = retained(&workloads, &grants, None)
+        .into_iter()
+        .map(|r| r.workload.key())
+        .collect();
+    assert_eq!(kept, ["Deployment/team/hidden"]);
+    let usage = class_usage(&workloads);
+    assert_eq!(usage["gvisor"].len(), 1);
+}

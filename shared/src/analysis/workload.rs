@@ -123,6 +123,24 @@ impl Workload {
         format!("{}/{}/{}", self.kind, self.namespace, self.name)
     }
 
+    /// One of the agent's canary Jobs (or its pod): a probe of a handler
+    /// (`crate::attest`), not a workload that needs the class. Only a Job
+    /// or a Job's pod, labelled by the agent: the workload RuntimeClass
+    /// policy lets no one else create a Job on a granted class.
+    pub fn is_canary(&self) -> bool {
+        let job_or_its_pod = self.kind == WorkloadKind::Job
+            || (self.kind == WorkloadKind::Pod
+                && self.owner.as_ref().is_some_and(|o| o.kind == "Job"));
+        job_or_its_pod
+            && self
+                .labels
+                .get(crate::api::meta::CANARY_LABEL)
+                .map(String::as_str)
+                == Some("true")
+            && self.labels.get(MANAGED_BY_LABEL).map(String::as_str)
+                == Some(crate::api::meta::MANAGED_BY_AGENT)
+    }
+
     /// A Pod without a controller owner.
     pub fn is_bare_pod(&self) -> bool {
         self.kind == WorkloadKind::Pod && self.owner.is_none()

@@ -60,7 +60,7 @@ impl AttestationState {
 }
 
 /// One node's evidence for one class.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeAttestation {
     /// The node.
@@ -83,7 +83,7 @@ pub struct NodeAttestation {
 
 /// What the canaries saw of one class's handler on every node that reports
 /// it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HandlerAttestation {
     /// Whether the agent runs canaries at all.

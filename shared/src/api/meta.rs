@@ -20,6 +20,10 @@ pub const MANAGED_BY_AGENT: &str = "berth-agent";
 /// of several installs prune only their own.
 pub const PUBLISHED_BY_LABEL: &str = "berth.dev/published-by";
 
+/// Label (value `true`) of the agent's canary Jobs and their pods
+/// (`crate::attest`): berth's own probes of a handler, not workloads.
+pub const CANARY_LABEL: &str = "berth.dev/canary";
+
 /// The annotation the Deployment controller puts on a Deployment and each of
 /// its ReplicaSets; the ReplicaSet whose value equals the Deployment's is
 /// the current revision.

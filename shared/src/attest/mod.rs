@@ -44,7 +44,7 @@ pub use verdicts::{ClassVerdicts, NodeVerdict, attest_class};
 
 /// Label on every canary Job and its pods (value `true`): what the
 /// agent's watch of its namespace selects.
-pub const CANARY_LABEL: &str = "berth.dev/canary";
+pub use crate::api::meta::CANARY_LABEL;
 /// Annotation on a canary Job: the RuntimeClass it runs on.
 pub const CLASS_ANNOTATION: &str = "berth.dev/canary-class";
 /// Annotation on a canary Job: the node it is pinned to.

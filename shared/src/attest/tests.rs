@@ -428,3 +428,21 @@ fn the_canary_job_golden_file() {
     }
     crate::api::tests::check_golden("shared/src/render/golden/canary.yaml", &yaml);
 }
+
+/// The NetworkPolicy shipped beside the agent (`assets/deploy`) is this
+/// render (the chart's template gives the same objects: tests/it/chart.rs).
+#[test]
+fn the_shipped_canary_network_policy() {
+    let mut v = serde_json::to_value(job::network_policy("berth-system")).expect("policy");
+    if let Some(o) = v.as_object_mut() {
+        o.insert("apiVersion".into(), "networking.k8s.io/v1".into());
+        o.insert("kind".into(), "NetworkPolicy".into());
+    }
+    let yaml = format!(
+        "# The agent's canary Jobs (docs/attestation.md) need no network: nothing\n\
+         # in, nothing out, for every canary pod of the namespace. Generated from\n\
+         # berth_shared::attest::job::network_policy (BERTH_UPDATE_GOLDEN=1).\n{}",
+        yaml_serde::to_string(&v).expect("yaml")
+    );
+    crate::api::tests::check_golden("assets/deploy/canary-network-policy.yaml", &yaml);
+}

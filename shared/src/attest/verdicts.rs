@@ -170,7 +170,7 @@ fn from_outcome(
             state: AttestationState::Verified,
             reason: reasons::VERIFIED.to_string(),
             message: format!(
-                "a canary started a {} sandbox under the contract",
+                "a canary ran on {} under the contract",
                 class.sandbox.described()
             ),
             at: *at,

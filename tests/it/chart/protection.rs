@@ -80,15 +80,24 @@ fn the_pod_disruption_budget_keeps_one_replica_and_can_be_switched_off() {
 /// (no dataplane on kwok nodes).
 #[test]
 fn the_network_policy_admits_only_the_webhook_and_the_metrics_port() {
+    // The agent's own; the canaries' deny-all policy is `chart::canaries`'.
+    let agent_policy = |objs: &std::collections::BTreeMap<ObjectKey, Value>| {
+        objs.get(&(
+            "NetworkPolicy".to_string(),
+            "berth-system".to_string(),
+            "berth-agent".to_string(),
+        ))
+        .cloned()
+    };
     let objs = objects(&template_ok(&[]));
-    assert_eq!(count(&objs, "NetworkPolicy"), 0, "off by default");
+    assert!(agent_policy(&objs).is_none(), "off by default");
 
     let (objs, _) = same_objects(
         &["--set", "networkPolicy.enabled=true"],
         &crate::assets::kustomize_with_components("netpol", &["components/network-policy"]),
     );
     let ports = container_ports(&objs);
-    let policy = find(&objs, "NetworkPolicy");
+    let policy = &agent_policy(&objs).expect("the agent's NetworkPolicy");
     assert_eq!(
         policy["spec"]["podSelector"]["matchLabels"],
         pod_selector(&objs)
@@ -151,7 +160,7 @@ fn the_network_policy_admits_only_the_webhook_and_the_metrics_port() {
         "--set-json",
         r#"networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]"#,
     ]));
-    let policy = find(&objs, "NetworkPolicy");
+    let policy = agent_policy(&objs).expect("the agent's NetworkPolicy");
     let rules = &policy["spec"]["ingress"];
     assert_eq!(rules[0]["from"][0]["ipBlock"]["cidr"], "10.0.0.0/8");
     assert_eq!(rule_ports(&rules[0]), ["webhook"]);
@@ -169,8 +178,8 @@ fn the_network_policy_admits_only_the_webhook_and_the_metrics_port() {
         "networkPolicy.metricsNamespaceSelector={}",
     ]));
     assert_eq!(
-        find(&objs, "NetworkPolicy")["spec"]["ingress"][1]["from"][0]["namespaceSelector"]["matchLabels"]
-            ["kubernetes.io/metadata.name"],
+        agent_policy(&objs).expect("the agent's NetworkPolicy")["spec"]["ingress"][1]["from"][0]["namespaceSelector"]
+            ["matchLabels"]["kubernetes.io/metadata.name"],
         "monitoring"
     );
     // A selector of another shape is refused by the schema.

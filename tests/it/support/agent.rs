@@ -94,6 +94,12 @@ pub struct AgentOpts<'a> {
     pub cache_sync_timeout_seconds: u64,
     /// `--grants-interval-seconds` (1 unless a test needs another).
     pub grants_interval_seconds: u64,
+    /// `--canary-image`: the image canary Jobs run (issue 53). By default
+    /// one no node has: canaries are on, as in production, and on the
+    /// kwok cluster every node is skipped as simulated; the real-node tests
+    /// give the agent's own image (`RealNodesInfo::agent_image`). `None`:
+    /// `--canaries=off`.
+    pub canary_image: Option<String>,
     /// More arguments of `berth-agent run` (e.g. `--watch-bare-pods`).
     pub extra_args: Vec<String>,
     /// More environment (set last: `RUST_LOG` here replaces the default).
@@ -111,6 +117,7 @@ impl<'a> AgentOpts<'a> {
             resync_seconds: 2,
             cache_sync_timeout_seconds: 40,
             grants_interval_seconds: 1,
+            canary_image: Some("localhost/berth-agent:never-pulled".to_string()),
             extra_args: Vec::new(),
             env: Vec::new(),
         }
@@ -204,6 +211,12 @@ impl Agent {
         if let Some(g) = opts.grants {
             cmd.arg("--grants-file").arg(g);
         }
+        // Canary Jobs go to the test's namespace, as to the agent's own.
+        cmd.args(["--canary-namespace", opts.namespace]);
+        match &opts.canary_image {
+            Some(image) => cmd.args(["--canary-image", image]),
+            None => cmd.arg("--canaries=off"),
+        };
         cmd.args(&opts.extra_args);
         cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         let child = cmd.spawn().expect("spawn berth-agent");

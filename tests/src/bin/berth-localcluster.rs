@@ -84,6 +84,10 @@ struct UpArgs {
     /// and, when gVisor built, runsc.
     #[arg(long, default_value_t = 0)]
     real_nodes: usize,
+    /// A berth-agent binary whose image every real node gets (imported,
+    /// named by digest in DIR/real-nodes.json): what canary Jobs run.
+    #[arg(long)]
+    agent_binary: Option<PathBuf>,
     /// Serve the apiserver's /debug/pprof (for profiling it by hand or with
     /// `berth-bench --profile-apiserver`).
     #[arg(long)]
@@ -100,6 +104,7 @@ fn options(args: &UpArgs) -> Result<Options> {
     opts.supervisor = Some(std::env::current_exe().wrap_err("locating berth-localcluster")?);
     opts.audit = args.audit;
     opts.real_nodes = args.real_nodes;
+    opts.agent_binary = args.agent_binary.clone();
     opts.profiling = args.profiling;
     opts.name.clone_from(&args.name);
     for o in &args.node_handlers {

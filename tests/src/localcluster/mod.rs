@@ -102,6 +102,9 @@ pub struct Options {
     pub audit: bool,
     /// Real nodes to start beside the simulated ones (see `realnode`).
     pub real_nodes: usize,
+    /// The `berth-agent` binary whose image the real nodes get (what the
+    /// agent's canary Jobs run: `realnode::agent_image`).
+    pub agent_binary: Option<PathBuf>,
     /// Serve the apiserver's `/debug/pprof` (off otherwise: the benchmark
     /// profiles the apiserver, nothing else needs it).
     pub profiling: bool,
@@ -124,6 +127,7 @@ impl Options {
             supervisor: None,
             audit: false,
             real_nodes: 0,
+            agent_binary: None,
             profiling: false,
             name: kubeconfig::DEFAULT_NAME.to_string(),
         }
@@ -380,6 +384,7 @@ impl LocalCluster {
                 server: &server,
                 supervisor: opts.supervisor.as_deref(),
                 timeout: opts.timeout,
+                agent_binary: opts.agent_binary.as_deref(),
             };
             let mut components = std::mem::take(&mut cluster.components);
             let started =

@@ -55,8 +55,26 @@ fn nodes_keep_what_placement_and_coverage_read() {
     assert_eq!(NodeInfo::from_node(&reduced), NodeInfo::from_node(&n));
     let status = reduced.status.expect("status");
     assert!(status.images.is_none());
-    assert_eq!(status.conditions.map(|c| c.len()), Some(1));
+    // Ready, and the pressure conditions a canary is skipped for (type and
+    // status only: no heartbeat).
+    let conditions = status.conditions.expect("conditions");
+    assert_eq!(conditions.len(), 2);
+    assert!(conditions.iter().all(|c| c.message.is_none()));
     assert!(reduced.metadata.annotations.is_none());
+    // What the canaries read survives: the kernel, kwok's annotation.
+    let mut kwok = n.clone();
+    kwok.metadata.annotations = map(&[("kwok.x-k8s.io/node", "fake"), ("other", "x")]);
+    kwok.status.as_mut().expect("status").node_info =
+        Some(k8s_openapi::api::core::v1::NodeSystemInfo {
+            kernel_version: "6.1.0".into(),
+            os_image: "Debian".into(),
+            ..Default::default()
+        });
+    let before = berth_shared::attest::CanaryNode::from_node(&kwok);
+    node(&mut kwok);
+    assert_eq!(berth_shared::attest::CanaryNode::from_node(&kwok), before);
+    assert!(before.simulated && before.kernel.as_deref() == Some("6.1.0"));
+    assert_eq!(kwok.metadata.annotations.map(|a| a.len()), Some(1));
 }
 
 #[test]

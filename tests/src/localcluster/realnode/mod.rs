@@ -8,6 +8,7 @@
 //! described in `host`; `DIR/real-nodes.json` tells tests the node names and
 //! the test application's image reference (by digest).
 
+pub mod agent_image;
 pub mod config;
 pub mod host;
 mod images;
@@ -37,6 +38,10 @@ pub struct RealNodesInfo {
     pub testapp_image: String,
     /// Why gVisor is absent, when it is (its build log's tail).
     pub runsc_missing: Option<String>,
+    /// The agent's own image (from `--agent-binary`), by digest, imported
+    /// into every real node's containerd: what canary Jobs run.
+    #[serde(default)]
+    pub agent_image: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

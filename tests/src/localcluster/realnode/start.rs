@@ -27,6 +27,8 @@ pub struct Context<'a> {
     pub server: &'a str,
     pub supervisor: Option<&'a Path>,
     pub timeout: Duration,
+    /// The `berth-agent` whose image canaries run (`agent_image`).
+    pub agent_binary: Option<&'a Path>,
 }
 
 /// One running real node; its kubelet and containerd are components of the
@@ -162,6 +164,17 @@ impl RealNodes {
             nodes: Vec::new(),
             testapp_image: String::new(),
             runsc_missing: (!runsc).then(|| ctx.binaries.runsc_failure()),
+            agent_image: None,
+        };
+        let agent_archive = match ctx.agent_binary {
+            Some(bin) => {
+                let t0 = std::time::Instant::now();
+                let built =
+                    tokio::task::block_in_place(|| super::agent_image::build(bin, ctx.dir))?;
+                eprintln!("built the agent's image in {:?}", t0.elapsed());
+                Some(built)
+            }
+            None => None,
         };
         for i in 0..count {
             // The pause image's name is only known after import; containerd
@@ -260,6 +273,13 @@ impl RealNodes {
                 tokio::task::block_in_place(|| images::import(&ctr, &sock, &app_archive))?;
             info.testapp_image =
                 tokio::task::block_in_place(|| images::tag_by_digest(&ctr, &sock, &app, &digest))?;
+            if let Some((archive, _)) = &agent_archive {
+                let (agent, digest) =
+                    tokio::task::block_in_place(|| images::import(&ctr, &sock, archive))?;
+                info.agent_image = Some(tokio::task::block_in_place(|| {
+                    images::tag_by_digest(&ctr, &sock, &agent, &digest)
+                })?);
+            }
             if pause != l.pause_image {
                 return Err(Error::Start {
                     component: format!("containerd-{}", l.name),

@@ -1,0 +1,194 @@
+//! Attestation by canary Jobs (issue 53, docs/architecture.md §5): proof,
+//! not a node's word, that each granted handler starts a sandbox of the
+//! kind it claims on every node that reports it.
+//!
+//! - [`probe`]: `berth-agent canary`, what runs inside a canary's pod;
+//! - [`scheduler`]: the leader's loop that reads the canary Jobs of its
+//!   namespace, publishes the verdicts ([`Attestations`]) and starts the
+//!   canaries that are due (pure: `berth_shared::attest`);
+//! - [`Attestations`]: the verdicts, shared with the Runtime reconcile
+//!   (`HandlerReady`) and the grants publisher (`status.attestation`).
+//!
+//! The agent needs no Pod permission for any of it: a canary's Job says
+//! which check failed (its pod failure policy), and the agent creates and
+//! reads Jobs only.
+
+pub mod probe;
+pub mod scheduler;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use berth_shared::api::{AttestationState, HandlerAttestation, Runtime};
+use berth_shared::attest::job::DEFAULT_DEADLINE_SECONDS;
+use berth_shared::attest::{ClassVerdicts, Policy};
+use berth_shared::decide::Decision;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
+use kube::runtime::reflector::ObjectRef;
+
+/// Whether canaries run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    /// They run (with `--canary-image`).
+    On,
+    /// They do not; every grant says so.
+    Off,
+}
+
+/// The canary options of `berth-agent run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Flags {
+    /// Attest each granted handler with canary Jobs (on), or not (off:
+    /// every RuntimeGrant then says canaries are off, and its nodes are
+    /// unverified).
+    #[arg(
+        long = "canaries",
+        env = "BERTH_CANARIES",
+        value_enum,
+        default_value = "on"
+    )]
+    pub canaries: Switch,
+    /// The image canaries run: the agent's own (its entrypoint is
+    /// `berth-agent`). Without it canaries are off, and say so.
+    #[arg(long, env = "BERTH_CANARY_IMAGE")]
+    pub canary_image: Option<String>,
+    /// The namespace of the canary Jobs: the agent's own.
+    #[arg(long, env = "BERTH_CANARY_NAMESPACE", default_value = "berth-system")]
+    pub canary_namespace: String,
+    /// Seconds between two canaries of one class on one node (a change of
+    /// the class, the node or the grant runs one at once).
+    #[arg(long, env = "BERTH_CANARY_PERIOD_SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(10..=86_400))]
+    pub canary_period_seconds: u64,
+    /// Most canary Jobs unfinished at once.
+    #[arg(long, env = "BERTH_CANARY_MAX_ACTIVE", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub canary_max_active: u16,
+    /// Seconds a canary's pod may take from its start to its end; a
+    /// sandbox not created by then is reported as such.
+    #[arg(long, env = "BERTH_CANARY_DEADLINE_SECONDS", default_value_t = DEFAULT_DEADLINE_SECONDS.unsigned_abs(), value_parser = clap::value_parser!(u64).range(10..=3600))]
+    pub canary_deadline_seconds: u64,
+}
+
+impl Flags {
+    /// The policy the flags give: off (with why) or on.
+    pub fn policy(&self) -> Policy {
+        let off = match (self.canaries, &self.canary_image) {
+            (Switch::Off, _) => Some("the agent runs with --canaries=off".to_string()),
+            (Switch::On, None) => Some(
+                "no canary image: start the agent with --canary-image (the agent's own image)"
+                    .to_string(),
+            ),
+            (Switch::On, Some(_)) => None,
+        };
+        let secs = |s: u64| i64::try_from(s).unwrap_or(i64::MAX);
+        Policy {
+            off,
+            image: self.canary_image.clone().unwrap_or_default(),
+            period_seconds: secs(self.canary_period_seconds),
+            max_active: usize::from(self.canary_max_active),
+            deadline_seconds: secs(self.canary_deadline_seconds),
+        }
+    }
+
+    /// `ttlSecondsAfterFinished` of a canary Job: three periods, so that
+    /// a restarted agent still finds each node's last evidence.
+    pub fn ttl_seconds(&self) -> i32 {
+        i32::try_from(self.canary_period_seconds.saturating_mul(3)).unwrap_or(i32::MAX)
+    }
+}
+
+/// What the canaries showed, as last published.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Published {
+    /// The policy in force (`None` until the first pass).
+    pub policy: Option<Policy>,
+    /// Every granted class that can be attested, by name.
+    pub classes: BTreeMap<String, ClassVerdicts>,
+}
+
+impl Published {
+    /// The verdicts of the class a decision grants.
+    pub fn for_decision(&self, decision: &Decision) -> Option<&ClassVerdicts> {
+        match decision {
+            Decision::Granted { runtime_class, .. } => self.classes.get(runtime_class),
+            _ => None,
+        }
+    }
+
+    /// A grant's `status.attestation` for `class` (`None`: the class is
+    /// not attested: missing, another handler, unsupported, or before the
+    /// first pass).
+    pub fn status_of(&self, class: &str) -> Option<HandlerAttestation> {
+        let policy = self.policy.as_ref()?;
+        self.classes.get(class).map(|v| v.status(policy))
+    }
+
+    /// The (class, node) pairs whose canary fails.
+    fn failing(&self) -> BTreeSet<(String, String)> {
+        self.classes
+            .values()
+            .flat_map(|v| {
+                v.nodes
+                    .iter()
+                    .filter(|(_, n)| n.state == AttestationState::Failing)
+                    .map(|(node, n)| (v.class.clone(), format!("{node}\0{}", n.message)))
+            })
+            .collect()
+    }
+}
+
+/// The verdicts, shared by the canary scheduler (which writes them), the
+/// reconcile and the grants publisher (which read them).
+pub struct Attestations {
+    published: RwLock<Arc<Published>>,
+    /// Wakes the Runtimes whose class's failing nodes changed.
+    wake: UnboundedSender<ObjectRef<Runtime>>,
+    /// The other end, until the controller takes it.
+    woken: Mutex<Option<UnboundedReceiver<ObjectRef<Runtime>>>>,
+}
+
+impl Attestations {
+    /// The shared verdicts.
+    pub fn new() -> Arc<Self> {
+        let (wake, woken) = unbounded();
+        Arc::new(Attestations {
+            published: RwLock::new(Arc::new(Published::default())),
+            wake,
+            woken: Mutex::new(Some(woken)),
+        })
+    }
+
+    /// The stream of Runtimes to reconcile when their class's failing
+    /// nodes change (for the controller's `reconcile_on`); once.
+    pub fn woken(&self) -> Option<UnboundedReceiver<ObjectRef<Runtime>>> {
+        self.woken.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// The verdicts as last published.
+    pub fn snapshot(&self) -> Arc<Published> {
+        self.published
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Publishes `next`; returns whether anything changed, and the classes
+    /// whose failing nodes (or what they fail with) changed.
+    fn publish(&self, next: Published) -> (bool, BTreeSet<String>) {
+        let mut slot = self.published.write().unwrap_or_else(|p| p.into_inner());
+        if **slot == next {
+            return (false, BTreeSet::new());
+        }
+        let (before, after) = (slot.failing(), next.failing());
+        let classes = before
+            .symmetric_difference(&after)
+            .map(|(class, _)| class.clone())
+            .collect();
+        *slot = Arc::new(next);
+        (true, classes)
+    }
+
+    /// Reconciles `runtime` (its HandlerReady reads the verdicts).
+    fn wake(&self, runtime: ObjectRef<Runtime>) {
+        let _ = self.wake.unbounded_send(runtime);
+    }
+}
