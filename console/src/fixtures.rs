@@ -240,6 +240,68 @@ pub fn objects() -> Vec<Object> {
     out
 }
 
+/// What the agent's canaries saw of `bounded-runc` (issue 53): verified on
+/// kwok-node-1, failing on kwok-node-0 (its sandbox not created), with a
+/// canary pod and a workload pod stuck there and the kubelet's events.
+pub fn failing_canary() -> Vec<Object> {
+    let mut out = objects();
+    let at = |t: &str| json!(t);
+    out.push(Object::from(obj::<berth_shared::api::RuntimeGrant>(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "RuntimeGrant",
+        "metadata": {"name": "bounded-web", "creationTimestamp": "2026-11-28T12:00:00Z"},
+        "spec": {"project": "demo", "environment": "production", "application": "shop",
+                 "service": "web", "runtimeClass": "bounded-runc", "handler": "bounded-runc"},
+        "status": {"classPresent": true, "classHandler": "bounded-runc", "handlerMatches": true,
+            "nodes": {"withHandler": 2, "total": 3, "summary": "2/3"},
+            "runtimes": [{"namespace": "demo", "name": "web"}],
+            "attestation": {"canaries": true, "periodSeconds": 600,
+                "checks": ["sandbox started", "kernel: the host kernel", "uid 10001"],
+                "verified": 1, "failing": 1, "unverified": 0, "summary": "1 failing, 1 verified",
+                "nodes": [
+                    {"node": "kwok-node-0", "state": "Failing", "reason": "SandboxNotCreated",
+                     "message": "sandbox not created: the canary's pod never became ready to start containers within 40 s (handler bounded-runc; the node's FailedCreatePodSandBox events say why)",
+                     "at": at("2026-11-29T11:57:00Z"), "job": "berth-canary-0123456789-t1"},
+                    {"node": "kwok-node-1", "state": "Verified", "reason": "Verified",
+                     "message": "a canary ran on the host kernel under the contract",
+                     "at": at("2026-11-29T11:55:00Z"), "job": "berth-canary-9876543210-t1"}]}},
+    }))));
+    for (ns, name, owner) in [
+        (
+            "berth-system",
+            "berth-canary-0123456789-t1-abcde",
+            "berth-canary-0123456789-t1",
+        ),
+        ("demo", "web-rev2-9", "web-rev2"),
+    ] {
+        let kind = if ns == "demo" { "ReplicaSet" } else { "Job" };
+        let labels = if ns == "demo" {
+            json!({"berth.dev/runtime": "web", "app.kubernetes.io/managed-by": "berth",
+                   "berth.dev/project": "demo", "berth.dev/environment": "production",
+                   "berth.dev/application": "shop", "berth.dev/service": "web"})
+        } else {
+            json!({"berth.dev/canary": "true", "app.kubernetes.io/managed-by": "berth-agent"})
+        };
+        out.push(Object::from(obj::<k8s_openapi::api::core::v1::Pod>(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "creationTimestamp": "2026-11-29T11:56:00Z",
+                "labels": labels, "annotations": {"berth.dev/runtime-profile": "bounded-web"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": kind, "name": owner, "uid": "o", "controller": true}]},
+            "spec": {"runtimeClassName": "bounded-runc", "nodeName": "kwok-node-0",
+                     "containers": [{"name": "app", "image": "x"}]},
+            "status": {"phase": if ns == "demo" { "Pending" } else { "Failed" }},
+        }))));
+        out.push(Object::from(obj::<k8s_openapi::api::core::v1::Event>(json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": format!("{name}.sandbox"), "namespace": ns},
+            "involvedObject": {"kind": "Pod", "name": name, "namespace": ns},
+            "type": "Warning", "reason": "FailedCreatePodSandBox",
+            "message": "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start sandbox: fork/exec /opt/bin/bounded-runc: no such file or directory",
+            "lastTimestamp": "2026-11-29T11:59:30Z",
+        }))));
+    }
+    out
+}
+
 /// Two namespaces carrying the fixtures' grants' project/environment pair
 /// (demo/production): copies there would claim one identity.
 pub fn namespaces_sharing_demo_production() -> Vec<Object> {

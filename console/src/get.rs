@@ -133,7 +133,9 @@ pub use crate::rows::matrix::MATRIX_KINDS;
 pub fn format_matrix(store: &Store, fmt: Format) -> String {
     let m = crate::rows::matrix::matrix(store);
     match fmt {
-        Format::Table => crate::rows::matrix::matrix_text(&m),
+        Format::Table => {
+            crate::rows::matrix::matrix_text(&m, k8s_openapi::jiff::Timestamp::now().as_second())
+        }
         Format::Json | Format::Yaml => {
             let mut v = serde_json::json!({"kind": "HandlerMatrix"});
             if let (Some(obj), Ok(serde_json::Value::Object(body))) =

@@ -17,6 +17,7 @@ use k8s_openapi::api::node::v1::RuntimeClass;
 use serde::Serialize;
 
 use crate::analysis::{NodeInfo, Placement, Presence};
+use crate::api::{AttestationState, HandlerAttestation};
 
 /// What the matrix needs of one RuntimeClass.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -29,6 +30,9 @@ pub struct MatrixClass {
     pub node_selector: BTreeMap<String, String>,
     /// `scheduling.tolerations`.
     pub tolerations: Vec<Toleration>,
+    /// What the agent's canaries saw of its handler (a grant's
+    /// `status.attestation`; `None` for a class no grant names).
+    pub attestation: Option<HandlerAttestation>,
 }
 
 impl MatrixClass {
@@ -44,6 +48,7 @@ impl MatrixClass {
             tolerations: scheduling
                 .and_then(|s| s.tolerations.clone())
                 .unwrap_or_default(),
+            attestation: None,
         }
     }
 }
@@ -148,6 +153,7 @@ struct Answer {
     scheduling: Scheduling,
     handler: HandlerState,
     running: bool,
+    attested: Option<AttestationState>,
 }
 
 /// A node's state as far as new pods go.
@@ -175,14 +181,29 @@ pub struct MatrixCell {
     /// Pods of the class running on these nodes now (summed over the
     /// group).
     pub pods: usize,
+    /// What the class's canaries saw on these nodes (`None`: nothing
+    /// attested: no grant names the class, or the nodes are not listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attested: Option<AttestationState>,
+    /// When the oldest of these nodes' evidence was produced (seconds since
+    /// the epoch): the age the matrix shows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence_at: Option<i64>,
 }
 
 impl MatrixCell {
     /// Pods of the class may land here and the handler is not there: they
     /// would fail to start (or already run on a handler that went away).
     pub fn broken(&self) -> bool {
-        matches!(self.handler, HandlerState::Absent)
-            && (self.scheduling == Scheduling::Allowed || self.pods > 0)
+        (matches!(self.handler, HandlerState::Absent)
+            && (self.scheduling == Scheduling::Allowed || self.pods > 0))
+            || self.failing()
+    }
+
+    /// The handler is reported here and its canary fails: pods landing here
+    /// do not start, or not in the sandbox the class claims.
+    pub fn failing(&self) -> bool {
+        self.attested == Some(AttestationState::Failing)
     }
 
     /// Pods may land here and nobody knows whether the handler is there.
@@ -190,11 +211,18 @@ impl MatrixCell {
         matches!(self.handler, HandlerState::Unknown) && self.scheduling == Scheduling::Allowed
     }
 
+    /// [`MatrixCell::short_at`] without the evidence's age.
+    pub fn short(&self) -> String {
+        self.short_at(None)
+    }
+
     /// A few characters: scheduling (`✓` allowed, `·` not selected, `T`
     /// taint not tolerated), handler (`H` present, `-` absent, `?`
     /// unknown) with its features (`r` recursiveReadOnlyMounts, `u`
-    /// userNamespaces), and the pods running (`▶3`).
-    pub fn short(&self) -> String {
+    /// userNamespaces), the canary's verdict (`✔` verified, `✘` failing,
+    /// `~` unverified) with the evidence's age at `now` (seconds since the
+    /// epoch), and the pods running (`▶3`).
+    pub fn short_at(&self, now: Option<i64>) -> String {
         let mut out = String::from(match self.scheduling {
             Scheduling::Allowed => "✓",
             Scheduling::NotSelected => "·",
@@ -213,10 +241,32 @@ impl MatrixCell {
             HandlerState::Absent => out.push('-'),
             HandlerState::Unknown => out.push('?'),
         }
+        if let Some(state) = self.attested {
+            out.push(' ');
+            out.push(match state {
+                AttestationState::Verified => '✔',
+                AttestationState::Failing => '✘',
+                AttestationState::Unverified => '~',
+            });
+            if let (Some(now), Some(at)) = (now, self.evidence_at) {
+                out.push_str(&short_age(now - at));
+            }
+        }
         if self.pods > 0 {
             out.push_str(&format!(" ▶{}", self.pods));
         }
         out
+    }
+}
+
+/// `45s`, `3m`, `2h`, `4d`: an age in its largest unit.
+fn short_age(secs: i64) -> String {
+    let secs = secs.max(0);
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86_400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
     }
 }
 
@@ -328,11 +378,17 @@ pub fn handler_matrix(
     }
     // Group key → (nodes, per-class pod counts).
     type Key = (NodeState, Vec<Answer>);
-    let mut groups: BTreeMap<Key, (BTreeSet<String>, Vec<usize>)> = BTreeMap::new();
+    type Group = (BTreeSet<String>, Vec<usize>, Vec<Option<i64>>);
+    let mut groups: BTreeMap<Key, Group> = BTreeMap::new();
     for node in nodes {
         let mut answers = Vec::with_capacity(classes.len());
         let mut counts = Vec::with_capacity(classes.len());
+        let mut evidence = Vec::with_capacity(classes.len());
         for class in &classes {
+            let attested = class
+                .attestation
+                .as_ref()
+                .and_then(|a| a.node(&node.info.name));
             let n = running
                 .get(&(class.name.as_str(), node.info.name.as_str()))
                 .copied()
@@ -341,20 +397,39 @@ pub fn handler_matrix(
                 scheduling: scheduling(class, &node.info),
                 handler: handler_state(class, node),
                 running: n > 0,
+                attested: attested.map(|a| a.state),
             });
             counts.push(n);
+            evidence.push(
+                attested
+                    .and_then(|a| a.at.as_ref())
+                    .map(|t| t.0.as_second()),
+            );
         }
         let entry = groups
             .entry((node_state(&node.info), answers))
-            .or_insert_with(|| (BTreeSet::new(), vec![0; classes.len()]));
+            .or_insert_with(|| {
+                (
+                    BTreeSet::new(),
+                    vec![0; classes.len()],
+                    vec![None; classes.len()],
+                )
+            });
         entry.0.insert(node.info.name.clone());
         for (sum, n) in entry.1.iter_mut().zip(counts) {
             *sum += n;
         }
+        // The oldest evidence of the group.
+        for (oldest, at) in entry.2.iter_mut().zip(evidence) {
+            *oldest = match (*oldest, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
     }
     let mut out: Vec<NodeGroup> = groups
         .into_iter()
-        .map(|((state, answers), (names, counts))| {
+        .map(|((state, answers), (names, counts, evidence))| {
             let nodes: Vec<String> = names.into_iter().collect();
             let label = match nodes.len() {
                 0 | 1 => nodes.first().cloned().unwrap_or_default(),
@@ -364,11 +439,14 @@ pub fn handler_matrix(
                 .iter()
                 .zip(answers)
                 .zip(counts)
-                .map(|((class, a), pods)| MatrixCell {
+                .zip(evidence)
+                .map(|(((class, a), pods), evidence_at)| MatrixCell {
                     class: class.name.clone(),
                     scheduling: a.scheduling,
                     handler: a.handler,
                     pods,
+                    attested: a.attested,
+                    evidence_at,
                 })
                 .collect();
             NodeGroup {

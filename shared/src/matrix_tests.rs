@@ -53,6 +53,7 @@ fn class(name: &str, handler: &str, selector: &[(&str, &str)]) -> MatrixClass {
             .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
             .collect(),
         tolerations: Vec::new(),
+        attestation: None,
     }
 }
 
@@ -250,4 +251,51 @@ fn cell_json_names_the_features() {
         })
     );
     assert_eq!(v["state"], "ready");
+}
+
+/// What the canaries saw splits a group: a node whose canary fails is not
+/// lumped with verified ones, its cell is broken, and the cell carries the
+/// oldest evidence of its nodes for the age shown.
+#[test]
+fn attestation_is_part_of_the_answer() {
+    use crate::api::{AttestationState, HandlerAttestation, NodeAttestation};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+    let at = |s: i64| Some(Time(Timestamp::from_second(s).expect("ts")));
+    let evidence = |node: &str, state, second| NodeAttestation {
+        node: node.into(),
+        state,
+        reason: String::new(),
+        message: String::new(),
+        at: at(second),
+        job: None,
+    };
+    let mut g = class("gvisor", "runsc", &[]);
+    g.attestation = Some(HandlerAttestation {
+        canaries: true,
+        nodes: vec![
+            evidence("a", AttestationState::Verified, 1000),
+            evidence("b", AttestationState::Verified, 900),
+            evidence("c", AttestationState::Failing, 950),
+        ],
+        ..Default::default()
+    });
+    let runsc: &[(&str, bool, bool)] = &[("runsc", false, false)];
+    let nodes: Vec<MatrixNode> = ["a", "b", "c"]
+        .iter()
+        .map(|n| MatrixNode::from_node(&node(n, Some(runsc), &[])))
+        .collect();
+    let m = handler_matrix(&[g], &nodes, &[]);
+    let ab = group_of(&m, "a");
+    assert_eq!(ab.nodes, ["a", "b"]);
+    let cell = &ab.cells[0];
+    assert_eq!(
+        (cell.attested, cell.evidence_at),
+        (Some(AttestationState::Verified), Some(900))
+    );
+    assert!(!cell.broken());
+    assert_eq!(cell.short_at(Some(1020)), "✓H ✔2m");
+    let c = &group_of(&m, "c").cells[0];
+    assert!(c.failing() && c.broken());
+    assert_eq!(c.short(), "✓H ✘");
 }

@@ -96,6 +96,12 @@ pub enum On {
     Lists,
     /// List views, the rollout screen and a relations screen.
     ListsAndRollout,
+    /// Where something can be opened: those, and the handler matrix (a
+    /// cell).
+    Openable,
+    /// Where columns are chosen: list views, and the handler matrix (its
+    /// node groups).
+    Columns,
     /// The Runtimes and Retained views (retirement actions).
     Retirable,
     /// Where a grant or a pod is selected or shown: the Grants and
@@ -113,6 +119,8 @@ impl On {
                 screen,
                 Screen::List(_) | Screen::Rollout(..) | Screen::Relations(..)
             ),
+            On::Openable => On::ListsAndRollout.applies(screen) || matches!(screen, Screen::Matrix),
+            On::Columns => matches!(screen, Screen::List(_) | Screen::Matrix),
             On::Retirable => matches!(
                 screen,
                 Screen::List(ListView::Runtimes | ListView::Retained)
@@ -203,14 +211,14 @@ pub const KEYS: &[Binding] = &[
     Binding {
         keys: &[C('h'), Code(KeyCode::Left)],
         action: Action::PrevColumn,
-        on: On::Lists,
-        help: "previous column",
+        on: On::Columns,
+        help: "previous column (the matrix: node group)",
     },
     Binding {
         keys: &[C('l'), Code(KeyCode::Right)],
         action: Action::NextColumn,
-        on: On::Lists,
-        help: "next column",
+        on: On::Columns,
+        help: "next column (the matrix: node group)",
     },
     Binding {
         keys: &[C('s')],
@@ -227,8 +235,8 @@ pub const KEYS: &[Binding] = &[
     Binding {
         keys: &[Code(KeyCode::Enter)],
         action: Action::Open,
-        on: On::ListsAndRollout,
-        help: "open: a Runtime's rollout, a row's details, a namespace",
+        on: On::Openable,
+        help: "open: a rollout, details, a namespace, a matrix cell",
     },
     Binding {
         keys: &[C('d'), C('y')],
@@ -336,6 +344,8 @@ impl On {
             On::Everywhere => "everywhere",
             On::Lists => "lists",
             On::ListsAndRollout => "lists, rollout, relations",
+            On::Openable => "lists, rollout, relations, matrix",
+            On::Columns => "lists, matrix",
             On::Retirable => "Runtimes, Retained",
             On::Related => "Grants, Retained, relations, a grant's or pod's details",
         }
@@ -439,7 +449,12 @@ mod tests {
                 };
                 let retained = Screen::List(ListView::Retained);
                 let screen = match b.on {
-                    On::Retirable | On::Lists | On::ListsAndRollout | On::Everywhere => &list,
+                    On::Retirable
+                    | On::Lists
+                    | On::ListsAndRollout
+                    | On::Openable
+                    | On::Columns
+                    | On::Everywhere => &list,
                     On::Related => &retained,
                 };
                 let found = lookup(&code, screen).map(|(f, _)| f.action);

@@ -120,6 +120,10 @@ pub enum Screen {
     /// What needs attention (`:findings`), in every cluster and across
     /// them.
     Findings,
+    /// One (class, node) cell of the handler matrix: what the class's
+    /// canary saw on the node and the node's failing sandboxes of the class
+    /// (Enter on a matrix cell).
+    Attestation(ClusterId, String, String),
 }
 
 impl Screen {
@@ -131,7 +135,8 @@ impl Screen {
             | Screen::Details(c, ..)
             | Screen::Plan(c)
             | Screen::Relations(c, _)
-            | Screen::Explain(c, ..) => Some(c),
+            | Screen::Explain(c, ..)
+            | Screen::Attestation(c, ..) => Some(c),
             Screen::List(_) | Screen::Matrix | Screen::Findings => None,
         }
     }
@@ -183,6 +188,12 @@ impl Screen {
                 v
             }
             Screen::Findings => crate::rows::findings::kinds(),
+            Screen::Attestation(..) => vec![
+                Kind::RuntimeGrant,
+                Kind::RuntimeClass,
+                Kind::Pod,
+                Kind::Event,
+            ],
         }
     }
 }
@@ -245,6 +256,20 @@ impl Screen {
                 v
             }
             Screen::Relations(_, anchor) => relation_watches(anchor, scope),
+            // The node's Pods and the Warning events about Pods, in every
+            // namespace the operator may read: the canaries run in the
+            // agent's namespace, the class's workloads anywhere.
+            Screen::Attestation(_, class, node) => vec![
+                WatchKey::all(Kind::RuntimeGrant),
+                WatchKey::select(
+                    Kind::RuntimeClass,
+                    "",
+                    "",
+                    &format!("metadata.name={class}"),
+                ),
+                WatchKey::select(Kind::Pod, "", "", &format!("spec.nodeName={node}")),
+                WatchKey::select(Kind::Event, "", "", "involvedObject.kind=Pod,type=Warning"),
+            ],
             other => other.kinds().into_iter().map(WatchKey::all).collect(),
         }
     }

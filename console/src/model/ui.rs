@@ -89,6 +89,8 @@ pub struct Ui {
     pub help_scroll: usize,
     /// Scroll of the details / rollout screen.
     pub scroll: usize,
+    /// The selected cell of the handler matrix: (class row, node group).
+    pub matrix_cell: (usize, usize),
     /// A one-line message (errors of commands).
     pub flash: Option<String>,
     /// The retirement review shown, if any.
@@ -116,6 +118,7 @@ impl Default for Ui {
             show_help: false,
             help_scroll: 0,
             scroll: 0,
+            matrix_cell: (0, 0),
             flash: None,
             review: None,
             reviews: 0,

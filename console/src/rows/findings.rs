@@ -104,6 +104,7 @@ pub fn findings_of(
         leader: &leader,
         cert: &cert,
         unreadable: &unreadable,
+        attestations: &attestations(store),
         thresholds: Thresholds::default(),
     })
 }
@@ -233,6 +234,23 @@ fn runtime_state(store: &Store, rt: &berth_shared::api::Runtime) -> Option<Runti
         granted: state == berth_shared::api::ProfileState::Granted,
         blocked: super::state_blocks(state),
     })
+}
+
+/// What the agent's canaries saw, by class: the first current (not
+/// Retired) grant of each class that carries an attestation.
+pub fn attestations(store: &Store) -> BTreeMap<String, berth_shared::api::HandlerAttestation> {
+    let mut out = BTreeMap::new();
+    for g in store
+        .grants
+        .values()
+        .filter(|g| !super::handlers::is_retired(g))
+    {
+        if let Some(a) = g.status.as_ref().and_then(|s| s.attestation.as_ref()) {
+            out.entry(g.spec.runtime_class.clone())
+                .or_insert_with(|| a.clone());
+        }
+    }
+    out
 }
 
 /// One finding as a row.

@@ -222,6 +222,37 @@ pub struct HandlerRow {
     pub safe_to_remove: bool,
     /// The verdict in words.
     pub verdict: String,
+    /// What the agent's canaries saw of the handler, node by node (a
+    /// current grant's `status.attestation`; none for a class no grant
+    /// names).
+    pub attestation: Option<berth_shared::api::HandlerAttestation>,
+}
+
+impl HandlerRow {
+    /// When the oldest listed evidence was produced (seconds since the
+    /// epoch): the age the view shows.
+    pub fn oldest_evidence(&self) -> Option<i64> {
+        self.attestation
+            .as_ref()?
+            .nodes
+            .iter()
+            .filter_map(|n| n.at.as_ref().map(|t| t.0.as_second()))
+            .min()
+    }
+
+    /// `2 verified, 1 failing`, `off`, or `-`.
+    pub fn attested(&self) -> String {
+        match &self.attestation {
+            None => NONE.to_string(),
+            Some(a) if !a.canaries => "off".to_string(),
+            Some(a) => a.summary.clone(),
+        }
+    }
+
+    /// Whether a canary fails on some node.
+    pub fn failing(&self) -> bool {
+        self.attestation.as_ref().is_some_and(|a| a.failing > 0)
+    }
 }
 
 /// Rows of the Handlers view: every RuntimeClass, granted or not, plus
@@ -251,6 +282,7 @@ pub(crate) fn node_infos(store: &Store) -> Vec<NodeInfo> {
 /// [`handler_rows`] from the given workloads: any superset of those that
 /// reference a class gives the same rows.
 pub(crate) fn handler_rows_of(store: &Store, all: &[Workload]) -> Vec<HandlerRow> {
+    let attested = super::findings::attestations(store);
     let classes = observed_classes(store);
     let nodes = node_infos(store);
     let grants = bindings(store);
@@ -285,6 +317,7 @@ pub(crate) fn handler_rows_of(store: &Store, all: &[Workload]) -> Vec<HandlerRow
                     .collect(),
                 safe_to_remove: r.verdict.is_safe(),
                 verdict: verdict_text(&r.verdict),
+                attestation: attested.get(&r.class.name).cloned(),
             }
         })
         .collect();
@@ -326,6 +359,7 @@ pub(crate) fn handler_rows_of(store: &Store, all: &[Workload]) -> Vec<HandlerRow
             workloads: ws.iter().map(|w| WorkloadEntry::from_workload(w)).collect(),
             safe_to_remove: false,
             verdict: format!("already removed; {}", verdict_text(&verdict)),
+            attestation: None,
         });
     }
     rows.sort_by(|a, b| a.class.cmp(&b.class));
@@ -346,6 +380,8 @@ pub const HEADERS: &[&str] = &[
     "GRANTED BY",
     "FLAGS",
     "NODES",
+    "ATTESTED",
+    "EVIDENCE",
     "WORKLOADS",
     "REMOVE",
     "VERDICT",
@@ -368,6 +404,21 @@ impl Row for HandlerRow {
             Cell::text(granted),
             Cell::text(&self.flags),
             Cell::ratio_text(&self.nodes),
+            Cell::text(self.attested()),
+            {
+                let at = self.oldest_evidence();
+                Cell::age(
+                    at.map_or_else(
+                        || NONE.to_string(),
+                        |t| {
+                            super::human_duration(
+                                k8s_openapi::jiff::Timestamp::now().as_second() - t,
+                            )
+                        },
+                    ),
+                    at,
+                )
+            },
             Cell::count(i64::try_from(self.workloads.len()).unwrap_or(i64::MAX)),
             Cell::text(if self.safe_to_remove {
                 "safe"
@@ -379,7 +430,7 @@ impl Row for HandlerRow {
     }
 
     fn tone(&self) -> RowTone {
-        if !self.present {
+        if !self.present || self.failing() {
             RowTone::Problem
         } else if self.safe_to_remove {
             RowTone::Good

@@ -13,14 +13,25 @@ use crate::store::{Kind, Store};
 
 /// The kinds the matrix reads: classes, nodes, and pods (where each
 /// class's pods run).
-pub const MATRIX_KINDS: &[Kind] = &[Kind::RuntimeClass, Kind::Node, Kind::Pod];
+pub const MATRIX_KINDS: &[Kind] = &[
+    Kind::RuntimeClass,
+    Kind::Node,
+    Kind::Pod,
+    // What the agent's canaries saw (`status.attestation`).
+    Kind::RuntimeGrant,
+];
 
 /// The matrix of everything in the store.
 pub fn matrix(store: &Store) -> Matrix {
+    let attested = super::findings::attestations(store);
     let classes: Vec<MatrixClass> = store
         .classes
         .values()
-        .map(|c| MatrixClass::from_runtime_class(c))
+        .map(|c| {
+            let mut class = MatrixClass::from_runtime_class(c);
+            class.attestation = attested.get(&class.name).cloned();
+            class
+        })
         .collect();
     let nodes: Vec<MatrixNode> = store
         .nodes
@@ -54,7 +65,8 @@ pub fn state_word(s: NodeState) -> &'static str {
 
 /// The legend of [`MatrixCell::short`].
 pub const LEGEND: &str = "✓ scheduling allows  · nodeSelector excludes  T taint not tolerated │ \
-H handler (r recursiveReadOnlyMounts, u userNamespaces)  - missing  ? not reported │ ▶N pods running";
+H handler (r recursiveReadOnlyMounts, u userNamespaces)  - missing  ? not reported │ \
+canary ✔ verified  ✘ failing  ~ unverified, with the evidence's age │ ▶N pods running";
 
 /// A group's column heading: its label and how many nodes.
 pub fn group_heading(label: &str, nodes: usize, state: NodeState) -> String {
@@ -69,14 +81,15 @@ pub fn group_heading(label: &str, nodes: usize, state: NodeState) -> String {
     s
 }
 
-/// The cell's text for a table.
-pub fn cell_text(c: &MatrixCell) -> String {
-    c.short()
+/// The cell's text for a table, its evidence's age at `now` (seconds
+/// since the epoch).
+pub fn cell_text(c: &MatrixCell, now: i64) -> String {
+    c.short_at(Some(now))
 }
 
 /// `berth get handlers --matrix` as a table: classes down, node groups
 /// across, then the legend and each group's nodes (at most 10 named).
-pub fn matrix_text(m: &Matrix) -> String {
+pub fn matrix_text(m: &Matrix, now: i64) -> String {
     let clean = |s: &str| sanitize::value(s);
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut head = vec!["CLASS".to_string(), "HANDLER".to_string()];
@@ -88,11 +101,12 @@ pub fn matrix_text(m: &Matrix) -> String {
     rows.push(head);
     for (i, c) in m.classes.iter().enumerate() {
         let mut r = vec![clean(&c.class), clean(&c.handler)];
-        r.extend(
-            m.groups
-                .iter()
-                .map(|g| g.cells.get(i).map(cell_text).unwrap_or_default()),
-        );
+        r.extend(m.groups.iter().map(|g| {
+            g.cells
+                .get(i)
+                .map(|c| cell_text(c, now))
+                .unwrap_or_default()
+        }));
         rows.push(r);
     }
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -137,6 +151,31 @@ pub fn matrix_text(m: &Matrix) -> String {
     out
 }
 
+/// Each cluster's matrix, in the fleet's order (node groups never span
+/// clusters).
+pub fn matrices<'a>(
+    stores: impl IntoIterator<Item = (&'a crate::store::ClusterId, &'a Store)>,
+) -> Vec<(crate::store::ClusterId, Matrix)> {
+    stores
+        .into_iter()
+        .map(|(id, store)| (id.clone(), matrix(store)))
+        .collect()
+}
+
+/// The matrix's class rows are numbered across the clusters, one after
+/// the other: row `r` is (cluster index, its class row), or `None` past
+/// the last.
+pub fn locate(ms: &[(crate::store::ClusterId, Matrix)], r: usize) -> Option<(usize, usize)> {
+    let mut r = r;
+    for (k, (_, m)) in ms.iter().enumerate() {
+        if r < m.classes.len() {
+            return Some((k, r));
+        }
+        r -= m.classes.len();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,7 +189,7 @@ mod tests {
         assert_eq!(m.classes.len(), store.classes.len());
         let grouped: usize = m.groups.iter().map(|g| g.nodes.len()).sum();
         assert_eq!(grouped, store.nodes.len());
-        let text = matrix_text(&m);
+        let text = matrix_text(&m, 0);
         assert!(text.starts_with("CLASS"), "{text}");
         assert!(text.contains(LEGEND), "{text}");
     }

@@ -3,6 +3,7 @@
 //! row implements [`Row`] (headers, typed cells, tone, identity), so one
 //! generic table holds any of them. Rows know nothing of drawing.
 
+pub mod attestation;
 pub mod explain;
 pub mod findings;
 pub mod grants;

@@ -17,7 +17,7 @@ use berth_shared::matrix::{Matrix, MatrixCell};
 
 use super::{Component, clean, tone_style};
 use crate::model::{App, RowTone, Viewport};
-use crate::rows::matrix::{LEGEND, group_heading, matrix};
+use crate::rows::matrix::{LEGEND, group_heading, locate, matrices};
 
 /// The matrix screen.
 pub struct MatrixView;
@@ -48,8 +48,15 @@ fn tone(c: &MatrixCell) -> RowTone {
     }
 }
 
-/// Every line of the matrix at `width` columns.
-pub fn lines(m: &Matrix, width: usize) -> Vec<Line<'static>> {
+/// Every line of the matrix at `width` columns, the `selected` cell
+/// (class row, node group) reversed, ages of the evidence at `now`
+/// (seconds since the epoch).
+pub fn lines(
+    m: &Matrix,
+    width: usize,
+    selected: Option<(usize, usize)>,
+    now: i64,
+) -> Vec<Line<'static>> {
     if m.classes.is_empty() {
         return vec![Line::raw("No RuntimeClass in the cluster.")];
     }
@@ -81,23 +88,33 @@ pub fn lines(m: &Matrix, width: usize) -> Vec<Line<'static>> {
         .map(|(g, h)| {
             g.cells
                 .iter()
-                .map(|c| c.short().chars().count())
+                .map(|c| c.short_at(Some(now)).chars().count())
                 .chain([h.chars().count()])
                 .max()
                 .unwrap_or(1)
                 .min(MAX_COL)
         })
         .collect();
-    // As many groups as fit after the class and handler columns.
-    let mut used = w_class + 1 + w_handler;
-    let mut shown = 0;
-    for w in &col_w {
-        if used + 2 + w > width {
-            break;
+    // As many groups as fit after the class and handler columns, from the
+    // first one that keeps the selected group in view.
+    let fits = |from: usize| {
+        let mut used = w_class + 1 + w_handler;
+        let mut n = 0;
+        for w in &col_w[from..] {
+            if used + 2 + w > width {
+                break;
+            }
+            used += 2 + w;
+            n += 1;
         }
-        used += 2 + w;
-        shown += 1;
+        n
+    };
+    let want = selected.map_or(0, |(_, c)| c.min(m.groups.len().saturating_sub(1)));
+    let mut first = 0;
+    while first < want && fits(first) <= want - first {
+        first += 1;
     }
+    let shown = fits(first);
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut out = Vec::new();
     let mut head = vec![
@@ -105,7 +122,7 @@ pub fn lines(m: &Matrix, width: usize) -> Vec<Line<'static>> {
         Span::raw(" "),
         Span::styled(cut("HANDLER", w_handler), bold),
     ];
-    for (h, w) in headings.iter().zip(&col_w).take(shown) {
+    for (h, w) in headings.iter().zip(&col_w).skip(first).take(shown) {
         head.push(Span::raw("  "));
         head.push(Span::styled(cut(h, *w), bold));
     }
@@ -116,18 +133,35 @@ pub fn lines(m: &Matrix, width: usize) -> Vec<Line<'static>> {
             Span::raw(" "),
             Span::raw(cut(&c.handler, w_handler)),
         ];
-        for (g, w) in m.groups.iter().zip(&col_w).take(shown) {
+        for (j, (g, w)) in m
+            .groups
+            .iter()
+            .zip(&col_w)
+            .enumerate()
+            .skip(first)
+            .take(shown)
+        {
             spans.push(Span::raw("  "));
             match g.cells.get(i) {
                 Some(cell) => {
-                    spans.push(Span::styled(cut(&cell.short(), *w), tone_style(tone(cell))))
+                    let mut style = tone_style(tone(cell));
+                    if selected == Some((i, j)) {
+                        style = style.add_modifier(Modifier::REVERSED);
+                    }
+                    spans.push(Span::styled(cut(&cell.short_at(Some(now)), *w), style))
                 }
                 None => spans.push(Span::raw(" ".repeat(*w))),
             }
         }
         out.push(Line::from(spans));
     }
-    let hidden = m.groups.len() - shown;
+    let hidden = m.groups.len() - first - shown;
+    if first > 0 {
+        out.push(Line::styled(
+            format!("{first} node group(s) to the left (h)"),
+            Style::new().add_modifier(Modifier::DIM),
+        ));
+    }
     if hidden > 0 {
         out.push(Line::styled(
             format!(
@@ -162,11 +196,8 @@ impl Component for MatrixView {
     fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport) {
         // Each cluster's matrix (node groups never span clusters), one
         // under the other in a fleet, each under its cluster's name.
-        let ms: Vec<(&crate::model::Cluster, Matrix)> = app
-            .clusters
-            .iter()
-            .map(|c| (c, matrix(&c.data.store)))
-            .collect();
+        let ms = matrices(app.clusters.iter().map(|c| (&c.id, &c.data.store)));
+        let selected = locate(&ms, app.ui.matrix_cell.0);
         let classes: std::collections::BTreeSet<&str> = ms
             .iter()
             .flat_map(|(_, m)| m.classes.iter().map(|c| c.class.as_str()))
@@ -177,24 +208,28 @@ impl Component for MatrixView {
             .sum();
         let groups: usize = ms.iter().map(|(_, m)| m.groups.len()).sum();
         let mut title = format!(
-            " Handler matrix: {} class(es) × {nodes} node(s) in {groups} group(s) ",
+            " Handler matrix: {} class(es) × {nodes} node(s) in {groups} group(s)",
             classes.len()
         );
         if app.fleet() {
-            title.push_str(&format!("in {} clusters ", ms.len()));
+            title.push_str(&format!(" in {} clusters", ms.len()));
         }
+        title.push_str("; Enter: a cell's canary ");
         let block = Block::bordered().title(title);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let mut all = Vec::new();
-        for (c, m) in &ms {
+        for (k, (id, m)) in ms.iter().enumerate() {
             if app.fleet() {
                 all.push(Line::styled(
-                    format!("── cluster {} ──", c.id),
+                    format!("── cluster {id} ──"),
                     Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED),
                 ));
             }
-            all.extend(lines(m, inner.width as usize));
+            let cell = selected
+                .filter(|(of, _)| *of == k)
+                .map(|(_, row)| (row, app.ui.matrix_cell.1));
+            all.extend(lines(m, inner.width as usize, cell, app.now.as_second()));
             if app.fleet() {
                 all.push(Line::raw(""));
             }

@@ -177,3 +177,49 @@ fn every_tab_counts_once_its_inputs_are_loaded() {
     );
     assert!(!app.needed_watches(0).iter().any(|w| w.kind == Kind::Pod));
 }
+
+/// Issue 53: the canary's verdict in the Handlers view and the matrix (a
+/// failing cell), and Enter on that cell: the verdict and the events of
+/// the node's failing sandboxes of the class.
+#[test]
+fn a_failing_canary_in_the_handlers_view_the_matrix_and_its_cell() {
+    let mut app = fixtures::app_with(fixtures::failing_canary());
+    keys(&mut app, "3");
+    both("handlers-failing-canary", &mut app);
+    let t = text(&mut app, 140, 24);
+    assert!(t.contains("1 failing, 1 verified"), "{t}");
+    keys(&mut app, "m");
+    both("matrix-failing-canary", &mut app);
+    let t = text(&mut app, 140, 24);
+    assert!(t.contains("✓H ✘3m"), "{t}");
+    assert!(t.contains("✓H ✔5m"), "{t}");
+    // kwok-node-0 is its own group (failing): the first column. The first
+    // class is bounded-runc.
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.screen(),
+        &Screen::Attestation(
+            app.clusters[0].id.clone(),
+            "bounded-runc".into(),
+            "kwok-node-0".into()
+        )
+    );
+    both("attestation-failing", &mut app);
+    let t = text(&mut app, 140, 24);
+    assert!(
+        t.contains("Verdict: failing (SandboxNotCreated, 3m ago)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("berth-system/berth-canary-0123456789-t1-abcde  Failed"),
+        "{t}"
+    );
+    assert!(t.contains("demo/web-rev2-9  Pending"), "{t}");
+    assert!(t.contains("FailedCreatePodSandBox"), "{t}");
+    // Back, and to the verified group: its cell opens a verified verdict.
+    key(&mut app, KeyCode::Esc);
+    keys(&mut app, "l");
+    key(&mut app, KeyCode::Enter);
+    let t = text(&mut app, 140, 24);
+    assert!(t.contains("Verdict: verified"), "{t}");
+}

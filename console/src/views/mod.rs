@@ -5,6 +5,7 @@
 //! the model as [`crate::model::Msg::Drawn`]. The top layer: nothing below
 //! imports it.
 
+pub mod attestation;
 pub mod command;
 pub mod details;
 pub mod explain;
@@ -82,6 +83,7 @@ pub fn draw(frame: &mut Frame, app: &App) -> Viewport {
         Screen::Relations(..) => relations::RelationsView.draw(app, frame, main, &mut fit),
         Screen::Explain(..) => explain::ExplainView.draw(app, frame, main, &mut fit),
         Screen::Findings => findings::FindingsView.draw(app, frame, main, &mut fit),
+        Screen::Attestation(..) => attestation::AttestationView.draw(app, frame, main, &mut fit),
     }
     statusbar::StatusBar.draw(app, frame, status, &mut fit);
     command::CommandLine.draw(app, frame, bottom, &mut fit);
@@ -156,6 +158,11 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
             clean(n)
         )),
         Screen::Findings => Some(" › findings ".into()),
+        Screen::Attestation(_, class, node) => Some(format!(
+            " › canary {} on {} {at}",
+            clean(class),
+            clean(node)
+        )),
         Screen::List(_) => None,
     };
     if let Some(crumb) = crumb {

@@ -9,7 +9,8 @@ use crate::analysis::{
     NodeInfo, Placement, RetainReason, Workload, coverage, placement_coverage, retained,
 };
 use crate::api::{
-    PendingGrantsFileSpec, PendingVerdict, ProfileState, Runtime, condition_types as ct, reasons,
+    HandlerAttestation, PendingGrantsFileSpec, PendingVerdict, ProfileState, Runtime,
+    condition_types as ct, reasons,
 };
 use crate::decide::{self, GrantBinding, ObservedClass};
 
@@ -84,6 +85,9 @@ pub struct Inputs<'a> {
     pub cert: &'a CertExpiry,
     /// Kinds the operator may not read, with the apiserver's message.
     pub unreadable: &'a [(String, String)],
+    /// What the agent's canaries saw, by RuntimeClass (the grants'
+    /// `status.attestation`).
+    pub attestations: &'a BTreeMap<String, HandlerAttestation>,
     /// The thresholds.
     pub thresholds: Thresholds,
 }
@@ -94,6 +98,7 @@ pub fn findings(i: &Inputs<'_>) -> Vec<Finding> {
     retained_findings(i, &mut out);
     out.extend(exposed(i));
     out.extend(handler_missing(i));
+    out.extend(super::attested::attested(i));
     out.extend(no_leader(i));
     out.extend(grants_file(i));
     out.extend(cert(i));
@@ -118,7 +123,7 @@ fn rt_ref(rt: &Runtime) -> String {
     )
 }
 
-fn named(objects: &[String]) -> String {
+pub(super) fn named(objects: &[String]) -> String {
     let mut s = objects
         .iter()
         .take(MAX_NAMED)

@@ -128,6 +128,7 @@ struct World {
     leader: Leader,
     cert: CertExpiry,
     unreadable: Vec<(String, String)>,
+    attestations: BTreeMap<String, crate::api::HandlerAttestation>,
 }
 
 /// A healthy cluster: one grant held by a granted Runtime whose workload
@@ -154,6 +155,7 @@ fn healthy() -> World {
         leader: Leader::Live("agent-0".into()),
         cert: CertExpiry::NotAfter(Timestamp::from_second(NOW + 90 * 86400).expect("ts")),
         unreadable: Vec::new(),
+        attestations: BTreeMap::new(),
     }
 }
 
@@ -170,6 +172,7 @@ fn run(w: &World) -> Vec<Finding> {
         leader: &w.leader,
         cert: &w.cert,
         unreadable: &w.unreadable,
+        attestations: &w.attestations,
         thresholds: Thresholds::default(),
     })
 }
@@ -476,4 +479,80 @@ fn the_docs_page_lists_every_kind() {
     for k in FindingKind::ALL {
         assert!(page.contains(&format!("`{}`", k.id())), "{k:?}");
     }
+}
+
+/// What the canaries saw: a failing node is an error naming the node and
+/// the canary's reason; nodes without evidence an info finding saying why;
+/// all verified, nothing.
+#[test]
+fn handler_failing_and_unverified() {
+    use crate::api::{AttestationState, HandlerAttestation, NodeAttestation};
+    let node = |name: &str, state, reason: &str, message: &str| NodeAttestation {
+        node: name.into(),
+        state,
+        reason: reason.into(),
+        message: message.into(),
+        at: None,
+        job: None,
+    };
+    let mut w = healthy();
+    let class = w.classes[0].name.clone();
+    let attested = |nodes: Vec<NodeAttestation>| {
+        let n = |s| i32::try_from(nodes.iter().filter(|x| x.state == s).count()).expect("n");
+        HandlerAttestation {
+            canaries: true,
+            verified: n(AttestationState::Verified),
+            failing: n(AttestationState::Failing),
+            unverified: n(AttestationState::Unverified),
+            nodes,
+            ..Default::default()
+        }
+    };
+    w.attestations.insert(
+        class.clone(),
+        attested(vec![
+            node("a", AttestationState::Verified, "Verified", "ok"),
+            node("b", AttestationState::Verified, "Verified", "ok"),
+        ]),
+    );
+    assert_eq!(run(&w), Vec::new(), "all verified: nothing");
+    w.attestations.insert(
+        class.clone(),
+        attested(vec![
+            node(
+                "a",
+                AttestationState::Failing,
+                "SandboxNotCreated",
+                "sandbox not created: …",
+            ),
+            node(
+                "b",
+                AttestationState::Unverified,
+                "Skipped",
+                "skipped: node cordoned",
+            ),
+        ]),
+    );
+    let f = run(&w);
+    assert_eq!(
+        kinds(&f),
+        [FindingKind::HandlerFailing, FindingKind::HandlerUnverified]
+    );
+    assert_eq!(f[0].severity, Severity::Error);
+    assert_eq!(
+        f[0].objects,
+        [format!("RuntimeClass/{class}"), "Node/a".to_string()]
+    );
+    assert!(
+        f[0].message
+            .contains("its canary fails on 1 node(s): a (sandbox not created: …)"),
+        "{}",
+        f[0].message
+    );
+    assert_eq!(f[1].severity, Severity::Info);
+    assert!(
+        f[1].message.contains("1 Skipped (skipped: node cordoned)"),
+        "{}",
+        f[1].message
+    );
 }

@@ -82,6 +82,9 @@ fn back(app: &mut App) -> Vec<Effect> {
 }
 
 fn move_by(app: &mut App, delta: i64) {
+    if app.screen() == &Screen::Matrix {
+        return move_in_matrix(app, delta, 0);
+    }
     match app.current_list() {
         Some(v) => {
             let len = app.table(v).len() as i64;
@@ -99,7 +102,42 @@ fn move_by(app: &mut App, delta: i64) {
     }
 }
 
+/// Moves the matrix's selected cell by `rows` classes (numbered across
+/// the clusters, [`crate::rows::matrix::locate`]) and `cols` node groups
+/// of the row's cluster, keeping its row on the page.
+fn move_in_matrix(app: &mut App, rows: i64, cols: i64) {
+    use crate::rows::matrix::{locate, matrices};
+    let ms = matrices(app.clusters.iter().map(|c| (&c.id, &c.data.store)));
+    let clamp = |v: usize, d: i64, n: usize| {
+        (v as i64).saturating_add(d).clamp(0, (n as i64 - 1).max(0)) as usize
+    };
+    let total: usize = ms.iter().map(|(_, m)| m.classes.len()).sum();
+    let (r, c) = app.ui.matrix_cell;
+    let r = clamp(r, rows, total);
+    let (k, local) = locate(&ms, r).unwrap_or((0, 0));
+    let c = clamp(c, cols, ms.get(k).map_or(0, |(_, m)| m.groups.len()));
+    app.ui.matrix_cell = (r, c);
+    // The line of the row: each cluster before it takes its header, its
+    // classes, its legend and node lists (in a fleet, with a title line and
+    // a blank one); then this cluster's header.
+    let fleet = usize::from(app.fleet());
+    let before: usize = ms[..k.min(ms.len())]
+        .iter()
+        .map(|(_, m)| 2 * fleet + m.classes.len() + 3 + m.groups.len())
+        .sum();
+    let page = app.ui.viewport.page.max(1);
+    let line = before + fleet + local + 1;
+    if line < app.ui.scroll {
+        app.ui.scroll = line.saturating_sub(1);
+    } else if line >= app.ui.scroll + page {
+        app.ui.scroll = line + 1 - page;
+    }
+}
+
 fn move_column(app: &mut App, delta: i64) {
+    if app.screen() == &Screen::Matrix {
+        return move_in_matrix(app, 0, delta);
+    }
     if let Some(v) = app.current_list() {
         let cols = app.table(v).columns() as i64;
         let l = &mut app.ui.lists[v.index()];
@@ -153,11 +191,31 @@ fn drill_down(app: &mut App) -> Vec<Effect> {
         },
         Screen::Rollout(cluster, key) => app.open(Screen::Details(cluster, Kind::Runtime, key)),
         Screen::Relations(..) => super::related::hop_selected(app, false),
+        Screen::Matrix => open_cell(app),
         Screen::Details(..)
         | Screen::Plan(_)
-        | Screen::Matrix
         | Screen::Explain(..)
-        | Screen::Findings => Vec::new(),
+        | Screen::Findings
+        | Screen::Attestation(..) => Vec::new(),
+    }
+}
+
+/// Enter on the matrix: the selected cell's class on its group's first
+/// node, in the row's cluster (a group's nodes share the canary's verdict:
+/// it is part of what groups them).
+fn open_cell(app: &mut App) -> Vec<Effect> {
+    use crate::rows::matrix::{locate, matrices};
+    let ms = matrices(app.clusters.iter().map(|c| (&c.id, &c.data.store)));
+    let (r, c) = app.ui.matrix_cell;
+    let Some((k, local)) = locate(&ms, r) else {
+        return Vec::new();
+    };
+    let (cluster, m) = &ms[k];
+    let class = m.classes.get(local).map(|h| h.class.clone());
+    let node = m.groups.get(c).and_then(|g| g.nodes.first().cloned());
+    match (class, node) {
+        (Some(class), Some(node)) => app.open(Screen::Attestation(cluster.clone(), class, node)),
+        _ => Vec::new(),
     }
 }
 
@@ -187,7 +245,8 @@ fn details(app: &mut App) -> Vec<Effect> {
         | Screen::Plan(_)
         | Screen::Matrix
         | Screen::Explain(..)
-        | Screen::Findings => Vec::new(),
+        | Screen::Findings
+        | Screen::Attestation(..) => Vec::new(),
     }
 }
 
