@@ -390,12 +390,19 @@ pub(crate) async fn berth_get(cluster: &SharedCluster, ns: &str, what: &str) -> 
 
 /// containerd's config without handler `h`'s tables.
 pub(crate) fn without_handler(config: &str, h: &str) -> String {
+    handler_replaced(config, h, "")
+}
+
+/// containerd's config with handler `h`'s tables (its markers included)
+/// replaced by `tables`.
+pub(crate) fn handler_replaced(config: &str, h: &str, tables: &str) -> String {
     let (start, end) = (handler_marker(h), handler_end_marker(h));
     let mut out = String::new();
     let mut skipping = false;
     for line in config.lines() {
         if line == start {
             skipping = true;
+            out.push_str(tables);
         }
         if !skipping {
             out.push_str(line);

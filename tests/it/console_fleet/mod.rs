@@ -29,10 +29,9 @@ use kube::api::ListParams;
 use serde_json::json;
 
 use crate::agent_support::{
-    APPLICATION, Agent, AgentOpts, ENVIRONMENT, PROJECT, create_class, create_runtime,
-    wait_condition, write_grants,
+    Agent, AgentOpts, ENVIRONMENT, PROJECT, create_class, create_runtime, wait_condition,
+    write_grants,
 };
-use berth_tests::grants_file::TestBinding;
 
 const WAIT: Duration = Duration::from_secs(180);
 
@@ -62,16 +61,7 @@ struct World {
 }
 
 fn binding(name: &str, service: &str, class: &str, handler: &str) -> String {
-    TestBinding {
-        name,
-        project: PROJECT,
-        environment: ENVIRONMENT,
-        application: APPLICATION,
-        service,
-        runtime_class: class,
-        handler,
-    }
-    .toml()
+    crate::agent_support::binding_for_service(name, class, handler, service)
 }
 
 async fn world(prefix: &str) -> World {

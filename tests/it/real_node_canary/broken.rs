@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{PERIOD, berth, canary_agent, class, grants, handler_nodes, node_state, within};
 use crate::agent_support::{create_runtime, wait_condition};
-use crate::real_node::{NODE, WAIT, namespace, on_real_node, real};
+use crate::real_node::{NODE, WAIT, handler_replaced, namespace, on_real_node, real};
 
 /// A Runtime of `service` (granted `alias`) on the real node.
 async fn placed(info: &RealNodesInfo, ns: &TestNamespace, service: &str, alias: &str) {
@@ -167,22 +167,7 @@ fn pointed_at_runc(config: &str, h: &str, runc: &str, root: &str) -> String {
     let table = format!(
         "{start}\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.'{h}']\n  runtime_type = \"io.containerd.runc.v2\"\n  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.'{h}'.options]\n    BinaryName = {runc:?}\n    Root = {root:?}\n{end}\n"
     );
-    let mut out = String::new();
-    let mut skipping = false;
-    for line in config.lines() {
-        if line == start {
-            skipping = true;
-            out.push_str(&table);
-        }
-        if !skipping {
-            out.push_str(line);
-            out.push('\n');
-        }
-        if line == end {
-            skipping = false;
-        }
-    }
-    out
+    handler_replaced(config, h, &table)
 }
 
 #[tokio::test]
