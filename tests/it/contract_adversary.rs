@@ -26,7 +26,7 @@ use crate::agent_support::{
 };
 
 /// The fullest spec the tests' cluster can run: every optional feature.
-fn fullest(profile: &str) -> Value {
+pub(crate) fn fullest(profile: &str) -> Value {
     json!({
         "runtimeProfile": profile,
         "resources": {

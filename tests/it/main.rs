@@ -26,6 +26,7 @@ mod console_matrix;
 mod console_scope;
 mod contract_adversary;
 mod contract_construction;
+mod contract_schema;
 mod crds;
 mod explain;
 mod exposure;

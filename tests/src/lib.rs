@@ -7,6 +7,7 @@ pub mod docs_check;
 pub mod grants_file;
 pub mod harness;
 pub mod localcluster;
+pub mod openapi;
 pub mod procfs;
 pub mod proxy;
 pub mod tmux;

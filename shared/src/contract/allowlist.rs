@@ -296,21 +296,43 @@ pub const TOLERATED: &[Tolerated] = &[
     },
 ];
 
-/// What the contract leaves alone, on purpose.
+/// What the contract leaves alone, on purpose. With the governed parts,
+/// these rows cover every field path of the governed kinds in the
+/// apiserver's OpenAPI (`field_paths.txt`; `coverage_tests.rs`).
 pub const UNGOVERNED: &[Ungoverned] = &[
     Ungoverned {
-        objects: "every managed object",
-        what: "`metadata.labels` outside the Kubernetes domains, `metadata.annotations` (berth's own are kept set)",
-        why: "policy engines, meshes, cost tools and `kubectl` tag objects; a tag on the object grants its pods nothing",
+        scope: Scope::Every,
+        path: "/metadata/{labels,annotations}",
+        why: "policy engines, meshes, cost tools and `kubectl` tag objects; a tag on the object grants its pods nothing (berth's own are kept set; labels in the Kubernetes domains are governed: `reserved-label`)",
     },
     Ungoverned {
-        objects: "every managed object",
-        what: "`status`",
+        scope: Scope::Every,
+        path: "/status",
         why: "written by the object's controller",
     },
     Ungoverned {
-        objects: "Job",
-        what: "the whole object",
+        scope: Scope::Every,
+        path: "/{apiVersion,kind}",
+        why: "the object's type: the apiserver refuses another",
+    },
+    Ungoverned {
+        scope: Scope::Every,
+        path: "/metadata/{name,generateName,namespace,uid,resourceVersion,generation,creationTimestamp,deletionTimestamp,deletionGracePeriodSeconds,selfLink,managedFields}",
+        why: "identity and bookkeeping the apiserver keeps (a name, namespace or uid cannot change; `managedFields` records who wrote what)",
+    },
+    Ungoverned {
+        scope: Scope::Every,
+        path: "/metadata/ownerReferences",
+        why: "how berth knows its own: an object whose controller reference is not the Runtime's is taken back when it is berth's by name, labels and content, and otherwise reported on the Runtime (`DependencyNotOwned`, `Conflict`) while the workloads stay corrected",
+    },
+    Ungoverned {
+        scope: Scope::Every,
+        path: "/metadata/finalizers",
+        why: "a finalizer holds an object's deletion, not its content: the contract applies to the object as long as its Runtime exists",
+    },
+    Ungoverned {
+        scope: kind(Kind::Job),
+        path: "",
         why: "the apiserver refuses any change to a Job's pod template, and a created Job is never changed (it runs once, as defined)",
     },
 ];

@@ -11,6 +11,7 @@ fn scope(s: Scope) -> String {
         Scope::Kind(k) => k.as_str().to_string(),
         Scope::PodTemplate => "pod template".to_string(),
         Scope::Object => "every object but a Job".to_string(),
+        Scope::Every => "every managed object".to_string(),
     }
 }
 
@@ -71,11 +72,16 @@ pub fn markdown() -> String {
     }
     out.push_str("\nNot governed:\n\n| object | what | why |\n|---|---|---|\n");
     for row in UNGOVERNED {
+        let what = if row.path.is_empty() {
+            "the whole object".to_string()
+        } else {
+            path(row.path)
+        };
         let _ = writeln!(
             out,
             "| {} | {} | {} |",
-            row.objects,
-            cell(row.what),
+            scope(row.scope),
+            cell(&what),
             cell(row.why)
         );
     }

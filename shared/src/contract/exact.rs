@@ -190,7 +190,7 @@ impl Path {
 impl Exact<'_> {
     /// Whether a field the rendered object lacks may have `value` at
     /// `keys`, inside `parent`.
-    fn tolerated(&self, keys: &[String], value: &Value, parent: Option<&Value>) -> bool {
+    pub(crate) fn tolerated(&self, keys: &[String], value: &Value, parent: Option<&Value>) -> bool {
         self.tolerance(keys, value, parent).is_some()
     }
 

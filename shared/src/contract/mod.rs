@@ -21,6 +21,9 @@ use std::fmt;
 use serde_json::Value;
 
 mod allowlist;
+pub mod coverage;
+#[cfg(test)]
+mod coverage_tests;
 mod docs;
 mod exact;
 pub mod table;
@@ -123,6 +126,7 @@ fn absolute(scope: Scope, path: &str, kind: Kind) -> Option<String> {
         Scope::Kind(_) => None,
         Scope::PodTemplate => kind.pod_template().map(|t| format!("{t}{path}")),
         Scope::Object => (kind != Kind::Job).then(|| path.to_string()),
+        Scope::Every => Some(path.to_string()),
     }
 }
 

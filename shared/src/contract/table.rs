@@ -91,6 +91,8 @@ pub enum Scope {
     /// Every managed kind's own object but a Job's (not governed); the
     /// path is from the object's root.
     Object,
+    /// Every managed kind; the path is from the object's root.
+    Every,
 }
 
 /// A governed part: live, it must be exactly the rendered one (minus the
@@ -147,9 +149,9 @@ pub struct Tolerated {
 #[derive(Clone, Copy, Debug)]
 pub struct Ungoverned {
     /// Which objects.
-    pub objects: &'static str,
-    /// What.
-    pub what: &'static str,
+    pub scope: Scope,
+    /// What: a path pattern like the others (`""` is the whole object).
+    pub path: &'static str,
     /// Why it is not governed.
     pub why: &'static str,
 }
