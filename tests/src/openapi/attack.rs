@@ -95,7 +95,13 @@ pub fn place(
                 &mut list[index]
             }
             Value::Object(map) => {
-                let k = if segment == "*" {
+                let k = if segment == "*" && field.path == "/metadata/labels/*" {
+                    // An object's own labels are governed only in the
+                    // Kubernetes domains (`reserved-label`); any other
+                    // label is left alone on purpose (UNGOVERNED).
+                    let name = key(variant).rsplit('/').next().unwrap_or("adversary");
+                    format!("adversary.kubernetes.io/{name}")
+                } else if segment == "*" {
                     key(variant).to_string()
                 } else {
                     segment.replace("~1", "/").replace("~0", "~")
