@@ -177,6 +177,83 @@ async fn construction_an_explicit_empty_selector_is_a_value() {
     .await;
 }
 
+/// Two the schema-driven adversary found (issue 52, point 7), which no
+/// merge patch can undo: a Service's `ipFamilyPolicy` (an update that
+/// leaves it out keeps the stored one, so berth renders it) and a
+/// ConfigMap made `immutable` (the apiserver refuses every change to it,
+/// so the agent recreates it). Both stayed on the main of 2026-12-06.
+#[tokio::test]
+async fn construction_what_no_patch_can_undo_is_undone_all_the_same() {
+    let (Granted { ns, .. }, agent) = granted_web("construct-frozen").await;
+    let c = &ns.client;
+    let n = ns.name.as_str();
+    let services = stored::<k8s_openapi::api::core::v1::Service>(c, n);
+    undone(
+        &agent,
+        &services,
+        "web",
+        "services",
+        "ipFamilyPolicy PreferDualStack",
+        json!({"spec": {"ipFamilyPolicy": "PreferDualStack"}}),
+        |v| v.pointer("/spec/ipFamilyPolicy") == Some(&json!("PreferDualStack")),
+    )
+    .await;
+
+    let maps = config_maps(c, n);
+    let before = json_of(&maps, "web-config").await;
+    let frozen = |v: &Value| v["immutable"] == json!(true);
+    let landed = maps
+        .patch(
+            "web-config",
+            &PatchParams {
+                field_manager: Some("intruder".to_string()),
+                ..Default::default()
+            },
+            &Patch::Merge(&json!({"immutable": true})),
+        )
+        .await
+        .expect("the foreign `immutable: true` lands");
+    assert!(frozen(&serde_json::to_value(&landed).expect("json")));
+    let old_uid = before["metadata"]["uid"].clone();
+    wait_for(
+        "web-config recreated without `immutable`",
+        Duration::from_secs(60),
+        || async {
+            match maps.get_opt("web-config").await {
+                Ok(Some(o)) => {
+                    let v = serde_json::to_value(o).expect("json");
+                    !frozen(&v) && v["metadata"]["uid"] != old_uid
+                }
+                _ => false,
+            }
+        },
+    )
+    .await;
+    let after = json_of(&maps, "web-config").await;
+    assert_eq!(after["data"], before["data"], "the same data, as rendered");
+    assert_eq!(
+        after["metadata"]["ownerReferences"], before["metadata"]["ownerReferences"],
+        "the Runtime's own again"
+    );
+    // Settled: Ready, and no further write to ConfigMaps (no loop).
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+    wait_reconciles(&agent, 3.0).await;
+    let settled = agent.metrics().await;
+    wait_reconciles(&agent, 4.0).await;
+    let later = agent.metrics().await;
+    assert_eq!(
+        agent_writes_to(&later, "configmaps") - agent_writes_to(&settled, "configmaps"),
+        0.0,
+        "no write loop on the recreated ConfigMap; log:\n{}",
+        agent.log_text()
+    );
+    assert!(
+        !agent.log_text().contains("reconcile failed"),
+        "no reconcile failed; log:\n{}",
+        agent.log_text()
+    );
+}
+
 /// The agent's live heap, by its allocator's own account
 /// (`berth_agent_allocator_bytes{state="allocated"}`), once it has stopped
 /// moving: two reads 2 s apart within 64 kB of each other.

@@ -45,21 +45,7 @@ use crate::contract_adversary::{agent_writes_to, fullest, rolled_out};
 /// played (each would stop the Runtime's reconcile, and with it the rest
 /// of the sweep) but listed in every report. Each is a defect to fix, not
 /// a tolerance.
-const OPEN: &[(Kind, &str, &str)] = &[
-    (
-        Kind::ConfigMap,
-        "/immutable",
-        "a foreign `immutable: true` cannot be undone by a patch (the apiserver forbids any change to an \
-     immutable ConfigMap): the correction fails on every reconcile and nothing else of the Runtime \
-     is corrected; needs delete-and-recreate",
-    ),
-    (
-        Kind::Service,
-        "/spec/ipFamilyPolicy",
-        "a foreign `PreferDualStack` stays: the correction removes the field and the apiserver keeps a \
-         Service's policy when an update leaves it out; berth must render `SingleStack` to set it back",
-    ),
-];
+const OPEN: &[(Kind, &str, &str)] = &[];
 
 /// Paths a CI run attacks (a seeded sample of every kind's governed ones).
 const SAMPLE: usize = 120;

@@ -240,14 +240,6 @@ pub const TOLERATED: &[Tolerated] = &[
     },
     Tolerated {
         scope: kind(Kind::Service),
-        path: "/spec/ipFamilyPolicy",
-        allowed: Allowed::Value(r#""SingleStack""#),
-        why: "apiserver default",
-        example: r#""SingleStack""#,
-        refused: Some(r#""RequireDualStack""#),
-    },
-    Tolerated {
-        scope: kind(Kind::Service),
         path: "/spec/sessionAffinity",
         allowed: Allowed::Value(r#""None""#),
         why: "apiserver default",

@@ -353,7 +353,7 @@ pub const GOVERNED: &[Governed] = &[
         scope: kind(Kind::ConfigMap),
         path: "/immutable",
         rule: Rule::ConfigData,
-        why: "an immutable ConfigMap cannot follow the Runtime's config (the apiserver refuses the correction: the Runtime shows CorrectionFailed)",
+        why: "an immutable ConfigMap cannot follow the Runtime's config; no patch can set it back, so the agent deletes the frozen ConfigMap and creates the rendering in its place",
         attack: r#"{"immutable": false}"#,
     },
     Governed {

@@ -17,6 +17,11 @@ pub(crate) fn render(ctx: &Ctx<'_>) -> Service {
         metadata: ctx.meta(&ctx.names.workload, Component::Server),
         spec: Some(ServiceSpec {
             type_: Some(type_.as_str().to_string()),
+            // Rendered, not left to the apiserver's default: an update that
+            // leaves the policy out keeps the stored one, so a foreign
+            // `PreferDualStack` could only be set back by naming the value
+            // (the schema-driven adversary found it, issue 52).
+            ip_family_policy: Some("SingleStack".to_string()),
             selector: Some(labels::selector(ctx.name)),
             ports: Some(vec![ServicePort {
                 name: Some(HTTP_PORT_NAME.to_string()),

@@ -42,6 +42,7 @@ use serde_json::Value;
 
 mod all;
 mod diff;
+mod frozen;
 mod handover;
 mod held;
 
@@ -282,6 +283,17 @@ async fn ensure_one<K: Managed + Governed + Held>(
                 .already_sent(&memory_key, version, &hash(&patch))
             {
                 // Sent from this very version already; the cache lags.
+                return;
+            }
+            if frozen::frozen(live_value, &desired_value) {
+                // No patch can change it: a new object is the correction.
+                if mode.creates() {
+                    let created = frozen::recreate(ctx, &label, live, &desired_value, out).await;
+                    if let Some(created) = created {
+                        ctx.written
+                            .sent(&memory_key, version, Some(&created), &hash(&patch));
+                    }
+                }
                 return;
             }
             // A merge patch, not a replace: no resourceVersion to lose to
