@@ -44,6 +44,20 @@ pub(crate) async fn real() -> Option<(&'static SharedCluster, RealNodesInfo)> {
     Some((cluster, info))
 }
 
+/// [`real`], when the node has gVisor's `runsc` handler; `None` (skip,
+/// saying why) when it has not (gVisor did not build here).
+pub(crate) async fn with_runsc() -> Option<(&'static SharedCluster, RealNodesInfo)> {
+    let (cluster, info) = real().await?;
+    if !info.nodes[0].handlers.iter().any(|h| h == "runsc") {
+        eprintln!(
+            "SKIPPED: no runsc handler: {}",
+            info.runsc_missing.as_deref().unwrap_or("unknown")
+        );
+        return None;
+    }
+    Some((cluster, info))
+}
+
 /// A namespace on the real-node cluster, with berth's identity labels, the
 /// CRDs, and a RuntimeClass `<ns>-<handler>` per handler asked for.
 pub(crate) async fn namespace(cluster: &SharedCluster, prefix: &str) -> TestNamespace {
@@ -271,17 +285,10 @@ async fn real_node_bounded_runc_pod_passes_real_probes_under_the_contract() {
 
 #[tokio::test]
 async fn real_node_gvisor_pod_runs_on_gvisors_kernel() {
-    let Some((cluster, info)) = real().await else {
+    let Some((cluster, info)) = with_runsc().await else {
         return;
     };
     let _shared = NODE.read().await;
-    if !info.nodes[0].handlers.contains(&"runsc".to_string()) {
-        eprintln!(
-            "SKIPPED: no runsc handler: {}",
-            info.runsc_missing.as_deref().unwrap_or("unknown")
-        );
-        return;
-    }
     let ns = namespace(cluster, "real-gvisor").await;
     let (alias, grants) = grant(&ns, "sandboxed", "runsc").await;
     let _agent = agent(cluster, &ns, &grants).await;

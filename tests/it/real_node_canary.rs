@@ -96,7 +96,10 @@ pub(super) async fn canary_agent(
     let mut opts = agent_opts(cluster, ns, grants);
     assert!(
         opts.canary_image.is_some(),
-        "real-nodes.json names the agent's image"
+        "real-nodes.json names the agent's image: {:?}",
+        berth_tests::localcluster::realnode::RealNodesInfo::read(&cluster.dir)
+            .ok()
+            .and_then(|i| i.agent_image_missing)
     );
     opts.kubeconfig = Some(agent_kubeconfig_in(ns, grants, Some(cluster.kubeconfig.clone())).await);
     opts.extra_args = vec![

@@ -72,7 +72,10 @@ prereq_check() {
   [[ -d /sys/class/net ]] || prereq_real+=("|/sys/class/net (the node's bridge cannot be created)")
   prereq_have ip || prereq_real+=("iproute2|ip, for the node's bridge (iproute2)")
   prereq_have umount || prereq_real+=("mount|umount, for the node's teardown (mount)")
-  prereq_have buildah || prereq_real+=("buildah|buildah, to build the test app's image")
+  prereq_have buildah || prereq_real+=("buildah|buildah, to build the test app's and the agent's images")
+  # The agent's image (canaries): its binary stripped, its libraries by ldd.
+  prereq_have strip || prereq_real+=("binutils|strip, for the agent's image (binutils)")
+  prereq_have ldd || prereq_real+=("libc-bin|ldd, for the agent's image (libc-bin)")
   prereq_have gcc || prereq_real+=("gcc|gcc, for runc (built with cgo)")
   prereq_have pkg-config || prereq_real+=("pkg-config|pkg-config, for runc's libseccomp (built with cgo)")
   if { prereq_have pkg-config && ! pkg-config --exists libseccomp; } ||

@@ -37,7 +37,8 @@ static CLUSTER: OnceLock<Result<SharedCluster, String>> = OnceLock::new();
 /// prebuilt by `.ci/run`; a cold build inside the test takes much longer).
 const START_TIMEOUT: Duration = Duration::from_secs(1800);
 
-fn localcluster_binary() -> Result<PathBuf, String> {
+/// The `berth-localcluster` binary these tests start clusters with.
+pub fn localcluster_binary() -> Result<PathBuf, String> {
     if let Ok(p) = std::env::var("BERTH_LOCALCLUSTER_BIN") {
         return Ok(PathBuf::from(p));
     }

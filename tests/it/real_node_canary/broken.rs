@@ -5,15 +5,15 @@ use std::time::Duration;
 
 use berth_shared::api::AttestationState;
 use berth_tests::harness::{SharedCluster, TestNamespace, wait_for};
-use berth_tests::localcluster::realnode::RealNodesInfo;
 use berth_tests::localcluster::realnode::config::{handler_end_marker, handler_marker};
+use berth_tests::localcluster::realnode::{RealNodesInfo, breakage};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use serde_json::{Value, json};
 
 use super::{PERIOD, berth, canary_agent, class, grants, handler_nodes, node_state, within};
 use crate::agent_support::{create_runtime, wait_condition};
-use crate::real_node::{NODE, WAIT, handler_replaced, namespace, on_real_node, real};
+use crate::real_node::{NODE, WAIT, handler_replaced, namespace, on_real_node, with_runsc};
 
 /// A Runtime of `service` (granted `alias`) on the real node.
 async fn placed(info: &RealNodesInfo, ns: &TestNamespace, service: &str, alias: &str) {
@@ -25,15 +25,54 @@ async fn placed(info: &RealNodesInfo, ns: &TestNamespace, service: &str, alias: 
     .await;
 }
 
+/// `berth-localcluster VERB runsc --dir DIR` (break-handler or
+/// restore-handler, the README's commands): its stdout.
+async fn handler_command(cluster: &SharedCluster, verb: &str) -> String {
+    let bin = berth_tests::harness::localcluster_binary().expect("berth-localcluster");
+    let out = tokio::process::Command::new(bin)
+        .args([verb, "runsc", "--dir"])
+        .arg(&cluster.dir)
+        .output()
+        .await
+        .expect("run berth-localcluster");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{verb}: {}\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The paths the command says it `verb` (moved away, restored) on the
+/// node: runsc and its shim, in the node's bin directory.
+fn moved_paths(info: &RealNodesInfo, out: &str, verb: &str) -> Vec<std::path::PathBuf> {
+    let node = &info.nodes[0];
+    let bin = node
+        .containerd_config
+        .parent()
+        .expect("node dir")
+        .join("bin");
+    let paths: Vec<std::path::PathBuf> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{}: {verb} ", node.name)))
+        .map(std::path::PathBuf::from)
+        .collect();
+    let expected: Vec<_> = breakage::handler_binaries("runsc")
+        .expect("runsc")
+        .iter()
+        .map(|b| bin.join(b))
+        .collect();
+    assert_eq!(paths, expected, "runsc and its shim: {out}");
+    paths
+}
+
 #[tokio::test]
 async fn real_node_canary_fails_when_runsc_is_moved_away_and_recovers() {
-    let Some((cluster, info)) = real().await else {
+    let Some((cluster, info)) = with_runsc().await else {
         return;
     };
-    if !info.nodes[0].handlers.contains(&"runsc".to_string()) {
-        eprintln!("SKIPPED: no runsc handler: {:?}", info.runsc_missing);
-        return;
-    }
     let _exclusive = NODE.write().await;
     let node = info.nodes[0].name.clone();
     let ns = namespace(cluster, "canary-moved").await;
@@ -53,17 +92,12 @@ async fn real_node_canary_fails_when_runsc_is_moved_away_and_recovers() {
     )
     .await;
 
-    // The operator's mistake: runsc and its shim gone from the node.
-    let bin = std::path::Path::new(&info.nodes[0].containerd_config)
-        .parent()
-        .expect("node dir")
-        .join("bin");
-    let aside = bin.with_file_name("bin-aside");
-    std::fs::create_dir_all(&aside).expect("aside");
-    for b in ["runsc", "containerd-shim-runsc-v1"] {
-        std::fs::rename(bin.join(b), aside.join(b)).expect("move away");
-    }
-    let moved = std::time::Instant::now();
+    // The operator's mistake: runsc and its shim gone from the node, by
+    // the README's command for the demo's real node.
+    let out = handler_command(cluster, "break-handler").await;
+    let moved = moved_paths(&info, &out, "moved away");
+    assert!(moved.iter().all(|p| p.symlink_metadata().is_err()), "{out}");
+    let since_move = std::time::Instant::now();
     let failing = node_state(
         &ns,
         &alias,
@@ -73,7 +107,10 @@ async fn real_node_canary_fails_when_runsc_is_moved_away_and_recovers() {
         within(PERIOD),
     )
     .await;
-    eprintln!("failing {:?} after the move: {failing:?}", moved.elapsed());
+    eprintln!(
+        "failing {:?} after the move: {failing:?}",
+        since_move.elapsed()
+    );
     assert!(
         failing.message.starts_with("sandbox not created"),
         "{failing:?}"
@@ -139,11 +176,11 @@ async fn real_node_canary_fails_when_runsc_is_moved_away_and_recovers() {
         .unwrap_or_else(|| panic!("no row for {gvisor}: {handlers:#}"));
     assert_eq!(row["attestation"]["failing"], 1, "{row:#}");
 
-    // Put it back: verified again.
-    for b in ["runsc", "containerd-shim-runsc-v1"] {
-        std::fs::rename(aside.join(b), bin.join(b)).expect("restore");
-    }
-    let restored = std::time::Instant::now();
+    // Put it back, by the README's other command: verified again.
+    let out = handler_command(cluster, "restore-handler").await;
+    assert_eq!(moved_paths(&info, &out, "restored"), moved, "{out}");
+    assert!(moved.iter().all(|p| p.symlink_metadata().is_ok()), "{out}");
+    let since_restore = std::time::Instant::now();
     node_state(
         &ns,
         &alias,
@@ -153,7 +190,7 @@ async fn real_node_canary_fails_when_runsc_is_moved_away_and_recovers() {
         within(PERIOD),
     )
     .await;
-    eprintln!("verified {:?} after the restore", restored.elapsed());
+    eprintln!("verified {:?} after the restore", since_restore.elapsed());
     wait_condition(&ns, "sandboxed", "HandlerReady", "True", None).await;
     let metrics = canaried.agent.metrics().await;
     assert_eq!(handler_nodes(&metrics, &gvisor, "verified"), 1.0);
@@ -172,13 +209,9 @@ fn pointed_at_runc(config: &str, h: &str, runc: &str, root: &str) -> String {
 
 #[tokio::test]
 async fn real_node_canary_catches_gvisor_pointed_at_plain_runc() {
-    let Some((cluster, info)) = real().await else {
+    let Some((cluster, info)) = with_runsc().await else {
         return;
     };
-    if !info.nodes[0].handlers.contains(&"runsc".to_string()) {
-        eprintln!("SKIPPED: no runsc handler: {:?}", info.runsc_missing);
-        return;
-    }
     let _exclusive = NODE.write().await;
     let n = &info.nodes[0];
     let ns = namespace(cluster, "canary-typo").await;

@@ -9,6 +9,11 @@
 //! and containerd each, on this machine, tainted so that only pods that
 //! tolerate `berth.dev/real-node` run there (see docs/local-cluster.md "Real node").
 //!
+//! `berth-localcluster break-handler runsc [--dir DIR]` moves runsc and
+//! its shim away on the real nodes (a handler the node still reports but
+//! cannot run: what the agent's canaries catch); `restore-handler runsc`
+//! puts them back.
+//!
 //! Every component runs under `berth-localcluster supervise`, which stops
 //! it when this process is gone, even after SIGKILL. With
 //! `--exit-on-stdin-eof`, standard input also takes commands, one per line:
@@ -39,6 +44,12 @@ enum Command {
     Up(UpArgs),
     /// Build (or find in the cache) every component binary and print their paths.
     Build,
+    /// Break HANDLER on the real nodes the way an operator does: move its
+    /// binaries (runsc and its containerd shim) out of the node's bin
+    /// directory. The node still reports the handler; its canary fails.
+    BreakHandler(HandlerArgs),
+    /// Put HANDLER's binaries back (undoes break-handler).
+    RestoreHandler(HandlerArgs),
     /// (internal) Tear a real node down when stdin closes (LAYOUT: its layout.json).
     #[command(hide = true)]
     NodeJanitor {
@@ -97,6 +108,62 @@ struct UpArgs {
     /// clusters' kubeconfigs merge (`KUBECONFIG=a/kubeconfig:b/kubeconfig`).
     #[arg(long, default_value = berth_tests::localcluster::kubeconfig::DEFAULT_NAME)]
     name: String,
+}
+
+#[derive(Debug, clap::Args)]
+struct HandlerArgs {
+    /// The handler (only runsc has binaries of its own).
+    handler: String,
+    /// The cluster's directory (`up --dir`); the demo's by default.
+    #[arg(long, default_value = ".demo/cluster")]
+    dir: PathBuf,
+    /// Only this real node (all of them by default).
+    #[arg(long)]
+    node: Option<String>,
+}
+
+/// break-handler (`restore` false) or restore-handler: says what moved.
+fn handler_command(args: &HandlerArgs, restore: bool) -> Result<()> {
+    use berth_tests::localcluster::realnode::{RealNodesInfo, breakage};
+    breakage::handler_binaries(&args.handler)?;
+    if !RealNodesInfo::path(&args.dir).is_file() {
+        return Err(eyre!(
+            "{} has no real node: is the demo (or `berth-localcluster up --real-nodes 1 --dir DIR`) running, as root, with one?",
+            args.dir.display()
+        ));
+    }
+    let nodes = breakage::nodes(&args.dir, args.node.as_deref())
+        .wrap_err_with(|| format!("the real nodes of {}", args.dir.display()))?;
+    if nodes.is_empty() {
+        return Err(eyre!(
+            "{} has no real node{}",
+            args.dir.display(),
+            args.node
+                .as_deref()
+                .map(|n| format!(" named {n}"))
+                .unwrap_or_default()
+        ));
+    }
+    for node in &nodes {
+        let done = if restore {
+            breakage::restore_handler(node, &args.handler)
+        } else {
+            breakage::break_handler(node, &args.handler)
+        }
+        .wrap_err_with(|| format!("node {}", node.name))?;
+        let (verb, none) = if restore {
+            ("restored", "nothing was moved away")
+        } else {
+            ("moved away", "already moved away")
+        };
+        if done.is_empty() {
+            println!("{}: {} {none}", node.name, args.handler);
+        }
+        for path in done {
+            println!("{}: {verb} {}", node.name, path.display());
+        }
+    }
+    Ok(())
 }
 
 fn options(args: &UpArgs) -> Result<Options> {
@@ -221,6 +288,8 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
+        Command::BreakHandler(args) => handler_command(&args, false),
+        Command::RestoreHandler(args) => handler_command(&args, true),
         Command::NodeJanitor { layout } => {
             rt.block_on(berth_tests::localcluster::realnode::start::janitor(&layout))?;
             Ok(())

@@ -9,6 +9,7 @@
 //! the test application's image reference (by digest).
 
 pub mod agent_image;
+pub mod breakage;
 pub mod config;
 pub mod host;
 mod images;
@@ -42,6 +43,11 @@ pub struct RealNodesInfo {
     /// into every real node's containerd: what canary Jobs run.
     #[serde(default)]
     pub agent_image: Option<String>,
+    /// Why the agent's image is absent although `--agent-binary` asked for
+    /// it (the build's error): canaries cannot run on the node, and the
+    /// demo says so instead of failing the whole node.
+    #[serde(default)]
+    pub agent_image_missing: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
