@@ -10,7 +10,7 @@
 //! a ConfigMap is read at container start); one starting between the
 //! delete and the create waits and retries, as for any missing ConfigMap.
 
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
 
@@ -39,24 +39,9 @@ pub(super) async fn recreate<K: Managed>(
     let ns = live.typed.namespace().unwrap_or_default();
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
     tracing::warn!(object = %label, namespace = %ns, "an immutable object differs from the contract: recreating it");
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: live.meta().uid.clone(),
-            resource_version: live.meta().resource_version.clone(),
-        }),
-        ..Default::default()
-    };
-    match api.delete(&name, &params).await {
-        Ok(_) => {
-            out.writes += 1;
-            ctx.metrics.write(&kind, "delete");
-        }
-        Err(kube::Error::Api(s)) if s.code == 404 => {}
-        Err(source) => {
-            out.errors
-                .push(ApplyError::new(label.to_string(), Step::Delete, source));
-            return None;
-        }
+    let version = live.meta().resource_version.clone();
+    if !super::delete::delete_exactly(ctx, &live.typed, version, out).await {
+        return None;
     }
     match api
         .patch(

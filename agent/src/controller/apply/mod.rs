@@ -36,19 +36,22 @@ use berth_shared::api::{JobRunStatus, LastApplied, Runtime};
 use berth_shared::contract;
 use berth_shared::render::{self, Rendered};
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
 
 mod all;
+mod delete;
 mod diff;
 mod frozen;
 mod handover;
 mod held;
+mod take_back;
 
 pub use diff::{Governed, contains, overlay, with_hash};
 pub use held::Held;
 
+use self::delete::delete_owned;
 use self::diff::{applied_hash, hash};
 use super::apply_error::{ApplyError, Cause, Step};
 use super::caches::Parsed;
@@ -243,11 +246,11 @@ async fn ensure_one<K: Managed + Governed + Held>(
         && !owned_by(live.meta(), uid)
     {
         // Never a Job: one planted at the name is not one berth ran.
-        if mode != Mode::CreateOnly && take_back(live, rendered, &desired_value) {
+        if mode != Mode::CreateOnly && take_back::take_back(live, rendered, &desired_value) {
             // berth's by name, labels and content, and nobody else's: the
             // owner reference was removed, or the object replaced by an
             // exact copy. Owning it again gives no one anything.
-            take(ctx, &label, live, rendered, out).await;
+            take_back::take(ctx, &label, live, rendered, out).await;
         } else {
             out.conflicts.push(label);
         }
@@ -410,61 +413,6 @@ async fn replace<K: Managed>(
     }
 }
 
-/// Whether an object at a managed name that the Runtime does not own is
-/// berth's all the same, and is taken back (issue 52: a dependency whose
-/// owner reference was removed, or that was replaced by a copy, must not
-/// switch the Runtime's enforcement off): no controller at all, every
-/// label the rendering sets with its value, and its governed parts
-/// exactly the rendered ones (the contract finds nothing). Anything else
-/// is someone else's object, a conflict reported with its fix.
-fn take_back<K: Resource + Governed>(live: &Stored<K>, rendered: &K, desired: &Value) -> bool {
-    let rendered_labels = rendered.meta().labels.as_ref();
-    let live_labels = live.meta().labels.as_ref();
-    berth_shared::api::meta::controller_of(live.meta()).is_none()
-        && rendered_labels.is_some_and(|want| {
-            !want.is_empty()
-                && want
-                    .iter()
-                    .all(|(k, v)| live_labels.and_then(|l| l.get(k)) == Some(v))
-        })
-        && contract::violations(K::KIND, &live.json, desired).is_empty()
-}
-
-/// Gives `live` back its controller reference (the rendered one, beside
-/// any other owner it has), conditional on its uid and resourceVersion.
-async fn take<K: Managed>(
-    ctx: &Context,
-    label: &str,
-    live: &Stored<K>,
-    rendered: &K,
-    out: &mut ApplyOutcome,
-) {
-    let mut owners = live.meta().owner_references.clone().unwrap_or_default();
-    owners.extend(rendered.meta().owner_references.iter().flatten().cloned());
-    let patch = serde_json::json!({"metadata": {
-        "uid": live.meta().uid,
-        "resourceVersion": live.meta().resource_version,
-        "ownerReferences": owners,
-    }});
-    let ns = live.meta().namespace.clone().unwrap_or_default();
-    let name = live.meta().name.clone().unwrap_or_default();
-    tracing::warn!(object = %label, namespace = %ns, "taking back an object that is berth's by name, labels and content but lost its owner reference");
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
-    let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.to_string()),
-        ..Default::default()
-    };
-    match api.patch(&name, &params, &Patch::Merge(&patch)).await {
-        Ok(_) => {
-            out.writes += 1;
-            ctx.metrics.write(&K::kind(&()), "take-back");
-        }
-        Err(source) => out
-            .errors
-            .push(ApplyError::new(label.to_string(), Step::Correct, source)),
-    }
-}
-
 /// Reads `ns`/`name` as the apiserver stores it (`None`: not there).
 async fn read_stored<K: Managed>(
     client: &kube::Client,
@@ -603,34 +551,6 @@ async fn run_jobs_once(
         }
     }
     out.jobs = records;
-}
-
-/// Deletes one owned object (uid precondition, background propagation).
-async fn delete_owned<K: Managed>(ctx: &Context, obj: &K, out: &mut ApplyOutcome) {
-    let kind = K::kind(&());
-    let name = obj.name_any();
-    let ns = obj.namespace().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: obj.meta().uid.clone(),
-            resource_version: None,
-        }),
-        propagation_policy: Some(PropagationPolicy::Background),
-        ..Default::default()
-    };
-    match api.delete(&name, &params).await {
-        Ok(_) => {
-            out.writes += 1;
-            ctx.metrics.write(&kind, "delete");
-        }
-        Err(kube::Error::Api(s)) if s.code == 404 => {}
-        Err(source) => out.errors.push(ApplyError::new(
-            format!("{kind}/{name}"),
-            Step::Delete,
-            source,
-        )),
-    }
 }
 
 impl ApplyOutcome {
