@@ -30,25 +30,22 @@ pub struct WriteGate(Arc<Mutex<Option<Instant>>>);
 impl WriteGate {
     /// Forbids writes (allowing them is always bounded: [`WriteGate::allow_until`]).
     pub fn close(&self) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *berth_shared::sync::lock(&self.0) = None;
     }
 
     /// Allows writes until `until`.
     pub fn allow_until(&self, until: Instant) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(until);
+        *berth_shared::sync::lock(&self.0) = Some(until);
     }
 
     /// Until when writes are allowed (`None`: closed).
     pub fn until(&self) -> Option<Instant> {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+        *berth_shared::sync::lock(&self.0)
     }
 
     /// Whether writes are allowed now.
     pub fn allowed(&self) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some_and(|until| Instant::now() < until)
+        berth_shared::sync::lock(&self.0).is_some_and(|until| Instant::now() < until)
     }
 }
 

@@ -257,7 +257,7 @@ impl Elector {
                 let spec = lease.spec.clone().unwrap_or_default();
                 let mine = spec.holder_identity.as_deref() == Some(self.config.identity.as_str());
                 let free = {
-                    let mut observed = self.observed.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut observed = berth_shared::sync::lock(&self.observed);
                     let now = Instant::now();
                     let seen = observe(observed.as_ref(), record_of(&spec), now);
                     let free = may_take_over(&seen, now);

@@ -313,7 +313,7 @@ impl Metrics {
     /// while one differs from the loaded file, `None` otherwise. The time
     /// is kept while the content stays the same.
     pub fn pending_grants(&self, pending: Option<(&str, &str)>) {
-        let mut seen = self.pending_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = berth_shared::sync::lock(&self.pending_seen);
         self.pending_grants_file.clear();
         let Some((verdict, key)) = pending else {
             *seen = None;

@@ -3,7 +3,6 @@
 //! Runtime, grants with and without problems, classes safe and unsafe to
 //! remove, a deleted class still referenced by a bare pod.
 
-use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::model::{App, ClusterId, Kind, Object, Origin, Scope, WatchEvent};
@@ -11,11 +10,7 @@ use crate::model::{Msg, update};
 use crate::store::ingest::prepare;
 
 /// The fixed "now" of every fixture.
-pub fn now() -> Timestamp {
-    "2026-11-29T12:00:00Z"
-        .parse()
-        .unwrap_or(Timestamp::UNIX_EPOCH)
-}
+pub use crate::testkit::now;
 
 fn obj<K>(v: Value) -> K
 where

@@ -31,6 +31,8 @@ pub mod rows;
 pub mod run;
 pub mod store;
 pub mod terminal;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod tui;
 pub mod views;
 pub mod watch;
@@ -46,13 +48,11 @@ mod layering_tests;
 #[cfg(test)]
 mod readme_tests;
 #[cfg(test)]
-pub(crate) mod scale_world;
-#[cfg(test)]
 pub(crate) mod test_rng;
 
 /// The unit tests allocate as the `berth` binary does (console/src/main.rs),
-/// so that the benchmarks among them (`frame_time_at_scale`,
-/// `pod_ingestion_at_scale`) measure the allocator that ships: under
+/// so that the benchmark among them (`frame_time_ratio_50k_vs_100`)
+/// measures the allocator that ships, as those in `benches/` do: under
 /// glibc's malloc, `berth-bench` measured the allocator more than the
 /// console (issue 32).
 #[cfg(all(test, not(feature = "system-allocator")))]

@@ -124,17 +124,12 @@ mod tests {
     use super::*;
 
     fn binding() -> Binding {
-        Binding {
-            name: "bounded-worker".into(),
-            identity: Identity {
-                project: "demo".into(),
-                environment: "production".into(),
-                application: "analytics".into(),
-                service: "worker".into(),
-            },
-            runtime_class: "bounded".into(),
-            handler: "bounded-runc".into(),
-        }
+        crate::testkit::binding(
+            "bounded-worker",
+            crate::testkit::worker::identity(),
+            "bounded",
+            "bounded-runc",
+        )
     }
 
     #[test]

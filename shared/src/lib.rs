@@ -21,6 +21,9 @@ pub mod quantity;
 pub mod render;
 pub mod sanitize;
 pub mod status;
+pub mod sync;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 
 #[cfg(test)]
 mod layering_tests;

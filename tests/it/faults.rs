@@ -512,11 +512,7 @@ impl World {
             );
         }
         let violations = judged.non_leader;
-        let spurious = self
-            .spurious
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let spurious = berth_shared::sync::lock(&self.spurious).clone();
         let w = new_warnings(&self.warnings, &warnings(&self.client, &self.ns.name).await);
         if !why.is_empty() || !violations.is_empty() || !spurious.is_empty() || w > 0 {
             eprintln!(
@@ -549,7 +545,7 @@ fn watch_transitions(client: Client, ns: &str, out: Arc<Mutex<Vec<String>>>) {
             if let Ok(rt) = item
                 && let Some(s) = spurious(&rt)
             {
-                out.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+                berth_shared::sync::lock(&out).push(s);
             }
         }
     });

@@ -214,7 +214,7 @@ impl SharedCluster {
         let token = format!("{verb}-{}", TOKENS.fetch_add(1, Ordering::SeqCst));
         let answer = self.dir.join("control").join(&token);
         {
-            let mut stdin = self._stdin.lock().unwrap_or_else(|p| p.into_inner());
+            let mut stdin = berth_shared::sync::lock(&self._stdin);
             writeln!(stdin, "{verb} {component} {token}").map_err(|e| e.to_string())?;
             stdin.flush().map_err(|e| e.to_string())?;
         }
@@ -245,7 +245,7 @@ impl SharedCluster {
 
     /// The berth-localcluster process id (for the parent-death test).
     pub fn pid(&self) -> u32 {
-        self._child.lock().unwrap_or_else(|p| p.into_inner()).id()
+        berth_shared::sync::lock(&self._child).id()
     }
 
     /// A cluster-admin client of this cluster.
@@ -578,7 +578,7 @@ pub fn workspace_binary(package: &str, bin: &str, env_var: &str) -> PathBuf {
         return PathBuf::from(p);
     }
     // Held for the build: concurrent tests wait for one build, not several.
-    let mut built = BINARIES.lock().unwrap_or_else(|p| p.into_inner());
+    let mut built = berth_shared::sync::lock(&BINARIES);
     if let Some((_, path)) = built.iter().find(|(b, _)| b == bin) {
         return path.clone();
     }

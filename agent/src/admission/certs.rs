@@ -402,18 +402,12 @@ impl SwappableResolver {
         if let (Some(gauge), Some(t)) = (self.expiry.get(), leaf_not_after(&key)) {
             gauge.set(t);
         }
-        match self.current.write() {
-            Ok(mut guard) => *guard = key,
-            Err(poisoned) => *poisoned.into_inner() = key,
-        }
+        *berth_shared::sync::write(&self.current) = key;
     }
 
     /// The certificate served now.
     pub fn get(&self) -> Arc<CertifiedKey> {
-        match self.current.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        berth_shared::sync::read(&self.current).clone()
     }
 }
 

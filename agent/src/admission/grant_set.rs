@@ -227,7 +227,7 @@ impl GrantSet {
         if !self.0.follows {
             return;
         }
-        let mut current = self.0.leader.lock().unwrap_or_else(|p| p.into_inner());
+        let mut current = berth_shared::sync::lock(&self.0.leader);
         if *current == leader {
             return;
         }
@@ -255,7 +255,7 @@ impl GrantSet {
         if !self.0.follows {
             return Agreement::Alone;
         }
-        let leader = self.0.leader.lock().unwrap_or_else(|p| p.into_inner());
+        let leader = berth_shared::sync::lock(&self.0.leader);
         agreement(&self.0.own, &leader)
     }
 }

@@ -160,21 +160,18 @@ impl Attestations {
     /// The stream of Runtimes to reconcile when their class's failing
     /// nodes change (for the controller's `reconcile_on`); once.
     pub fn woken(&self) -> Option<UnboundedReceiver<ObjectRef<Runtime>>> {
-        self.woken.lock().unwrap_or_else(|p| p.into_inner()).take()
+        berth_shared::sync::lock(&self.woken).take()
     }
 
     /// The verdicts as last published.
     pub fn snapshot(&self) -> Arc<Published> {
-        self.published
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        berth_shared::sync::read(&self.published).clone()
     }
 
     /// Publishes `next`; returns whether anything changed, and the classes
     /// whose failing nodes (or what they fail with) changed.
     fn publish(&self, next: Published) -> (bool, BTreeSet<String>) {
-        let mut slot = self.published.write().unwrap_or_else(|p| p.into_inner());
+        let mut slot = berth_shared::sync::write(&self.published);
         if **slot == next {
             return (false, BTreeSet::new());
         }

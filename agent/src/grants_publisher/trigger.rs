@@ -74,7 +74,7 @@ impl<K: Resource> Changes<K> {
 
     fn apply(&self, obj: &K) -> bool {
         let key = Self::key(obj);
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = berth_shared::sync::lock(&self.last);
         match (self.fingerprint)(obj) {
             Some(now) => {
                 let mut h = DefaultHasher::new();
@@ -87,7 +87,7 @@ impl<K: Resource> Changes<K> {
     }
 
     fn forget(&self, obj: &K) -> bool {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = berth_shared::sync::lock(&self.last);
         last.remove(&Self::key(obj)).is_some()
     }
 }

@@ -42,20 +42,22 @@ fn fixture_rows_are_those_of_every_workload() {
 
 #[test]
 fn a_small_synthetic_world_has_the_same_rows() {
-    let world = crate::scale_world::World {
-        runtimes: 120,
-        replicas: 3,
-        granted: 12,
+    let world = crate::testkit::World {
+        size: berth_shared::testkit::world::Size {
+            runtimes: 120,
+            replicas: 3,
+            granted: 12,
+            classes: 4,
+            nodes: 5,
+        },
         revoked: 3,
-        classes: 4,
-        nodes: 5,
     };
-    let app = crate::scale_world::app_with(world.objects());
+    let app = crate::testkit::app_with(world.objects());
     let retained = retained_rows(&app.clusters[0].data.store);
     assert_eq!(retained.len(), world.retained_rows());
     assert_eq!(
         handler_rows(&app.clusters[0].data.store).len(),
-        world.classes
+        world.size.classes
     );
     // The index holds the classed objects only, not the 108 on the
     // default runtime.

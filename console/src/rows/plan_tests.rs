@@ -75,17 +75,12 @@ fn node(name: &str, handlers: &[&str]) -> Object {
 }
 
 fn binding(name: &str, service: &str, class: &str, handler: &str) -> GrantBinding {
-    GrantBinding {
-        name: name.into(),
-        identity: berth_shared::binding::Identity {
-            project: "demo".into(),
-            environment: "production".into(),
-            application: "analytics".into(),
-            service: service.into(),
-        },
-        runtime_class: class.into(),
-        handler: handler.into(),
-    }
+    berth_shared::testkit::binding(
+        name,
+        berth_shared::testkit::identity("demo", "production", "analytics", service),
+        class,
+        handler,
+    )
 }
 
 /// The agent's published pending file: `bounded-api` moves to kata,

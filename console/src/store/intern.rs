@@ -13,7 +13,7 @@
 //! since the last sweep, so it stays within twice the live maps.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex};
 
 pub use berth_shared::analysis::Labels;
 
@@ -38,7 +38,7 @@ pub fn labels(map: BTreeMap<String, String>) -> Labels {
         return EMPTY.clone();
     }
     // A panic elsewhere cannot leave the set half-changed: take it as is.
-    let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut pool = berth_shared::sync::lock(&POOL);
     if let Some(found) = pool.maps.get(&map) {
         return found.clone();
     }
@@ -96,7 +96,7 @@ mod tests {
             drop(labels(gone(i)));
         }
         let kept = labels(map(&[("intern-test-kept", "1")]));
-        let pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+        let pool = berth_shared::sync::lock(&POOL);
         let left = pool
             .maps
             .iter()

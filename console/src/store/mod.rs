@@ -11,8 +11,6 @@ pub mod cluster_id;
 pub mod compact;
 pub mod index;
 pub mod ingest;
-#[cfg(test)]
-mod ingest_bench;
 pub mod intern;
 pub mod kept;
 pub mod meta;

@@ -27,8 +27,6 @@ mod fleet_tests;
 #[cfg(test)]
 mod matrix_tests;
 #[cfg(test)]
-mod scale_bench;
-#[cfg(test)]
 pub(crate) mod tests;
 
 use ratatui::Frame;

@@ -28,14 +28,14 @@ impl WatchStarts {
     /// A receiver whose value changes on every successful watch request
     /// for `path` from now on.
     pub fn subscribe(&self, path: &str) -> watch::Receiver<u64> {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         map.entry(path.to_string())
             .or_insert_with(|| watch::channel(0).0)
             .subscribe()
     }
 
     fn started(&self, path: &str) {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let map = berth_shared::sync::lock(&self.0);
         if let Some(tx) = map.get(path) {
             tx.send_modify(|n| *n = n.wrapping_add(1));
         }

@@ -6,7 +6,8 @@ use k8s_openapi::api::core::v1::{Affinity, Node, Pod, Taint, Toleration};
 use serde_json::json;
 
 use super::*;
-use crate::decide::{GrantBinding, ObservedClass};
+use crate::decide::GrantBinding;
+use crate::testkit::{self, class};
 
 fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
     serde_json::from_value(v).expect("valid object")
@@ -81,35 +82,14 @@ fn berth_deployment(name: &str, class: &str, profile: &str) -> Deployment {
 }
 
 fn binding(name: &str, class: &str, handler: &str) -> GrantBinding {
-    GrantBinding {
-        name: name.into(),
-        identity: crate::binding::Identity {
-            project: "demo".into(),
-            environment: "production".into(),
-            application: "analytics".into(),
-            service: "worker".into(),
-        },
-        runtime_class: class.into(),
-        handler: handler.into(),
-    }
-}
-
-fn class(name: &str, handler: &str) -> ObservedClass {
-    ObservedClass {
-        name: name.into(),
-        handler: handler.into(),
-        ..Default::default()
-    }
+    testkit::binding(name, testkit::worker::identity(), class, handler)
 }
 
 fn node(name: &str, ready: bool, handlers: &[&str]) -> NodeInfo {
     NodeInfo {
-        name: name.into(),
         ready,
-        handlers: handlers.iter().map(|h| h.to_string()).collect(),
-        reports_handlers: true,
         labels: BTreeMap::from([("kubernetes.io/hostname".to_string(), name.to_string())]),
-        ..Default::default()
+        ..testkit::node(name, handlers)
     }
 }
 

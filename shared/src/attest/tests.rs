@@ -10,7 +10,6 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::job::{Rule, job_name, rules, subject};
 use super::*;
-use crate::analysis::NodeInfo;
 
 pub(super) const HOST: &str = "6.1.0-41-amd64";
 
@@ -43,13 +42,7 @@ pub(super) fn class(name: &str, handler: &str) -> CanaryClass {
 
 pub(super) fn node(name: &str, handlers: &[&str]) -> CanaryNode {
     CanaryNode {
-        info: NodeInfo {
-            name: name.into(),
-            ready: true,
-            reports_handlers: true,
-            handlers: handlers.iter().map(|h| (*h).to_string()).collect(),
-            ..Default::default()
-        },
+        info: crate::testkit::node(name, handlers),
         kernel: Some(HOST.into()),
         ..Default::default()
     }

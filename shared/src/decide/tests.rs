@@ -1,6 +1,7 @@
 //! Table tests for identity and the grant decision.
 
 use super::*;
+use crate::testkit::worker::{binding, class, identity as ident};
 use std::collections::BTreeMap;
 
 use crate::api::Runtime;
@@ -8,37 +9,6 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::node::v1::{Overhead, Scheduling};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-
-fn binding() -> GrantBinding {
-    GrantBinding {
-        name: "bounded-worker".into(),
-        identity: Identity {
-            project: "demo".into(),
-            environment: "production".into(),
-            application: "analytics".into(),
-            service: "worker".into(),
-        },
-        runtime_class: "bounded-worker".into(),
-        handler: "bounded-runc".into(),
-    }
-}
-
-fn ident() -> Identity {
-    Identity {
-        project: "demo".into(),
-        environment: "production".into(),
-        application: "analytics".into(),
-        service: "worker".into(),
-    }
-}
-
-fn class() -> ObservedClass {
-    ObservedClass {
-        name: "bounded-worker".into(),
-        handler: "bounded-runc".into(),
-        ..Default::default()
-    }
-}
 
 fn run(
     bindings: &[GrantBinding],

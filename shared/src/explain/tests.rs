@@ -3,31 +3,18 @@
 //! `binding_for`, the class it names, `decide`), once by
 //! [`explain_runtime`] — and the two must say the same thing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Namespace, NodeSelectorRequirement, Taint};
+use k8s_openapi::api::core::v1::{Namespace, NodeSelectorRequirement};
 use k8s_openapi::api::node::v1::{Overhead, RuntimeClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
 use crate::analysis::{NodeInfo, Owner, Workload, WorkloadKind};
-use crate::api::{ImageSpec, ProfileState, ProfileStatus, Runtime, RuntimeSpec, SchedulingSpec};
+use crate::api::{ProfileState, Runtime, SchedulingSpec};
 use crate::decide::{self, DecideInput, Decision, GrantBinding, ObservedClass};
-
-fn binding(name: &str, service: &str) -> GrantBinding {
-    GrantBinding {
-        name: name.into(),
-        identity: crate::binding::Identity {
-            project: "shop".into(),
-            environment: "prod".into(),
-            application: "store".into(),
-            service: service.into(),
-        },
-        runtime_class: "gvisor".into(),
-        handler: "runsc".into(),
-    }
-}
+use crate::testkit::shop::{binding, runtime};
 
 fn class(handler: &str) -> RuntimeClass {
     RuntimeClass {
@@ -42,47 +29,9 @@ fn class(handler: &str) -> RuntimeClass {
 
 fn node(name: &str, handlers: &[&str], zone: &str) -> NodeInfo {
     NodeInfo {
-        name: name.into(),
-        ready: true,
-        unschedulable: false,
-        handlers: handlers
-            .iter()
-            .map(|h| (*h).to_string())
-            .collect::<BTreeSet<_>>(),
-        reports_handlers: true,
         labels: BTreeMap::from([("zone".to_string(), zone.to_string())]),
-        taints: Vec::<Taint>::new(),
+        ..crate::testkit::node(name, handlers)
     }
-}
-
-fn runtime(service: &str, profile: Option<&str>, previous: Option<ProfileState>) -> Runtime {
-    let mut rt = Runtime::new(
-        service,
-        RuntimeSpec {
-            application: "store".into(),
-            service: service.into(),
-            runtime_profile: profile.map(str::to_string),
-            image: ImageSpec {
-                repository: "img".into(),
-                tag: Some("1".into()),
-                digest: None,
-            },
-            ..Default::default()
-        },
-    );
-    rt.metadata.namespace = Some("shop".into());
-    if let Some(state) = previous {
-        rt.status = Some(crate::api::RuntimeStatus {
-            profile: Some(ProfileStatus {
-                alias: profile.map(str::to_string),
-                class: Some("gvisor".into()),
-                handler: Some("runsc".into()),
-                state,
-            }),
-            ..Default::default()
-        });
-    }
-    rt
 }
 
 fn labels() -> BTreeMap<String, String> {

@@ -6,23 +6,14 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::api::{NodeCoverage, RuntimeGrantStatus};
 use crate::binding::{Binding, Identity};
+use crate::testkit;
 
 fn identity(service: &str) -> Identity {
-    Identity {
-        project: "shop".into(),
-        environment: "prod".into(),
-        application: "store".into(),
-        service: service.into(),
-    }
+    testkit::identity("shop", "prod", "store", service)
 }
 
 fn grant(name: &str, service: &str, class: &str, handler: &str) -> Binding {
-    Binding {
-        name: name.into(),
-        identity: identity(service),
-        runtime_class: class.into(),
-        handler: handler.into(),
-    }
+    testkit::binding(name, identity(service), class, handler)
 }
 
 fn reported(n: i32, of: i32) -> HandlerEvidence {

@@ -1,6 +1,6 @@
 //! One test per finding kind, the ranking, and the docs table.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -9,11 +9,11 @@ use k8s_openapi::jiff::Timestamp;
 use super::*;
 use crate::analysis::{NodeInfo, Owner, Workload, WorkloadKind};
 use crate::api::{
-    ImageSpec, PendingGrantsFileSpec, PendingProblem, PendingVerdict, ProfileState, ProfileStatus,
-    Runtime, RuntimeSpec, RuntimeStatus, SchedulingSpec,
+    PendingGrantsFileSpec, PendingProblem, PendingVerdict, ProfileState, Runtime, SchedulingSpec,
 };
 use crate::decide::{ENVIRONMENT_LABEL, GrantBinding, ObservedClass, PROJECT_LABEL};
 use crate::render::labels::{APPLICATION_LABEL, SERVICE_LABEL};
+use crate::testkit::shop::{binding, class, runtime};
 
 const NOW: i64 = 1_800_000_000;
 
@@ -21,68 +21,11 @@ fn now() -> Timestamp {
     Timestamp::from_second(NOW).expect("ts")
 }
 
-fn binding(name: &str, service: &str) -> GrantBinding {
-    GrantBinding {
-        name: name.into(),
-        identity: crate::binding::Identity {
-            project: "shop".into(),
-            environment: "prod".into(),
-            application: "store".into(),
-            service: service.into(),
-        },
-        runtime_class: "gvisor".into(),
-        handler: "runsc".into(),
-    }
-}
-
 fn node(name: &str, handlers: &[&str]) -> NodeInfo {
     NodeInfo {
-        name: name.into(),
-        ready: true,
-        handlers: handlers
-            .iter()
-            .map(|h| (*h).to_string())
-            .collect::<BTreeSet<_>>(),
-        reports_handlers: true,
         labels: BTreeMap::from([("zone".into(), name.into())]),
-        ..Default::default()
+        ..crate::testkit::node(name, handlers)
     }
-}
-
-fn class() -> ObservedClass {
-    ObservedClass {
-        name: "gvisor".into(),
-        handler: "runsc".into(),
-        ..Default::default()
-    }
-}
-
-fn runtime(service: &str, profile: Option<&str>, state: Option<ProfileState>) -> Runtime {
-    let mut rt = Runtime::new(
-        service,
-        RuntimeSpec {
-            application: "store".into(),
-            service: service.into(),
-            runtime_profile: profile.map(str::to_string),
-            image: ImageSpec {
-                repository: "img".into(),
-                tag: Some("1".into()),
-                digest: None,
-            },
-            ..Default::default()
-        },
-    );
-    rt.metadata.namespace = Some("shop".into());
-    rt.status = state.map(|state| RuntimeStatus {
-        profile: Some(ProfileStatus {
-            alias: profile.map(str::to_string),
-            class: Some("gvisor".into()),
-            handler: Some("runsc".into()),
-            state,
-        }),
-        ..Default::default()
-    });
-    rt
 }
 
 fn workload(name: &str, managed: bool, profile: Option<&str>) -> Workload {
@@ -308,11 +251,7 @@ fn grant_unheld() {
 #[test]
 fn class_unrunnable() {
     let mut w = healthy();
-    w.classes.push(ObservedClass {
-        name: "kata".into(),
-        handler: "kata".into(),
-        ..Default::default()
-    });
+    w.classes.push(crate::testkit::class("kata", "kata"));
     let f = run(&w);
     assert_eq!(kinds(&f), vec![FindingKind::ClassUnrunnable]);
     // Nobody grants it: only worth knowing.

@@ -1,25 +1,21 @@
 //! One table row per change kind: the bindings loaded, the candidate, the
 //! cluster, and the expected transitions, class effects and outcome.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Namespace;
 
 use super::*;
 use crate::api::ProfileState;
+use crate::testkit::{class, node};
 
 fn b(name: &str, class: &str, handler: &str) -> GrantBinding {
-    GrantBinding {
-        name: name.into(),
-        identity: crate::binding::Identity {
-            project: "demo".into(),
-            environment: "prod".into(),
-            application: "app".into(),
-            service: "svc".into(),
-        },
-        runtime_class: class.into(),
-        handler: handler.into(),
-    }
+    crate::testkit::binding(
+        name,
+        crate::testkit::identity("demo", "prod", "app", "svc"),
+        class,
+        handler,
+    )
 }
 
 fn ns() -> Namespace {
@@ -41,28 +37,6 @@ fn runtime(alias: &str, state: &str, class: Option<&str>, replicas: i32) -> Runt
                    "rollout": {"ready": replicas}}
     }))
     .expect("runtime")
-}
-
-fn class(name: &str, handler: &str) -> ObservedClass {
-    ObservedClass {
-        name: name.into(),
-        handler: handler.into(),
-        ..ObservedClass::default()
-    }
-}
-
-fn node(name: &str, handlers: &[&str]) -> NodeInfo {
-    NodeInfo {
-        name: name.into(),
-        ready: true,
-        reports_handlers: true,
-        handlers: handlers
-            .iter()
-            .map(|h| h.to_string())
-            .collect::<BTreeSet<_>>(),
-        labels: BTreeMap::new(),
-        ..NodeInfo::default()
-    }
 }
 
 fn candidate(bindings: Vec<GrantBinding>) -> Candidate {

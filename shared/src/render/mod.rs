@@ -9,6 +9,9 @@
 mod configmap;
 mod cronjob;
 mod deployment;
+// Test data (the golden render cases), for tests and the `testkit` feature
+// only: never in a shipped binary.
+#[cfg(any(test, feature = "testkit"))]
 pub mod examples;
 mod hpa;
 mod job;

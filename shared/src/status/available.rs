@@ -39,8 +39,8 @@ pub fn available(runtime: &Runtime, deployment: Option<&Deployment>) -> Conditio
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::*;
     use super::*;
+    use crate::testkit::status::*;
 
     #[test]
     fn table() {

@@ -160,9 +160,9 @@ pub fn handler_ready(
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::*;
     use super::*;
     use crate::api::SchedulingSpec;
+    use crate::testkit::status::*;
 
     #[test]
     fn table() {

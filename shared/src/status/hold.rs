@@ -140,8 +140,8 @@ pub fn hold(
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::*;
     use super::*;
+    use crate::testkit::status::*;
 
     /// (profile, suspend, identity complete, decision, taken, expected reason)
     type Case = (

@@ -22,9 +22,6 @@ mod ready;
 mod rollout;
 mod upgrading;
 
-#[cfg(test)]
-mod fixtures;
-
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use crate::analysis::NodeInfo;
@@ -242,9 +239,9 @@ pub fn shown_phase(
 
 #[cfg(test)]
 mod tests {
-    use super::fixtures::*;
     use super::*;
     use crate::api::condition_types as ct;
+    use crate::testkit::status::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
     #[test]

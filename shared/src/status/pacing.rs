@@ -398,7 +398,7 @@ mod tests {
 
     #[test]
     fn a_runtime_awaits_its_first_pass_until_a_status_names_its_generation() {
-        let mut rt = crate::status::fixtures::runtime();
+        let mut rt = crate::testkit::status::runtime();
         rt.metadata.generation = Some(3);
         assert!(awaiting_first_pass(&rt), "no status yet");
         rt.status = Some(status(Vec::new(), 2));

@@ -33,8 +33,8 @@ pub fn profile_granted(decision: &Decision, hold: &Hold) -> Condition {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::*;
     use super::*;
+    use crate::testkit::status::*;
 
     #[test]
     fn table() {

@@ -48,8 +48,8 @@ pub fn progressing(phase: RolloutPhase, hold: &Hold, decision: &Decision) -> Con
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::*;
     use super::*;
+    use crate::testkit::status::*;
 
     #[test]
     fn table() {

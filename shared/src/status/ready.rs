@@ -88,9 +88,9 @@ pub fn ready(f: &ReadyFacts<'_>) -> Condition {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::*;
     use super::*;
     use crate::api::condition::unknown;
+    use crate::testkit::status::*;
 
     struct Case {
         hold: Hold,

@@ -124,8 +124,8 @@ pub fn rollout(
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::*;
     use super::*;
+    use crate::testkit::status::*;
     use k8s_openapi::api::apps::v1::DeploymentStatus;
 
     #[test]

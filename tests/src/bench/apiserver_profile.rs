@@ -105,7 +105,7 @@ pub fn start(client: &Client, dir: &Path, half: &'static str) -> Recording {
                 Ok(bytes) => {
                     let path = dir.join(format!("apiserver-{half}-{n:03}.pb.gz"));
                     match std::fs::write(&path, bytes) {
-                        Ok(()) => kept.lock().unwrap_or_else(|p| p.into_inner()).push(path),
+                        Ok(()) => berth_shared::sync::lock(&kept).push(path),
                         Err(e) => eprintln!("bench: {}: {e}", path.display()),
                     }
                 }
@@ -166,7 +166,7 @@ impl Recording {
     /// not on the PATH.
     pub async fn finish(self, dir: &Path) -> Option<Summary> {
         self.task.abort();
-        let files = self.files.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let files = berth_shared::sync::lock(&self.files).clone();
         if files.is_empty() {
             eprintln!("bench: no apiserver profile recorded ({})", self.half);
             return None;

@@ -110,6 +110,7 @@ pub async fn run(opts: &Options) -> Report {
         replicas: opts.replicas,
         granted: opts.granted.min(opts.runtimes),
         classes: opts.classes.max(1),
+        nodes: opts.nodes,
     };
     let berth_bin = tokio::task::spawn_blocking(|| {
         harness::workspace_binary("berth-console", "berth", "BERTH_BIN")

@@ -213,6 +213,7 @@ pub async fn run(opts: &Options) -> Report {
         replicas: opts.replicas,
         granted: opts.granted.min(opts.runtimes),
         classes: opts.classes.max(1),
+        nodes: opts.nodes,
     };
     let agent_bin = tokio::task::spawn_blocking(|| {
         harness::workspace_binary("berth-agent", "berth-agent", "BERTH_AGENT_BIN")

@@ -4,21 +4,8 @@
 use super::*;
 use crate::admission::lookup::LookupError;
 use berth_shared::api::ProfileState;
+use berth_shared::testkit::worker::{binding, class};
 use serde_json::json;
-
-fn binding() -> GrantBinding {
-    GrantBinding {
-        name: "bounded-worker".into(),
-        identity: berth_shared::binding::Identity {
-            project: "demo".into(),
-            environment: "production".into(),
-            application: "analytics".into(),
-            service: "worker".into(),
-        },
-        runtime_class: "bounded-worker".into(),
-        handler: "bounded-runc".into(),
-    }
-}
 
 fn labels() -> BTreeMap<String, String> {
     BTreeMap::from([
@@ -28,14 +15,6 @@ fn labels() -> BTreeMap<String, String> {
             "production".to_string(),
         ),
     ])
-}
-
-fn class() -> ObservedClass {
-    ObservedClass {
-        name: "bounded-worker".into(),
-        handler: "bounded-runc".into(),
-        ..Default::default()
-    }
 }
 
 fn view(profile: Option<&str>) -> RuntimeView {

@@ -1,43 +1,20 @@
 //! The grant status table: every ClassReady reason, who counts as a user,
 //! the retained bound, RestartRequired and BarePodsChecked.
 
-use std::collections::BTreeSet;
-
 use super::*;
+use crate::testkit::{self, node};
 
 fn binding() -> GrantBinding {
-    GrantBinding {
-        name: "sandboxed".into(),
-        identity: crate::binding::Identity {
-            project: "demo".into(),
-            environment: "prod".into(),
-            application: "shop".into(),
-            service: "web".into(),
-        },
-        runtime_class: "gvisor".into(),
-        handler: "runsc".into(),
-    }
+    testkit::binding(
+        "sandboxed",
+        testkit::identity("demo", "prod", "shop", "web"),
+        "gvisor",
+        "runsc",
+    )
 }
 
 fn class(handler: &str) -> ObservedClass {
-    ObservedClass {
-        name: "gvisor".into(),
-        handler: handler.into(),
-        ..ObservedClass::default()
-    }
-}
-
-fn node(name: &str, handlers: &[&str]) -> NodeInfo {
-    NodeInfo {
-        name: name.into(),
-        ready: true,
-        handlers: handlers
-            .iter()
-            .map(|h| (*h).to_string())
-            .collect::<BTreeSet<_>>(),
-        reports_handlers: true,
-        ..NodeInfo::default()
-    }
+    testkit::class("gvisor", handler)
 }
 
 fn user(ns: &str, name: &str, profile: Option<&str>, project: Option<&str>) -> GrantUser {

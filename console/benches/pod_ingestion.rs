@@ -1,13 +1,13 @@
 //! Issue 32's first Handlers and Retained frames without a cluster, the
 //! part that is berth's own: the 20,000 Pods of scale S
-//! ([`crate::scale_world`]) as LIST pages of JSON text, parsed into typed
+//! (`berth_console::testkit`) as LIST pages of JSON text, parsed into typed
 //! `Pod`s as `berth-bench`'s LIST floor does, against parsed and taken
 //! into the store as the console does (read as [`super::wire::WirePod`]s,
 //! then [`super::ingest::admit`] and [`super::Store::apply`]), and as it
 //! did before it read Pods off the wire (typed `Pod`s, then the same).
 //! Prints the ratios (no timing assertion); asserts every Pod is stored.
 //! Run:
-//! `cargo test -p berth-console --release -- --ignored --nocapture pod_ingestion_at_scale`.
+//! `cargo bench -p berth-console --bench pod_ingestion`.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -16,9 +16,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::ObjectList;
 use serde_json::json;
 
-use super::wire::WirePod;
-use super::{Kind, Store, ingest};
-use crate::scale_world::{World, median};
+use berth_console::store::wire::WirePod;
+use berth_console::store::{Kind, Object, Store, compact, ingest};
+use berth_console::testkit::{World, median};
+
+#[cfg(not(feature = "system-allocator"))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Objects per LIST page (the console's page size).
 const PAGE: usize = 500;
@@ -28,9 +32,7 @@ fn parse<K: serde::de::DeserializeOwned + Clone>(page: &str) -> ObjectList<K> {
     serde_json::from_str(page).expect("a PodList page")
 }
 
-#[test]
-#[ignore = "benchmark: prints ingestion against parsing at scale S"]
-fn pod_ingestion_at_scale() {
+fn main() {
     let world = World::S;
     let pods: Vec<_> = world.pod_values().collect();
     let pages: Vec<String> = pods
@@ -46,8 +48,8 @@ fn pod_ingestion_at_scale() {
         .iter()
         .filter(|v| {
             let pod: Pod = serde_json::from_value((*v).clone()).expect("a Pod");
-            match super::compact::compact(pod.into()) {
-                super::Object::Pod(mut p) => {
+            match compact::compact(pod.into()) {
+                Object::Pod(mut p) => {
                     ingest::strip(p.as_mut());
                     berth_shared::sanitize::is_clean_serialized(&p)
                 }
@@ -76,7 +78,10 @@ fn pod_ingestion_at_scale() {
             }
         }
         typed.push(t.elapsed());
-        assert_eq!(store.count(Kind::Pod), world.runtimes * world.replicas);
+        assert_eq!(
+            store.count(Kind::Pod),
+            world.size.runtimes * world.size.replicas
+        );
         drop(store);
 
         let t = Instant::now();
@@ -89,14 +94,17 @@ fn pod_ingestion_at_scale() {
             }
         }
         console.push(t.elapsed());
-        assert_eq!(store.count(Kind::Pod), world.runtimes * world.replicas);
+        assert_eq!(
+            store.count(Kind::Pod),
+            world.size.runtimes * world.size.replicas
+        );
     }
     let (f, t, c) = (median(floor), median(typed), median(console));
     let ratio = |d: std::time::Duration| d.as_secs_f64() / f.as_secs_f64();
     println!(
         "{} Pods in {} pages ({} MB of JSON), median of {ROUNDS}: parsed as Pods {f:.2?}; \
          read as WirePods and stored {c:.2?} ({:.2}×); parsed as Pods and stored {t:.2?} ({:.2}×)",
-        world.runtimes * world.replicas,
+        world.size.runtimes * world.size.replicas,
         pages.len(),
         bytes / 1_000_000,
         ratio(c),

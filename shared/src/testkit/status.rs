@@ -1,4 +1,6 @@
-//! Test builders shared by the condition tables.
+//! Builders for the status condition tables (`status::*` tests): a Runtime,
+//! its decisions, nodes, and Deployments and ReplicaSets in every rollout
+//! state.
 
 use std::collections::{BTreeMap, BTreeSet};
 

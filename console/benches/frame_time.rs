@@ -1,11 +1,11 @@
-//! Issue 14's console target without a cluster: on the synthetic world of
-//! scale S ([`crate::scale_world`]), a watch event (a Runtime and a Pod
+//! Issue 14's console target without a cluster: on the benchmark's world
+//! of scale S (`berth_console::testkit`), a watch event (a Runtime and a Pod
 //! touched, as `berth-bench`'s `model_times` does) → rebuilt, redrawn
 //! frame, against redrawing the same frame with nothing changed, for the
 //! Runtimes, Handlers and Retained views. Prints ratios only (no timing
 //! assertion); asserts that every view shows the rows the world implies,
 //! so it cannot measure an empty screen. Run:
-//! `cargo test -p berth-console --release -- --ignored --nocapture frame_time_at_scale`.
+//! `cargo bench -p berth-console --bench frame_time`.
 
 use std::time::{Duration, Instant};
 
@@ -13,34 +13,27 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use crate::model::{App, Kind, ListView, Msg, update};
-use crate::scale_world::{World, median};
+use berth_console::model::{App, Kind, ListView, Msg, update};
+use berth_console::testkit::{World, median, rss_kb};
+use berth_shared::testkit::world::Size;
+
+/// Measured with the allocator that ships (console/src/main.rs): under
+/// glibc's malloc, `berth-bench` measured the allocator more than the
+/// console (issue 32).
+#[cfg(not(feature = "system-allocator"))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Frames measured per view.
 const FRAMES: usize = 21;
 
-/// Resident set size of this process, kB (Linux; 0 elsewhere).
-pub(crate) fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-#[test]
-#[ignore = "benchmark: prints event → frame ratios at scale S"]
-fn frame_time_at_scale() {
+fn main() {
     let world = World::S;
     let rss0 = rss_kb();
     let t = Instant::now();
     // Made as they are ingested, as a watch's pages arrive: the world made
     // whole first would put its own peak into the RSS measured.
-    let mut app = crate::scale_world::app_with(world.stream());
+    let mut app = berth_console::testkit::app_with(world.stream());
     let ingested = t.elapsed();
     let rss1 = rss_kb();
     println!(
@@ -64,7 +57,7 @@ fn frame_time_at_scale() {
     let mut draw = |app: &mut App| {
         app.refresh();
         term.draw(|f| {
-            super::draw(f, app);
+            berth_console::views::draw(f, app);
         })
         .expect("draw");
         let buf = term.backend().buffer();
@@ -78,8 +71,8 @@ fn frame_time_at_scale() {
             .join("\n")
     };
     let views = [
-        (ListView::Runtimes, '1', world.runtimes),
-        (ListView::Handlers, '3', world.classes),
+        (ListView::Runtimes, '1', world.size.runtimes),
+        (ListView::Handlers, '3', world.size.classes),
         (ListView::Retained, '4', world.retained_rows()),
     ];
     println!("view       event→frame   redraw floor   ratio");
@@ -104,7 +97,7 @@ fn frame_time_at_scale() {
                 .iter()
                 .map(|r| r.workloads.len())
                 .sum();
-            assert_eq!(used, world.granted * (2 + world.replicas));
+            assert_eq!(used, world.size.granted * (2 + world.size.replicas));
         }
         let (mut events, mut floor) = (Vec::new(), Vec::new());
         for _ in 0..FRAMES {
@@ -149,19 +142,21 @@ fn frame_time_at_scale() {
     // The same at a twentieth of the Runtimes: a rollout frame costs what
     // its own rollout holds, not what the store holds.
     let small = World {
-        runtimes: world.runtimes / 20,
-        granted: world.granted / 20,
+        size: Size {
+            runtimes: world.size.runtimes / 20,
+            granted: world.size.granted / 20,
+            ..world.size
+        },
         revoked: world.revoked / 20,
-        ..world
     };
-    let mut small_app = crate::scale_world::app_with(small.stream());
+    let mut small_app = berth_console::testkit::app_with(small.stream());
     let mut small_term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
     let (es, _, _) = rollout_event_to_frame(&mut small_app, &mut small_term);
     drop(small_app);
     println!(
         "Rollout event→frame at {} Runtimes {es:.2?}, at {} {e:.2?}: ratio {:.2}",
-        small.runtimes,
-        world.runtimes,
+        small.size.runtimes,
+        world.size.runtimes,
         e.as_secs_f64() / es.as_secs_f64().max(1e-9)
     );
 }
@@ -181,12 +176,12 @@ fn rollout_event_to_frame(
         .nth(app.clusters[0].data.store.runtimes.len() / 2)
         .cloned()
         .expect("a Runtime");
-    app.open(crate::model::Screen::Rollout(
+    app.open(berth_console::model::Screen::Rollout(
         app.clusters[0].id.clone(),
         key.clone(),
     ));
-    let row =
-        crate::rows::rollout(&app.clusters[0].data.store, &key, app.now).expect("its rollout");
+    let row = berth_console::rows::rollout(&app.clusters[0].data.store, &key, app.now)
+        .expect("its rollout");
     let pods: Vec<String> = row
         .replica_sets
         .iter()
@@ -194,11 +189,12 @@ fn rollout_event_to_frame(
         .collect();
     assert!(!pods.is_empty(), "{key:?} has pods");
     let pod_key = (key.0.clone(), pods[0].clone());
-    let pod = crate::model::Object::from(app.clusters[0].data.store.pods[&pod_key].to_pod());
+    let pod =
+        berth_console::model::Object::from(app.clusters[0].data.store.pods[&pod_key].to_pod());
     let mut draw = |app: &mut App| {
         app.refresh();
         term.draw(|f| {
-            super::draw(f, app);
+            berth_console::views::draw(f, app);
         })
         .expect("draw");
         let buf = term.backend().buffer();
@@ -209,7 +205,7 @@ fn rollout_event_to_frame(
     };
     let text = draw(app);
     assert!(
-        !text.contains(super::rollout::LOADING) && text.contains(&pods[0]),
+        !text.contains(berth_console::views::rollout::LOADING) && text.contains(&pods[0]),
         "the Rollout of {key:?} is shown whole:\n{text}"
     );
     let (mut events, mut floor) = (Vec::new(), Vec::new());
@@ -217,7 +213,10 @@ fn rollout_event_to_frame(
         let t = Instant::now();
         update(
             app,
-            Msg::Watch(Kind::Pod, crate::model::WatchEvent::Apply(pod.clone())),
+            Msg::Watch(
+                Kind::Pod,
+                berth_console::model::WatchEvent::Apply(pod.clone()),
+            ),
         );
         draw(app);
         events.push(t.elapsed());
@@ -233,10 +232,10 @@ fn rollout_event_to_frame(
 /// structs still takes its room), what its data weighs as JSON, and the
 /// resulting estimate for the kind. A guide to where the RSS goes, not an
 /// exact count (allocator overhead and map nodes come on top).
-fn print_store_sizes(store: &crate::store::Store) {
-    use crate::store::kept::Kept;
-    use crate::store::slim::SlimPod;
-    use crate::store::slim_apps::{SlimDeployment, SlimReplicaSet, SlimTemplate};
+fn print_store_sizes(store: &berth_console::store::Store) {
+    use berth_console::store::kept::Kept;
+    use berth_console::store::slim::SlimPod;
+    use berth_console::store::slim_apps::{SlimDeployment, SlimReplicaSet, SlimTemplate};
     use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
     use std::mem::size_of;
     fn json_bytes(objs: impl Iterator<Item = impl serde::Serialize>) -> usize {
@@ -293,7 +292,7 @@ fn print_store_sizes(store: &crate::store::Store) {
          (its label and annotation maps shared with its ReplicaSet's other Pods); \
          a k8s-openapi Pod is {} B)",
         size_of::<SlimPod>(),
-        size_of::<crate::store::meta::SlimMeta>(),
+        size_of::<berth_console::store::meta::SlimMeta>(),
         size_of::<k8s_openapi::api::core::v1::Pod>()
     );
     println!("kind         count  inline B/obj  JSON B/obj  ≈ MB (inline + 2×JSON)");
