@@ -350,7 +350,8 @@ fn every_path_stands_by_the_contract_table() {
     assert_eq!(at(&config, "/data/*"), Standing::Attack);
     assert_eq!(at(&config, "/immutable"), Standing::Attack);
     assert_eq!(at(&config, "/apiVersion"), Standing::Ungoverned);
-    assert_eq!(at(&config, "/metadata/labels/*"), Standing::Ungoverned);
+    // Governed: the reserved-label row (keys in the Kubernetes domains).
+    assert_eq!(at(&config, "/metadata/labels/*"), Standing::Attack);
     // An object whose every field is named stands by them.
     assert_eq!(at(&config, "/metadata"), Standing::Ungoverned);
     assert_eq!(at(&config, "/newField"), Standing::Uncovered);
