@@ -32,6 +32,11 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         // A profile window (30 s) outlasts the smoke's phases: by hand only.
         profile_apiserver: false,
         fleet: 0,
+        // The canary scheduler runs on the world's kwok nodes (it skips
+        // each as simulated), with its shortest period, inside the idle
+        // window: writes at rest stay 0 with canaries on (issue 53).
+        canaries: true,
+        canary_period_seconds: 10,
     };
     let report = bench::run(&opts).await;
     println!("{}", report.render());
@@ -55,6 +60,8 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         "console: CPU while 20 other pods",
         "console model: key press",
         "console model: watch event",
+        "agent: canary Jobs created",
+        "agent: canary Jobs per hour",
     ] {
         let f = figure(&report, name);
         assert!(f.measured.is_finite() && f.measured >= 0.0, "{name}: {f:?}");
@@ -149,6 +156,9 @@ async fn fleet_bench_smoke_measures_every_figure_at_a_small_size() {
         peers: false,
         profile_apiserver: false,
         fleet: 2,
+        // No agent runs in the fleet's clusters.
+        canaries: false,
+        canary_period_seconds: 600,
     };
     let report = bench::fleet::run(&opts).await;
     println!("{}", report.render());

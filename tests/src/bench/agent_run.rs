@@ -52,6 +52,7 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
         resync_seconds: opts.resync_seconds,
         concurrency: opts.concurrency,
         profile_dir: opts.profile.then(|| w.work.to_path_buf()),
+        canary_period: opts.canaries.then_some(opts.canary_period_seconds),
     });
     let agent_started = Instant::now();
     let agent_cpu0 = cpu::sample(w.cluster_dir, Some(agent.pid()));
@@ -134,6 +135,7 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
         resync_seconds: opts.idle_resync_seconds,
         concurrency: opts.concurrency,
         profile_dir: None,
+        canary_period: opts.canaries.then_some(opts.canary_period_seconds),
     });
     progress(
         started,
@@ -260,11 +262,47 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
         ));
     }
     figures.extend(class_deletion);
+    if opts.canaries {
+        figures.extend(canary_figures(
+            opts.canary_period_seconds,
+            &agent_metrics_settled,
+            &m1,
+        ));
+    }
     AgentOutcome {
         figures,
         agent,
         grants,
     }
+}
+
+/// With `--canaries`: the canary Jobs both agents created (the one that
+/// converged, counted when it stopped, and the restarted one, at the idle
+/// window's end), and the Jobs per hour the period gives for the pairs
+/// that can run one (verified or failing: a skipped pair, such as every
+/// kwok node, is unverified and runs none).
+fn canary_figures(period: u64, converged: &str, restarted: &str) -> Vec<Figure> {
+    let started = process::canaries_started(converged) + process::canaries_started(restarted);
+    let [verified, failing, unverified] =
+        ["verified", "failing", "unverified"].map(|s| process::handler_nodes(restarted, s));
+    vec![
+        Figure::of(
+            &format!(
+                "agent: canary Jobs created, both agents (their own count; (class, node) pairs at the end: {verified} verified, {failing} failing, {unverified} unverified)"
+            ),
+            Unit::Count,
+            started,
+            Target::None,
+        ),
+        Figure::of(
+            &format!(
+                "agent: canary Jobs per hour at period {period} s ((verified + failing) pairs × 3600 / period)"
+            ),
+            Unit::Count,
+            (verified + failing) * 3600.0 / period.max(1) as f64,
+            Target::None,
+        ),
+    ]
 }
 
 /// The Ready row's name: what it measures, and whether the agent's or the

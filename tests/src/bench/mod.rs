@@ -112,6 +112,17 @@ pub struct Options {
     /// (`bench/fleet.rs`; issue 56). 0: the usual run.
     #[arg(long, default_value_t = 0)]
     pub fleet: usize,
+    /// Run the agent's canary scheduler (issue 53): the agent starts with
+    /// `--canary-image` and `--canary-period-seconds`, and the table gives
+    /// the canary Jobs it created and the (class, node) pairs by verdict.
+    /// Without it the agent has no canary image: canaries off. kwok's
+    /// nodes are simulated, so no canary runs on them: what a run with
+    /// them shows is the scheduler's own cost (docs/benchmark.md).
+    #[arg(long)]
+    pub canaries: bool,
+    /// The agent's `--canary-period-seconds` with `--canaries`.
+    #[arg(long, default_value_t = 600)]
+    pub canary_period_seconds: u64,
 }
 
 /// A line on standard error: how far the run is.
@@ -297,7 +308,7 @@ pub async fn run(opts: &Options) -> Report {
     }
     let title = format!(
         "berth-bench: {} Runtimes ({} granted over {} classes) × {} replicas = {} pods, {} nodes, \
-         concurrency {}, resync {} s (idle window: {} s); floor: {}; total {:.0} s",
+         concurrency {}, resync {} s (idle window: {} s); canaries {}; floor: {}; total {:.0} s",
         size.runtimes,
         size.granted,
         size.classes,
@@ -307,6 +318,11 @@ pub async fn run(opts: &Options) -> Report {
         opts.concurrency,
         opts.resync_seconds,
         opts.idle_resync_seconds,
+        if opts.canaries {
+            format!("on (period {} s)", opts.canary_period_seconds)
+        } else {
+            "off".to_string()
+        },
         if floor.paused {
             "the rendered objects applied, Deployments paused"
         } else {

@@ -103,7 +103,13 @@ pub struct AgentRun<'a> {
     pub concurrency: usize,
     /// Where an agent built with `--features profile` writes its profile.
     pub profile_dir: Option<PathBuf>,
+    /// Canaries on with this period (s), or off (no canary image).
+    pub canary_period: Option<u64>,
 }
+
+/// The canary image the bench's agent names with `--canaries`: no node
+/// of the bench pulls it (kwok's nodes are simulated and skipped).
+pub const CANARY_IMAGE: &str = "berth-bench/berth-agent:canary";
 
 impl AgentProcess {
     /// Starts `berth-agent run` with the Lease in `berth-system`.
@@ -113,6 +119,18 @@ impl AgentProcess {
         let mut command = Command::new(run.binary);
         if let Some(dir) = &run.profile_dir {
             command.env("BERTH_PROFILE_DIR", dir);
+        }
+        // Canaries as the bench's options say, not as the environment
+        // does: without an image the agent runs none (an older agent,
+        // from before canaries, is started with no canary flag at all).
+        command
+            .env_remove("BERTH_CANARIES")
+            .env_remove("BERTH_CANARY_IMAGE")
+            .env_remove("BERTH_CANARY_PERIOD_SECONDS");
+        if let Some(period) = run.canary_period {
+            command
+                .args(["--canary-image", CANARY_IMAGE])
+                .args(["--canary-period-seconds", &period.to_string()]);
         }
         let child = command
             .arg("run")
@@ -212,6 +230,20 @@ pub fn grant_status_writes(metrics: &str) -> f64 {
 }
 
 /// Reconciles done so far.
+/// The canary Jobs the agent created (`berth_agent_canaries_started_total`).
+pub fn canaries_started(metrics: &str) -> f64 {
+    metric_sum(metrics, "berth_agent_canaries_started_total", |_| true)
+}
+
+/// The granted (class, node) pairs whose canary verdict is `state`
+/// (verified, failing, unverified), over every class.
+pub fn handler_nodes(metrics: &str, state: &str) -> f64 {
+    let label = format!("state=\"{state}\"");
+    metric_sum(metrics, "berth_agent_handler_nodes", |l| {
+        l.split(',').any(|kv| kv == label)
+    })
+}
+
 pub fn reconciles(metrics: &str) -> f64 {
     metric_sum(metrics, "berth_agent_reconciles_total", |_| true)
 }
