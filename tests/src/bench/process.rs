@@ -120,6 +120,15 @@ impl AgentProcess {
         if let Some(dir) = &run.profile_dir {
             command.env("BERTH_PROFILE_DIR", dir);
         }
+        command
+            .arg("run")
+            .args(["--http-addr", &format!("127.0.0.1:{port}")])
+            .args(["--lease-namespace", "berth-system"])
+            .args(["--identity", "berth-bench-agent"])
+            .args(["--resync-seconds", &run.resync_seconds.to_string()])
+            .args(["--concurrency", &run.concurrency.to_string()])
+            .arg("--grants-file")
+            .arg(run.grants);
         // Canaries as the bench's options say, not as the environment
         // does: without an image the agent runs none (an older agent,
         // from before canaries, is started with no canary flag at all).
@@ -133,14 +142,6 @@ impl AgentProcess {
                 .args(["--canary-period-seconds", &period.to_string()]);
         }
         let child = command
-            .arg("run")
-            .args(["--http-addr", &format!("127.0.0.1:{port}")])
-            .args(["--lease-namespace", "berth-system"])
-            .args(["--identity", "berth-bench-agent"])
-            .args(["--resync-seconds", &run.resync_seconds.to_string()])
-            .args(["--concurrency", &run.concurrency.to_string()])
-            .arg("--grants-file")
-            .arg(run.grants)
             .env("KUBECONFIG", run.kubeconfig)
             .env_remove("BERTH_GRANTS_FILE")
             .stdin(Stdio::null())
