@@ -60,15 +60,7 @@ fn main() {
             berth_console::views::draw(f, app);
         })
         .expect("draw");
-        let buf = term.backend().buffer();
-        (0..buf.area.height)
-            .map(|y| {
-                (0..buf.area.width)
-                    .map(|x| buf[(x, y)].symbol())
-                    .collect::<String>()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        berth_console::testkit::screen_text(term.backend().buffer())
     };
     let views = [
         (ListView::Runtimes, '1', world.size.runtimes),

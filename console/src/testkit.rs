@@ -155,3 +155,16 @@ pub fn rss_kb() -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// What a drawn buffer shows, one line of text per row: the screen a test
+/// or a benchmark reads back from a `TestBackend`.
+pub fn screen_text(buf: &ratatui::buffer::Buffer) -> String {
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -227,15 +227,7 @@ mod tests {
             super::super::draw(f, app);
         })
         .expect("draw");
-        let buf = term.backend().buffer();
-        (0..buf.area.height)
-            .map(|y| {
-                (0..buf.area.width)
-                    .map(|x| buf[(x, y)].symbol())
-                    .collect::<String>()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::testkit::screen_text(term.backend().buffer())
     }
 
     #[test]
