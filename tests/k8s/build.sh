@@ -142,7 +142,7 @@ else
   built promtool "$PROMETHEUS_VERSION" promtool
 fi
 if (( peers )); then
-  # k9s, the peer console (tests/src/bench/peers.rs). Its main package is
+  # k9s, the peer console (tests/bench/src/peers.rs). Its main package is
   # the module's root.
   build k9s "$K9S_VERSION" k9s k9s github.com/derailed/k9s "-X github.com/derailed/k9s/cmd.version=$K9S_VERSION -X github.com/derailed/k9s/cmd.commit=$K9S_VERSION -X github.com/derailed/k9s/cmd.date=1970-01-01T00:00:00Z"
   # kdash, the second peer, a Rust crate: its own target directory,

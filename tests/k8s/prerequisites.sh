@@ -58,7 +58,7 @@ prereq_check() {
   prereq_have curl || prereq_build+=("curl|curl (the demo asks the agent whether it is ready)")
 
   # The real node: the same conditions berth-localcluster checks
-  # (tests/src/localcluster/realnode/mod.rs, unsupported_reason), and what
+  # (tests/localcluster/src/realnode/mod.rs, unsupported_reason), and what
   # build.sh --real-node needs: runc is built with cgo against libseccomp
   # (found through pkg-config), and the test app's image with buildah.
   if [[ "$(id -u)" != 0 ]]; then

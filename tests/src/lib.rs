@@ -1,13 +1,15 @@
-//! berth-tests: the local Kubernetes control plane (`berth-localcluster`)
-//! and the harness the integration tests run on.
+//! berth-tests: the integration tests (`tests/it/`, one binary), the
+//! OpenAPI walk their schema-driven adversary plays (`openapi`) and the
+//! docs check. The crates they run on are their own: the local cluster
+//! (`berth-localcluster`, what the demo builds), what the tests and the
+//! benchmark share (`berth-test-support`) and the benchmark
+//! (`berth-bench`); they are re-exported here so that a test imports them
+//! from one root (`berth_tests::harness`, `berth_tests::localcluster`).
 
-pub mod audit;
-pub mod bench;
 pub mod docs_check;
-pub mod grants_file;
-pub mod harness;
-pub mod localcluster;
 pub mod openapi;
-pub mod procfs;
-pub mod proxy;
-pub mod tmux;
+
+pub use berth_bench as bench;
+pub use berth_localcluster as localcluster;
+pub use berth_localcluster::procfs;
+pub use berth_test_support::{audit, grants_file, harness, proxy, tmux};

@@ -10,7 +10,7 @@
 //! ones, renamed, with the binding narrowed to this test's namespaces and
 //! RuntimeGrants (parallel tests never see it), and with the local
 //! cluster's controller-manager identity added to the controllers (it runs
-//! with one credential, the admin certificate: tests/src/localcluster).
+//! with one credential, the admin certificate: tests/localcluster).
 
 mod setup;
 

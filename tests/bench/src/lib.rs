@@ -21,8 +21,8 @@ pub mod world;
 
 use std::time::{Duration, Instant};
 
-use crate::harness;
 use agent_run::{AgentOutcome, AgentWorld, agent_figures};
+use berth_test_support::harness;
 use console_run::console_figures;
 use table::Figure;
 

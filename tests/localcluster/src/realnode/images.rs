@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::localcluster::Error;
+use crate::Error;
 
 fn ctr(ctr: &Path, socket: &Path, args: &[&str]) -> Result<String, Error> {
     let out = Command::new(ctr)

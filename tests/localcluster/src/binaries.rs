@@ -78,7 +78,7 @@ impl Binaries {
     /// Runs build.sh with `flags` and checks that it named every control
     /// plane component and every one of `needed`.
     fn build(log_dir: &Path, flags: &[&str], needed: &[&str]) -> Result<Self, Error> {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("k8s/build.sh");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../k8s/build.sh");
         let log = log_dir.join("build.log");
         let log_file = std::fs::File::create(&log).map_err(|e| Error::io(&log, e))?;
         let output = Command::new("bash")

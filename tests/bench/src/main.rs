@@ -1,8 +1,8 @@
 //! `berth-bench`: measures the agent and the console at scale on a private
 //! local control plane and prints one table (figure, floor, ratio,
-//! target). `cargo run --release -p berth-tests --bin berth-bench -- --help`.
+//! target). `cargo run --release -p berth-bench -- --help`.
 
-use berth_tests::bench::{self, Options};
+use berth_bench::Options;
 use clap::Parser;
 
 /// The console's allocator (console/src/main.rs): the bench times the
@@ -30,9 +30,9 @@ fn main() -> color_eyre::Result<()> {
         .enable_all()
         .build()?;
     let report = if cli.options.fleet > 0 {
-        runtime.block_on(bench::fleet::run(&cli.options))
+        runtime.block_on(berth_bench::fleet::run(&cli.options))
     } else {
-        runtime.block_on(bench::run(&cli.options))
+        runtime.block_on(berth_bench::run(&cli.options))
     };
     println!("{}", report.render());
     Ok(())

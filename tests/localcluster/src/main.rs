@@ -25,7 +25,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use berth_tests::localcluster::{LocalCluster, NodeSpec, Options};
+use berth_localcluster::{LocalCluster, NodeSpec, Options};
 use clap::{Parser, Subcommand};
 use color_eyre::eyre::{Result, WrapErr, eyre};
 use tokio::io::AsyncBufReadExt;
@@ -106,7 +106,7 @@ struct UpArgs {
     /// The kubeconfig's context and cluster name; under another name than
     /// the default its users are prefixed with it too, so that several
     /// clusters' kubeconfigs merge (`KUBECONFIG=a/kubeconfig:b/kubeconfig`).
-    #[arg(long, default_value = berth_tests::localcluster::kubeconfig::DEFAULT_NAME)]
+    #[arg(long, default_value = berth_localcluster::kubeconfig::DEFAULT_NAME)]
     name: String,
 }
 
@@ -124,7 +124,7 @@ struct HandlerArgs {
 
 /// break-handler (`restore` false) or restore-handler: says what moved.
 fn handler_command(args: &HandlerArgs, restore: bool) -> Result<()> {
-    use berth_tests::localcluster::realnode::{RealNodesInfo, breakage};
+    use berth_localcluster::realnode::{RealNodesInfo, breakage};
     breakage::handler_binaries(&args.handler)?;
     if !RealNodesInfo::path(&args.dir).is_file() {
         return Err(eyre!(
@@ -282,8 +282,8 @@ fn main() -> Result<()> {
         Command::Up(args) => rt.block_on(up(args)),
         Command::Build => {
             let dir = std::env::temp_dir();
-            let bins = berth_tests::localcluster::binaries::Binaries::resolve(&dir)?;
-            for c in berth_tests::localcluster::binaries::COMPONENTS {
+            let bins = berth_localcluster::binaries::Binaries::resolve(&dir)?;
+            for c in berth_localcluster::binaries::COMPONENTS {
                 println!("{c}={}", bins.path(c)?.display());
             }
             Ok(())
@@ -291,13 +291,11 @@ fn main() -> Result<()> {
         Command::BreakHandler(args) => handler_command(&args, false),
         Command::RestoreHandler(args) => handler_command(&args, true),
         Command::NodeJanitor { layout } => {
-            rt.block_on(berth_tests::localcluster::realnode::start::janitor(&layout))?;
+            rt.block_on(berth_localcluster::realnode::start::janitor(&layout))?;
             Ok(())
         }
         Command::Supervise { binary, args } => {
-            let code = rt.block_on(berth_tests::localcluster::supervise::supervise(
-                &binary, &args,
-            ))?;
+            let code = rt.block_on(berth_localcluster::supervise::supervise(&binary, &args))?;
             std::process::exit(code)
         }
     }

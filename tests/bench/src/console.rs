@@ -19,8 +19,8 @@ use kube::api::ListParams;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use crate::localcluster::health::client_from_kubeconfig;
-use crate::tmux::Server;
+use berth_localcluster::health::client_from_kubeconfig;
+use berth_test_support::tmux::Server;
 
 /// A raw LIST of one kind, cluster-wide (what a view needs, unprocessed).
 async fn raw_list(client: &Client, kind: Kind) -> usize {

@@ -14,7 +14,7 @@ use kube::{Api, Client};
 use super::figures::{CONSOLE_RSS_TARGET, growth_figures, rss_figure};
 use super::table::{Figure, Target, Unit};
 use super::{Options, console, plain, process, progress};
-use crate::harness;
+use berth_test_support::harness;
 
 pub async fn console_figures(
     started: Instant,

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 
-use crate::localcluster::health::client_from_kubeconfig;
+use berth_localcluster::health::client_from_kubeconfig;
 
 /// The shared cluster of this test process.
 #[derive(Debug)]
@@ -37,21 +37,15 @@ static CLUSTER: OnceLock<Result<SharedCluster, String>> = OnceLock::new();
 /// prebuilt by `.ci/run`; a cold build inside the test takes much longer).
 const START_TIMEOUT: Duration = Duration::from_secs(1800);
 
-/// The `berth-localcluster` binary these tests start clusters with.
+/// The `berth-localcluster` binary these tests start clusters with: a
+/// crate of its own (what the demo builds), built once per test process,
+/// like the agent and the console (BERTH_LOCALCLUSTER_BIN to skip).
 pub fn localcluster_binary() -> Result<PathBuf, String> {
-    if let Ok(p) = std::env::var("BERTH_LOCALCLUSTER_BIN") {
-        return Ok(PathBuf::from(p));
-    }
-    let profile_dir = profile_dir();
-    let bin = profile_dir.join("berth-localcluster");
-    if bin.is_file() {
-        Ok(bin)
-    } else {
-        Err(format!(
-            "{} not found: build it with `cargo build -p berth-tests` or set BERTH_LOCALCLUSTER_BIN",
-            bin.display()
-        ))
-    }
+    Ok(workspace_binary(
+        "berth-localcluster",
+        "berth-localcluster",
+        "BERTH_LOCALCLUSTER_BIN",
+    ))
 }
 
 fn start() -> Result<SharedCluster, String> {
@@ -161,7 +155,7 @@ static REAL_NODE_CLUSTER: OnceLock<Result<SharedCluster, String>> = OnceLock::ne
 /// a kubelet (not root, no cgroup filesystem, …); a failure to start for
 /// any other reason panics.
 pub fn real_node_cluster() -> Option<&'static SharedCluster> {
-    if let Some(reason) = crate::localcluster::realnode::unsupported_reason() {
+    if let Some(reason) = berth_localcluster::realnode::unsupported_reason() {
         eprintln!("SKIPPED: this machine cannot run a real node: {reason}");
         return None;
     }
@@ -569,8 +563,8 @@ static BINARIES: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
 
 /// A binary of this workspace for tests to run: `$ENV_VAR` when set (e.g.
 /// `BERTH_AGENT_BIN`), otherwise built once per test process with the cargo
-/// that runs the tests (`cargo test -p berth-tests` builds only this
-/// package's binaries) and copied to a private path, so that another cargo
+/// that runs the tests (`cargo test -p berth-tests` builds no binary of
+/// another package) and copied to a private path, so that another cargo
 /// run relinking `target/debug/NAME` cannot pull it from under running
 /// tests. Blocking: call it through `spawn_blocking` from async code.
 pub fn workspace_binary(package: &str, bin: &str, env_var: &str) -> PathBuf {
@@ -589,7 +583,7 @@ pub fn workspace_binary(package: &str, bin: &str, env_var: &str) -> PathBuf {
     cmd.args(["build", "--quiet", "-p", package, "--bin", bin])
         .arg("--target-dir")
         .arg(target)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
     if profile.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::config::NodeLayout;
-use crate::localcluster::Error;
+use crate::Error;
 
 /// Machine-wide directory of the lock and the saved kernel settings.
 pub const HOST_DIR: &str = "/run/berth-realnode";

@@ -17,6 +17,7 @@ pub mod nodes;
 pub mod pki;
 pub mod ports;
 pub mod process;
+pub mod procfs;
 pub mod realnode;
 pub mod supervise;
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{PeerRun, process};
-use crate::tmux::Server;
+use berth_test_support::tmux::Server;
 
 /// How long a view may take before the run gives up (as long as berth's
 /// first frames may take).

@@ -30,9 +30,9 @@ use super::console::{self, Console};
 use super::table::{Figure, Target, Unit};
 use super::world::{self, Size};
 use super::{Options, Report, floor, plain, process, progress, wait};
-use crate::harness::{self, SharedCluster};
 use berth_console::model::{ListView, Screen};
 use berth_console::watch::{ConnectOptions, connect};
+use berth_test_support::harness::{self, SharedCluster};
 
 /// How long the world's pods may take to be Ready in each cluster.
 const READY: Duration = Duration::from_secs(3600);

@@ -15,8 +15,8 @@ pub use berth_shared::testkit::world::{
     APPLICATION, ENVIRONMENT, HANDLER, PROJECT, Planned, Size, class_name,
 };
 
-use crate::grants_file::{self, TestBinding};
-use crate::harness;
+use berth_test_support::grants_file::{self, TestBinding};
+use berth_test_support::harness;
 
 /// Writes the grants file (0600 in a 0700 directory, as the agent's
 /// file-safety rules require).
@@ -92,7 +92,7 @@ mod tests {
     fn grants_file_loads_with_the_agents_loader() {
         // Not under /tmp: the loader refuses a file below a world-writable
         // directory.
-        let dir = crate::harness::profile_dir()
+        let dir = berth_test_support::harness::profile_dir()
             .join(format!("berth-bench-grants-{}", std::process::id()));
         let size = Size {
             runtimes: 10,

@@ -16,7 +16,7 @@ use super::table::{Figure, Target, Unit};
 use super::wait::{Reached, has_condition, observed, until_runtimes, until_runtimes_or_count};
 use super::world::{self, Planned, Size};
 use super::{Options, apiserver_profile, cpu, process, progress, requests};
-use crate::harness;
+use berth_test_support::harness;
 
 /// Where the agent runs and on what.
 pub struct AgentWorld<'a> {

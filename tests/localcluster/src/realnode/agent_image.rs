@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::localcluster::Error;
+use crate::Error;
 
 fn run(what: &str, cmd: &mut Command) -> Result<String, Error> {
     let out = cmd.output().map_err(|e| Error::Start {
@@ -53,7 +53,8 @@ fn libraries(bin: &Path) -> Result<Vec<PathBuf>, Error> {
 /// Builds the image of `bin` as the OCI archive `dir/agent-image.oci.tar`
 /// and returns it with the image's name.
 pub fn build(bin: &Path, dir: &Path) -> Result<(PathBuf, String), Error> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // The repository's root (this crate lives in tests/localcluster/).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let stripped = dir.join("berth-agent.stripped");
     run(
         "strip the agent",

@@ -12,10 +12,10 @@ use kube::{Api, Client};
 
 use super::config::{self, NodeLayout};
 use super::{LABEL_KEY, RealNodeInfo, RealNodesInfo, STATE_ROOT, host, images};
-use crate::localcluster::binaries::Binaries;
-use crate::localcluster::pki::Pki;
-use crate::localcluster::process::Component;
-use crate::localcluster::{Error, kubeconfig, ports};
+use crate::binaries::Binaries;
+use crate::pki::Pki;
+use crate::process::Component;
+use crate::{Error, kubeconfig, ports};
 
 /// What starting the real nodes needs from the cluster.
 #[derive(Debug)]

@@ -82,7 +82,7 @@ pub fn usage(a: &Sample, b: &Sample) -> Usage {
 /// except the supervisors (`berth-localcluster supervise`), which only
 /// wait.
 fn cluster_processes(needle: &str) -> Vec<(u32, String)> {
-    crate::procfs::command_lines()
+    berth_localcluster::procfs::command_lines()
         .into_iter()
         .filter_map(|(pid, args)| Some((pid, component(&args, needle)?)))
         .collect()

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::procfs;
+use berth_localcluster::procfs;
 
 /// A process's resident memory, in bytes, and what it is made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -23,7 +23,7 @@ use kube::{Api, Client};
 
 use super::table::{Figure, Target, Unit};
 use super::{Options, process, progress};
-use crate::localcluster::binaries::{Binaries, pinned_version};
+use berth_localcluster::binaries::{Binaries, pinned_version};
 
 /// The peer binaries, found before anything is built or measured.
 #[derive(Clone, Debug)]
