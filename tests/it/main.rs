@@ -34,6 +34,7 @@ mod faults;
 mod foundation;
 mod held_workloads;
 mod image;
+mod job_contract;
 mod job_identity;
 mod kube_score;
 mod metrics_doc;

@@ -37,6 +37,10 @@ pub struct Planned {
 /// Reason of the Normal Event a changed one-time Job's new run raises.
 pub const JOB_RERUN: &str = "JobRerun";
 
+/// Reason of the Warning Event a Job planted at a one-time job's name
+/// raises (it is deleted: `apply::jobs`).
+pub const PLANTED_JOB: &str = "PlantedJob";
+
 /// Reason of the Normal Event a Runtime's recovery raises.
 pub const RECOVERED: &str = "Recovered";
 
@@ -179,8 +183,34 @@ pub async fn publish(
     old: Option<&RuntimeStatus>,
     new: &RuntimeStatus,
 ) {
+    send(ctx, runtime, plan(old, new)).await;
+}
+
+/// One Warning per Job planted at a one-time job's name and deleted:
+/// which Job, and what told it from berth's.
+pub async fn planted_jobs(ctx: &Context, runtime: &Runtime, planted: &[super::apply::Planted]) {
+    let events = planted
+        .iter()
+        .map(|p| {
+            let mut note = format!(
+                "Job {} at a one-time job's name is not the one berth created ({}); deleted: it is not taken as run",
+                p.job,
+                p.differences.join(", ")
+            );
+            note.truncate(1000);
+            Planned {
+                warning: true,
+                reason: PLANTED_JOB.to_string(),
+                note,
+            }
+        })
+        .collect();
+    send(ctx, runtime, events).await;
+}
+
+async fn send(ctx: &Context, runtime: &Runtime, events: Vec<Planned>) {
     let reference = runtime.object_ref(&());
-    for planned in plan(old, new) {
+    for planned in events {
         let event = Event {
             type_: if planned.warning {
                 EventType::Warning
@@ -416,6 +446,7 @@ mod tests {
             name: "migrate".into(),
             job: "web-job-migrate".into(),
             template_hash: hash.into(),
+            uid: None,
         };
         let mut before = healthy();
         before.jobs = vec![run("a")];

@@ -16,7 +16,7 @@ use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
 use super::context::Context;
-use super::{apply, apply_error, exposure, read, status, triggers};
+use super::{apply, apply_error, events, exposure, read, status, triggers};
 
 /// Reconcile errors (each retried with per-object exponential backoff).
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +139,9 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         .await
         .map_err(Error::Status)?;
 
+    if let Some(a) = applied.as_ref().filter(|a| !a.planted.is_empty()) {
+        events::planted_jobs(ctx, runtime, &a.planted).await;
+    }
     let conflicts = applied.as_ref().is_some_and(|a| !a.conflicts.is_empty());
     if let Some(a) = applied.filter(|a| !a.errors.is_empty()) {
         return Err(failed(ctx, runtime, a.errors));

@@ -170,6 +170,7 @@ mod tests {
             name: "seed".into(),
             job: "worker-job-seed".into(),
             template_hash: job_definition_hash(&seed).expect("hash"),
+            uid: None,
         }];
         assert_eq!(
             effects(&rt),

@@ -122,6 +122,11 @@ pub struct JobRunStatus {
     pub job: String,
     /// Hash of the rendered Job it was created from.
     pub template_hash: String,
+    /// The uid of the Job berth created for it: only that Job is the
+    /// entry's run (one planted at the name has another uid). Absent in
+    /// records written before uids were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
 }
 
 /// The identity of a Runtime.

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::allowlist::{TOLERATED, UNGOVERNED};
 use super::exact::{Seg, pattern};
 use super::table::{GOVERNED, Governed, Kind, Tolerated, Ungoverned};
-use super::{absolute, exact};
+use super::{View, absolute, exact};
 
 /// Where a schema path stands in the contract table.
 #[derive(Clone, Copy, Debug)]
@@ -77,13 +77,28 @@ fn ungoverned_rows(kind: Kind) -> Vec<(Vec<Seg>, &'static Ungoverned)> {
         .collect()
 }
 
+/// How deep the deepest of `rows` at or above `path` is.
+fn depth<T>(rows: &[(Vec<Seg>, T)], path: &[String]) -> Option<usize> {
+    rows.iter()
+        .filter(|(p, _)| covers(p, path, false))
+        .map(|(p, _)| p.len())
+        .max()
+}
+
 /// Where the schema path `path` of `kind` stands in the table.
 pub fn coverage(kind: Kind, path: &str) -> Coverage {
     let keys = segments(path);
-    if let Some(row) = deepest(&governed_rows(kind), &keys) {
+    let governed = governed_rows(kind);
+    let ungoverned = ungoverned_rows(kind);
+    // A part left alone inside a governed one (a Job's immutable pod
+    // template inside its governed spec) is left alone.
+    if depth(&ungoverned, &keys) > depth(&governed, &keys) {
+        return deepest(&ungoverned, &keys).map_or(Coverage::Uncovered, Coverage::Ungoverned);
+    }
+    if let Some(row) = deepest(&governed, &keys) {
         return Coverage::Governed(row);
     }
-    match deepest(&ungoverned_rows(kind), &keys) {
+    match deepest(&ungoverned, &keys) {
         Some(row) => Coverage::Ungoverned(row),
         None => Coverage::Uncovered,
     }
@@ -129,7 +144,7 @@ pub fn tolerance(kind: Kind, path: &str) -> Option<&'static Tolerated> {
 /// `pointer` of `kind` where berth renders nothing (`parent`: the object
 /// holding it, for rows that look at a sibling).
 pub fn tolerates(kind: Kind, pointer: &str, value: &Value, parent: Option<&Value>) -> bool {
-    exact(kind).tolerated(&segments(pointer), value, parent)
+    exact(View::governing(kind)).tolerated(&segments(pointer), value, parent)
 }
 
 /// Every concrete alternative of a row pattern: `/a/{b,c}/*` gives

@@ -69,7 +69,6 @@ fn kinds(scope: Scope) -> Vec<Kind> {
         .filter(|k| match scope {
             Scope::Kind(one) => one == *k,
             Scope::PodTemplate => k.pod_template().is_some(),
-            Scope::Object => *k != Kind::Job,
             Scope::Every => true,
         })
         .collect()
@@ -147,21 +146,24 @@ fn coverage_follows_the_rows() {
         "governed /spec/{hostNetwork,hostPID,hostIPC,shareProcessNamespace} host-namespace"
     );
     assert_eq!(at(Kind::Deployment, "/spec/paused"), "governed /spec spec");
-    // Labels in the Kubernetes domains are governed on every object but a
-    // Job's; the rest of the labels, and a Job's, are left alone.
-    assert_eq!(
-        at(Kind::Service, "/metadata/labels/*"),
-        "governed /metadata/labels/* reserved-label"
-    );
-    assert_eq!(
-        at(Kind::Job, "/metadata/labels/*"),
-        "ungoverned /metadata/{labels,annotations}"
-    );
+    // Labels in the Kubernetes domains are governed on every object, a
+    // Job's included; the rest of the labels are left alone.
+    for kind in [Kind::Service, Kind::Job] {
+        assert_eq!(
+            at(kind, "/metadata/labels/*"),
+            "governed /metadata/labels/* reserved-label"
+        );
+    }
     assert_eq!(
         at(Kind::Service, "/metadata/annotations/*"),
         "ungoverned /metadata/{labels,annotations}"
     );
-    assert_eq!(at(Kind::Job, "/spec/parallelism"), "ungoverned ");
+    // A Job's spec is governed, its immutable pod template left alone.
+    assert_eq!(at(Kind::Job, "/spec/parallelism"), "governed /spec spec");
+    assert_eq!(
+        at(Kind::Job, "/spec/template/spec/hostNetwork"),
+        "ungoverned /spec/template"
+    );
     assert_eq!(at(Kind::ConfigMap, "/someNewField"), "uncovered");
     assert_eq!(at(Kind::Deployment, "/metadata/newField"), "uncovered");
     // A row's concrete key names the schema's map or list.

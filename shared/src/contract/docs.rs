@@ -10,7 +10,6 @@ fn scope(s: Scope) -> String {
     match s {
         Scope::Kind(k) => k.as_str().to_string(),
         Scope::PodTemplate => "pod template".to_string(),
-        Scope::Object => "every object but a Job".to_string(),
         Scope::Every => "every managed object".to_string(),
     }
 }

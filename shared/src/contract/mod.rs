@@ -16,6 +16,7 @@
 //!
 //! Pure: JSON in, JSON out.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
@@ -119,13 +120,66 @@ impl fmt::Display for Violation {
     }
 }
 
-/// Whether a row applies to `kind`, and its path from the object's root.
+/// What one comparison covers: the governed parts of `kind`, with the pod
+/// rows under `template` (none: not compared), and without `strip` (a part
+/// the apiserver refuses to change, left out of both sides).
+#[derive(Clone, Copy, Debug)]
+struct View {
+    kind: Kind,
+    template: Option<&'static str>,
+    strip: Option<&'static str>,
+}
+
+impl View {
+    /// What the contract governs (and corrects) on `kind`.
+    fn governing(kind: Kind) -> View {
+        View {
+            kind,
+            template: kind.pod_template(),
+            strip: kind.immutable_template(),
+        }
+    }
+
+    /// Everything berth renders on `kind`, an immutable pod template
+    /// included: whether an object is berth's rendering at all.
+    fn whole(kind: Kind) -> View {
+        View {
+            kind,
+            template: kind.pod_template().or(kind.immutable_template()),
+            strip: None,
+        }
+    }
+
+    /// `live` and `desired` without the part left out.
+    fn sides<'a>(&self, live: &'a Value, desired: &'a Value) -> (Cow<'a, Value>, Cow<'a, Value>) {
+        let Some(strip) = self.strip else {
+            return (Cow::Borrowed(live), Cow::Borrowed(desired));
+        };
+        let without = |v: &Value| {
+            let mut v = v.clone();
+            if let Some((parent, key)) = strip.rsplit_once('/')
+                && let Some(m) = v.pointer_mut(parent).and_then(Value::as_object_mut)
+            {
+                m.remove(key);
+            }
+            v
+        };
+        (Cow::Owned(without(live)), Cow::Owned(without(desired)))
+    }
+}
+
+/// Whether a row applies to `kind` as the contract governs it, and its
+/// path from the object's root.
 fn absolute(scope: Scope, path: &str, kind: Kind) -> Option<String> {
+    absolute_in(scope, path, View::governing(kind))
+}
+
+/// Whether a row applies in `view`, and its path from the object's root.
+fn absolute_in(scope: Scope, path: &str, view: View) -> Option<String> {
     match scope {
-        Scope::Kind(k) if k == kind => Some(path.to_string()),
+        Scope::Kind(k) if k == view.kind => Some(path.to_string()),
         Scope::Kind(_) => None,
-        Scope::PodTemplate => kind.pod_template().map(|t| format!("{t}{path}")),
-        Scope::Object => (kind != Kind::Job).then(|| path.to_string()),
+        Scope::PodTemplate => view.template.map(|t| format!("{t}{path}")),
         Scope::Every => Some(path.to_string()),
     }
 }
@@ -134,12 +188,8 @@ fn absolute(scope: Scope, path: &str, kind: Kind) -> Option<String> {
 /// `*.k8s.io/`) that differ from the rendered ones: each key with the
 /// value it must have (None: removed). Kubernetes components act on these
 /// (`service.kubernetes.io/service-proxy-name` makes kube-proxy drop a
-/// Service); every other foreign label is left alone. Not on a Job (not
-/// governed).
-fn reserved_labels(kind: Kind, live: &Value, desired: &Value) -> Vec<(String, Option<Value>)> {
-    if kind == Kind::Job {
-        return Vec::new();
-    }
+/// Service); every other foreign label is left alone.
+fn reserved_labels(live: &Value, desired: &Value) -> Vec<(String, Option<Value>)> {
     let want = desired.pointer("/metadata/labels");
     let reserved = |k: &str| {
         k.split_once('/')
@@ -157,23 +207,23 @@ fn reserved_labels(kind: Kind, live: &Value, desired: &Value) -> Vec<(String, Op
         .collect()
 }
 
-/// The governed rows of `kind` with their absolute patterns.
-fn governed(kind: Kind) -> Vec<(Vec<Seg>, String, &'static Governed)> {
+/// The governed rows in `view` with their absolute patterns.
+fn governed(view: View) -> Vec<(Vec<Seg>, String, &'static Governed)> {
     GOVERNED
         .iter()
         .filter_map(|row| {
-            let path = absolute(row.scope, row.path, kind)?;
+            let path = absolute_in(row.scope, row.path, view)?;
             Some((pattern(&path), path, row))
         })
         .collect()
 }
 
-fn exact(kind: Kind) -> Exact<'static> {
+fn exact(view: View) -> Exact<'static> {
     Exact {
         tolerances: TOLERATED
             .iter()
             .filter_map(|row| {
-                let path = absolute(row.scope, row.path, kind)?;
+                let path = absolute_in(row.scope, row.path, view)?;
                 Some(Tolerance {
                     pattern: pattern(&path),
                     row,
@@ -186,7 +236,11 @@ fn exact(kind: Kind) -> Exact<'static> {
 /// The parts of `kind` compared whole: governed rows that are plain
 /// pointers and not inside another governed row.
 pub fn roots(kind: Kind) -> Vec<String> {
-    let rows = governed(kind);
+    roots_in(View::governing(kind))
+}
+
+fn roots_in(view: View) -> Vec<String> {
+    let rows = governed(view);
     let plain: Vec<&String> = rows
         .iter()
         .map(|(_, p, _)| p)
@@ -223,15 +277,29 @@ fn rule_at(rows: &[(Vec<Seg>, String, &'static Governed)], keys: &[String]) -> R
 /// Every difference between the governed parts of `live` and `desired`
 /// (both the whole object as JSON) that no tolerance covers.
 pub fn violations(kind: Kind, live: &Value, desired: &Value) -> Vec<Violation> {
-    let rows = governed(kind);
-    let compare = exact(kind);
-    let labels = reserved_labels(kind, live, desired)
+    violations_in(View::governing(kind), live, desired)
+}
+
+/// Every difference between a live Job and berth's rendering of it, its
+/// immutable pod template included (where the apiserver's defaults and the
+/// labels it adds are tolerated): empty when the Job is exactly what berth
+/// would create. What tells a planted Job from berth's own (the agent's
+/// one-time Jobs).
+pub fn job_differences(live: &Value, desired: &Value) -> Vec<Violation> {
+    violations_in(View::whole(Kind::Job), live, desired)
+}
+
+fn violations_in(view: View, live: &Value, desired: &Value) -> Vec<Violation> {
+    let rows = governed(view);
+    let compare = exact(view);
+    let labels = reserved_labels(live, desired)
         .into_iter()
         .map(|(key, _)| Violation {
             path: format!("metadata.labels.{key}"),
             rule: Rule::ReservedLabel,
         });
-    roots(kind)
+    let (live, desired) = view.sides(live, desired);
+    roots_in(view)
         .iter()
         .flat_map(|root| {
             compare.differences(&keys(root), live.pointer(root), desired.pointer(root))
@@ -251,17 +319,19 @@ pub fn violations(kind: Kind, live: &Value, desired: &Value) -> Vec<Violation> {
 /// object's `uid` (so it fails rather than touch a recreated object) and
 /// sets the desired labels and annotations (others' stay).
 pub fn correction(kind: Kind, live: &Value, desired: &Value, uid: Option<&str>) -> Value {
-    let compare = exact(kind);
+    let view = View::governing(kind);
+    let compare = exact(view);
     let mut patch = serde_json::json!({"metadata": {"uid": uid}});
     for key in ["labels", "annotations"] {
         if let Some(v) = desired.pointer(&format!("/metadata/{key}")) {
             patch["metadata"][key] = v.clone();
         }
     }
-    for (key, wanted) in reserved_labels(kind, live, desired) {
+    for (key, wanted) in reserved_labels(live, desired) {
         patch["metadata"]["labels"][key.as_str()] = wanted.unwrap_or(Value::Null);
     }
-    for root in roots(kind) {
+    let (live, desired) = view.sides(live, desired);
+    for root in roots_in(view) {
         let segments = keys(&root);
         let Some(part) = compare.patch(&segments, live.pointer(&root), desired.pointer(&root))
         else {

@@ -78,6 +78,17 @@ impl Kind {
             _ => None,
         }
     }
+
+    /// Where a pod template the apiserver refuses to change sits (a Job's):
+    /// left out of the governed parts (nothing could correct it), and
+    /// compared only to tell berth's Job from a planted one
+    /// (`contract::job_differences`).
+    pub fn immutable_template(self) -> Option<&'static str> {
+        match self {
+            Kind::Job => Some("/spec/template"),
+            _ => None,
+        }
+    }
 }
 
 /// Which objects a row applies to.
@@ -88,9 +99,6 @@ pub enum Scope {
     /// The pod template of every kind that has a governed one (Deployment,
     /// CronJob); the path is from the template.
     PodTemplate,
-    /// Every managed kind's own object but a Job's (not governed); the
-    /// path is from the object's root.
-    Object,
     /// Every managed kind; the path is from the object's root.
     Every,
 }
@@ -263,9 +271,9 @@ pub const GOVERNED: &[Governed] = &[
         why: "only the granted RuntimeClass (or none without a grant)",
         attack: r#"{"spec": {"runtimeClassName": "unbounded"}}"#,
     },
-    // Every managed object (but a Job).
+    // Every managed object.
     Governed {
-        scope: Scope::Object,
+        scope: Scope::Every,
         path: "/metadata/labels/*",
         rule: Rule::ReservedLabel,
         why: "only the keys in the Kubernetes domains (`*.kubernetes.io/`, `*.k8s.io/`): those are read by Kubernetes components (`service.kubernetes.io/service-proxy-name` makes kube-proxy drop a Service); berth's own are kept set, every other label is left alone",
@@ -292,6 +300,13 @@ pub const GOVERNED: &[Governed] = &[
         rule: Rule::Spec,
         why: "when and how the schedule runs (`suspend`, `schedule`, the job template) and the pod template",
         attack: r#"{"spec": {"suspend": true}}"#,
+    },
+    Governed {
+        scope: kind(Kind::Job),
+        path: "/spec",
+        rule: Rule::Spec,
+        why: "how the one-time job runs while it exists: `suspend`, `parallelism`, `activeDeadlineSeconds`, `backoffLimit`, `ttlSecondsAfterFinished` (the fields the apiserver lets change on it; `completions`, `backoffLimitPerIndex`, `podFailurePolicy`, `successPolicy` and the pod template it refuses to change)",
+        attack: r#"{"spec": {"suspend": true, "parallelism": 5, "ttlSecondsAfterFinished": 1}}"#,
     },
     Governed {
         scope: kind(Kind::Service),

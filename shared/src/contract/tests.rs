@@ -117,7 +117,6 @@ fn kinds_of(scope: Scope) -> Vec<Kind> {
             .into_iter()
             .filter(|k| k.pod_template().is_some())
             .collect(),
-        Scope::Object => Kind::ALL.into_iter().filter(|k| *k != Kind::Job).collect(),
         Scope::Every => Kind::ALL.to_vec(),
     }
 }
@@ -287,12 +286,64 @@ fn ungoverned_rows_are_not_compared() {
         );
         assert!(violations(kind, &live, &desired).is_empty(), "{kind:?}");
     }
-    // Jobs: nothing governed (the apiserver keeps their template immutable).
-    assert!(roots(Kind::Job).is_empty());
+    // A Job's pod template: not governed (the apiserver refuses any change
+    // to it), and no correction writes into it; its other fields are.
     let job = everything(Kind::Job);
     let mut live = job.clone();
-    merge(&mut live, &json!({"spec": {"parallelism": 5}}));
+    merge(
+        &mut live,
+        &json!({"spec": {"template": {"spec": {"hostNetwork": true}}}}),
+    );
     assert!(violations(Kind::Job, &live, &job).is_empty());
+    merge(&mut live, &json!({"spec": {"parallelism": 5}}));
+    assert_eq!(
+        shown(&violations(Kind::Job, &live, &job)),
+        ["spec.parallelism (spec)"]
+    );
+    let fix = correction(Kind::Job, &live, &job, None);
+    assert_eq!(fix.pointer("/spec/template"), None, "{fix}");
+    assert_eq!(
+        fix.pointer("/spec/parallelism"),
+        Some(&Value::Null),
+        "{fix}"
+    );
+}
+
+/// What tells a planted Job from berth's: the whole rendering, template
+/// included, less what the apiserver adds to a Job it stores.
+#[test]
+fn a_job_differs_from_berths_by_its_whole_rendering() {
+    let job = everything(Kind::Job);
+    let mut stored = job.clone();
+    merge(
+        &mut stored,
+        &json!({"spec": {"selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u"}},
+            "completions": 1, "parallelism": 1, "completionMode": "NonIndexed", "manualSelector": false,
+            "suspend": false, "podReplacementPolicy": "TerminatingOrFailed",
+            "template": {"metadata": {"labels": {"batch.kubernetes.io/controller-uid": "u",
+                "batch.kubernetes.io/job-name": "web-job-migrate",
+                "controller-uid": "u", "job-name": "web-job-migrate"}},
+                "spec": {"dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler"}}}}),
+    );
+    assert!(
+        job_differences(&stored, &job).is_empty(),
+        "{:?}",
+        shown(&job_differences(&stored, &job))
+    );
+    let mut planted = stored.clone();
+    strategic(
+        &mut planted,
+        &json!({"spec": {"template": {"spec": {"runtimeClassName": "other",
+            "containers": [{"name": "app", "env": [{"name": "LD_PRELOAD", "value": "x"}]}]}}}}),
+    );
+    let found = shown(&job_differences(&planted, &job));
+    assert!(
+        found.iter().any(|f| f.contains("runtimeClassName"))
+            && found.iter().any(|f| f.contains("env[LD_PRELOAD]")),
+        "{found:?}"
+    );
+    // Governed, the template is left out.
+    assert!(violations(Kind::Job, &planted, &job).is_empty());
 }
 
 #[test]

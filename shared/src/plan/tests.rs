@@ -495,6 +495,7 @@ fn jobs_and_cronjobs_are_told_what_happens() {
             name: "migrate".into(),
             job: "web-job-migrate".into(),
             template_hash: "0123456789abcdef".into(),
+            uid: None,
         }];
     }
     let runtimes = vec![rt];

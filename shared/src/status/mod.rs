@@ -408,6 +408,7 @@ mod tests {
                 name: "migrate".into(),
                 job: "web-job-migrate".into(),
                 template_hash: "h".into(),
+                uid: None,
             }],
             ..Default::default()
         });
@@ -447,6 +448,7 @@ mod tests {
                 name: "migrate".into(),
                 job: "web-job-migrate".into(),
                 template_hash: "h".into(),
+                uid: None,
             }],
             ..Default::default()
         });

@@ -264,6 +264,7 @@ mod tests {
             name: "migrate".into(),
             job: "rt-migrate".into(),
             template_hash: "abc".into(),
+            uid: None,
         });
         assert!(!progress_only(&base, &with_jobs), "a job record");
     }

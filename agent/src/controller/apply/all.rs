@@ -12,7 +12,7 @@ use kube::{Resource, ResourceExt};
 
 use super::handover::{Scaled, hand_over_replicas, raise_from_zero};
 use super::{
-    ApplyOutcome, Governed, Held, Managed, Mode, Owner, delete_owned, ensure, run_jobs_once,
+    ApplyOutcome, Governed, Held, Managed, Mode, Owner, Runs, delete_owned, ensure, run_jobs_once,
 };
 use crate::controller::context::Context;
 use crate::controller::live::{Cached, Live};
@@ -181,7 +181,7 @@ async fn converge(
         // Jobs are created once per definition (run_jobs_once), and one
         // stays while its entry is in the spec, even suspended (not
         // rendered then).
-        run_jobs_once(ctx, runtime, rendered, &s.jobs, &mut out).await;
+        run_jobs_once(ctx, runtime, rendered, &s.jobs, Runs::Start, &mut out).await;
         let entries: BTreeSet<String> = runtime
             .spec
             .jobs
@@ -308,7 +308,8 @@ async fn held_autoscaler(
 /// CronJobs only corrected — also while a dependency is not in place
 /// (issue 52: a correction may roll pods that then consume what is in the
 /// way, which the Runtime reports; leaving a forbidden field on the
-/// workload would be worse). Nothing is pruned, no Job is run.
+/// workload would be worse). Nothing is pruned, no Job is run (the Jobs
+/// that ran are governed: `jobs::Runs::Held`).
 async fn protect(
     ctx: &Context,
     runtime: &Runtime,
@@ -332,13 +333,13 @@ async fn protect(
         correct_workloads(ctx, rendered, live, owner),
         held_autoscaler(ctx, rendered, live, owner, dependency),
     );
-    let mut out = ApplyOutcome {
-        jobs: recorded_jobs(runtime),
-        ..ApplyOutcome::default()
-    };
+    let mut out = ApplyOutcome::default();
     for step in [pdb, network_policy, workloads, hpa] {
         out.merge(step);
     }
+    // Nothing runs while held; what runs stays governed (planted Jobs
+    // deleted, berth's own Jobs' mutable fields corrected).
+    run_jobs_once(ctx, runtime, rendered, &s.jobs, Runs::Held, &mut out).await;
     out
 }
 

@@ -33,9 +33,7 @@
 use std::fmt::Debug;
 
 use berth_shared::api::{JobRunStatus, LastApplied, Runtime};
-use berth_shared::contract;
-use berth_shared::render::{self, Rendered};
-use k8s_openapi::api::batch::v1::Job;
+use berth_shared::contract::{self, Violation};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
@@ -46,6 +44,7 @@ mod diff;
 mod frozen;
 mod handover;
 mod held;
+mod jobs;
 mod take_back;
 
 pub use diff::{Governed, contains, overlay, with_hash};
@@ -53,6 +52,7 @@ pub use held::Held;
 
 use self::delete::delete_owned;
 use self::diff::{applied_hash, hash};
+use self::jobs::{Runs, run_jobs_once};
 use super::apply_error::{ApplyError, Cause, Step};
 use super::caches::Parsed;
 use super::context::{Context, FIELD_MANAGER};
@@ -78,6 +78,19 @@ pub struct ApplyOutcome {
     /// What was applied of the workloads' tenant part, when the whole
     /// rendering went out (the status record a hold keeps them at).
     pub last_applied: Option<LastApplied>,
+    /// The uids of the objects created, by name (a one-time Job's record).
+    pub created: Vec<String>,
+    /// Jobs planted at a one-time job's name, deleted (each a Warning Event).
+    pub planted: Vec<Planted>,
+}
+
+/// A Job at a one-time job's name that berth did not create (`jobs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Planted {
+    /// The Job's name.
+    pub job: String,
+    /// What tells it from berth's (another uid, the parts that differ).
+    pub differences: Vec<String>,
 }
 
 /// A namespaced kind the apply step reads from a cache and writes (every
@@ -270,63 +283,7 @@ async fn ensure_one<K: Managed + Governed + Held>(
         if !violations.is_empty()
             && (mode.held() || applied_hash(live_value) == applied_hash(&desired_value))
         {
-            // Apply cannot remove another manager's fields: make the
-            // governed parts exactly the rendered ones, in one write.
-            let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
-            tracing::warn!(object = %label, namespace = %ns, violations = ?found, "removing what the production contract forbids");
-            let patch = contract::correction(
-                K::KIND,
-                live_value,
-                &desired_value,
-                live.meta().uid.as_deref(),
-            );
-            let version = live.meta().resource_version.as_deref();
-            if ctx
-                .written
-                .already_sent(&memory_key, version, &hash(&patch))
-            {
-                // Sent from this very version already; the cache lags.
-                return;
-            }
-            if frozen::frozen(live_value, &desired_value) {
-                // No patch can change it: a new object is the correction.
-                if mode.creates() {
-                    let created = frozen::recreate(ctx, &label, live, &desired_value, out).await;
-                    if let Some(created) = created {
-                        ctx.written
-                            .sent(&memory_key, version, Some(&created), &hash(&patch));
-                    }
-                }
-                return;
-            }
-            // A merge patch, not a replace: no resourceVersion to lose to
-            // the controllers' status updates, and the uid in the patch
-            // makes it fail rather than touch a recreated object.
-            match api
-                .patch(
-                    &name,
-                    &PatchParams {
-                        field_manager: Some(FIELD_MANAGER.to_string()),
-                        ..Default::default()
-                    },
-                    &Patch::Merge(&patch),
-                )
-                .await
-            {
-                Ok(corrected) => {
-                    out.writes += 1;
-                    ctx.metrics.write(&kind, "correct");
-                    ctx.written.sent(
-                        &memory_key,
-                        version,
-                        corrected.meta().resource_version.as_deref(),
-                        &hash(&patch),
-                    );
-                }
-                Err(source) => out
-                    .errors
-                    .push(ApplyError::new(label, Step::Correct, source)),
-            }
+            correct(ctx, live, &desired_value, &violations, mode.creates(), out).await;
             return;
         }
         if !mode.applies() {
@@ -356,6 +313,9 @@ async fn ensure_one<K: Managed + Governed + Held>(
         Ok(applied) => {
             out.writes += 1;
             ctx.metrics.write(&kind, "apply");
+            if live.is_none() {
+                out.created.extend(applied.meta().uid.clone());
+            }
             ctx.written.sent(
                 &memory_key,
                 live.as_ref()
@@ -382,6 +342,70 @@ async fn ensure_one<K: Managed + Governed + Held>(
             replace::<K>(ctx, &label, uid, &desired_value, K::WHOLE, out).await;
         }
         Err(source) => out.errors.push(ApplyError::new(label, Step::Apply, source)),
+    }
+}
+
+/// Makes the governed parts of `live` exactly the `desired` ones, in one
+/// merge patch: server-side apply cannot remove another manager's fields.
+/// What no patch can change (`frozen`) is recreated instead, where the mode
+/// `creates`. Counts the write or records the error.
+async fn correct<K: Managed + Governed>(
+    ctx: &Context,
+    live: &Stored<K>,
+    desired: &Value,
+    violations: &[Violation],
+    creates: bool,
+    out: &mut ApplyOutcome,
+) {
+    let kind = K::kind(&());
+    let name = live.name_any();
+    let ns = live.namespace().unwrap_or_default();
+    let label = format!("{kind}/{name}");
+    let memory_key = format!("{label}/{ns}");
+    let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    tracing::warn!(object = %label, namespace = %ns, violations = ?found, "removing what the production contract forbids");
+    let patch = contract::correction(K::KIND, &live.json, desired, live.meta().uid.as_deref());
+    let version = live.meta().resource_version.as_deref();
+    if ctx
+        .written
+        .already_sent(&memory_key, version, &hash(&patch))
+    {
+        // Sent from this very version already; the cache lags.
+        return;
+    }
+    if frozen::frozen(&live.json, desired) {
+        // No patch can change it: a new object is the correction.
+        if creates {
+            let created = frozen::recreate(ctx, &label, live, desired, out).await;
+            if let Some(created) = created {
+                ctx.written
+                    .sent(&memory_key, version, Some(&created), &hash(&patch));
+            }
+        }
+        return;
+    }
+    // A merge patch, not a replace: no resourceVersion to lose to the
+    // controllers' status updates, and the uid in the patch makes it fail
+    // rather than touch a recreated object.
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..Default::default()
+    };
+    match api.patch(&name, &params, &Patch::Merge(&patch)).await {
+        Ok(corrected) => {
+            out.writes += 1;
+            ctx.metrics.write(&kind, "correct");
+            ctx.written.sent(
+                &memory_key,
+                version,
+                corrected.meta().resource_version.as_deref(),
+                &hash(&patch),
+            );
+        }
+        Err(source) => out
+            .errors
+            .push(ApplyError::new(label, Step::Correct, source)),
     }
 }
 
@@ -467,92 +491,6 @@ async fn replace_spec<K: Managed>(
     }
 }
 
-/// One-time Jobs run once per definition (`render::job_definition_hash`:
-/// image, command, args — not the class, pod metadata or anything else): a
-/// Job recorded in status with the same definition is never created again
-/// (TTL cleanup, a manual delete, a resume), and a live Job that runs the
-/// same definition is kept as it is, finished or running, whatever else
-/// changed (a retirement to the default runtime, a grant that rolls). An
-/// entry whose definition changed replaces its old Job (deleted first,
-/// uid-preconditioned) and runs once more.
-async fn run_jobs_once(
-    ctx: &Context,
-    runtime: &Runtime,
-    rendered: &Rendered,
-    cached: &Cached<Job>,
-    out: &mut ApplyOutcome,
-) {
-    let uid = runtime.uid().unwrap_or_default();
-    let owner = Owner::of(runtime, &uid);
-    let ns = runtime.namespace().unwrap_or_default();
-    let name = runtime.name_any();
-    let previous: Vec<JobRunStatus> = runtime
-        .status
-        .as_ref()
-        .map(|s| s.jobs.clone())
-        .unwrap_or_default();
-    let mut records = Vec::new();
-    for entry in &runtime.spec.jobs {
-        let job_name = render::names::job_name(&name, &entry.name);
-        let recorded = previous.iter().find(|r| r.name == entry.name);
-        let Some(desired) = rendered.jobs.iter().find(|j| j.name_any() == job_name) else {
-            // Not rendered (suspended): keep what was recorded.
-            records.extend(recorded.cloned());
-            continue;
-        };
-        let Some(definition) = render::job_definition_hash(desired) else {
-            continue;
-        };
-        // Records written before definitions were the identity hold the
-        // hash of the whole rendered Job: still "it ran" when that matches.
-        let legacy = with_hash(desired).ok().as_ref().and_then(applied_hash);
-        let ran = |r: &JobRunStatus| {
-            r.template_hash == definition || legacy.as_deref() == Some(r.template_hash.as_str())
-        };
-        let record = JobRunStatus {
-            name: entry.name.clone(),
-            job: job_name.clone(),
-            template_hash: definition.clone(),
-        };
-        match cached.get(&job_name) {
-            Some(job) if owned_by(job.meta(), &uid) => {
-                if render::job_definition_hash(job).as_deref() == Some(definition.as_str()) {
-                    // Same definition: kept as it ran (or runs).
-                    records.push(record);
-                } else {
-                    // Changed definition: the old Job goes first (a Job's
-                    // template is immutable), the new one is created by a
-                    // later reconcile.
-                    records.extend(recorded.cloned());
-                    if job.meta().deletion_timestamp.is_none() {
-                        tracing::info!(job = %job_name, namespace = %ns, "job definition changed; replacing the old Job to run it once more");
-                        delete_owned(ctx, &**job, out).await;
-                    }
-                }
-            }
-            Some(_) => {
-                // Not ours: ensure reports the conflict and touches nothing.
-                ensure(ctx, cached, desired, owner, Mode::CreateOnly, out).await;
-                records.extend(recorded.cloned());
-            }
-            None if recorded.is_some_and(ran) => {
-                // It ran; it is gone (TTL, deleted). Never again.
-                records.push(record);
-            }
-            None => {
-                let before = out.writes;
-                ensure(ctx, cached, desired, owner, Mode::CreateOnly, out).await;
-                if out.writes > before {
-                    records.push(record);
-                } else {
-                    records.extend(recorded.cloned());
-                }
-            }
-        }
-    }
-    out.jobs = records;
-}
-
 impl ApplyOutcome {
     /// Adds what another step did (its failures after this one's, so the
     /// first failure named stays the first step's).
@@ -562,6 +500,8 @@ impl ApplyOutcome {
         self.errors.extend(other.errors);
         self.writes += other.writes;
         self.jobs.extend(other.jobs);
+        self.created.extend(other.created);
+        self.planted.extend(other.planted);
         self.last_applied = self.last_applied.take().or(other.last_applied);
     }
 }
