@@ -13,6 +13,8 @@ mod grants_config;
 mod grants_publisher;
 mod http;
 mod kube_client;
+#[cfg(test)]
+mod layering_tests;
 mod leader;
 mod lease_timing;
 mod metrics;

@@ -13,3 +13,6 @@ pub use berth_bench as bench;
 pub use berth_localcluster as localcluster;
 pub use berth_localcluster::procfs;
 pub use berth_test_support::{audit, grants_file, harness, proxy, tmux};
+
+#[cfg(test)]
+mod layering_tests;

@@ -1,8 +1,9 @@
 //! Builders for tests, in one place for every crate: the bindings,
 //! classes, nodes and Runtimes the unit tests of `shared`, the agent and the
-//! console are made of, the status tables' fixtures ([`status`]), and the
+//! console are made of, the status tables' fixtures ([`status`]), the
 //! benchmark's world of scale S ([`world`]) that `berth-bench` creates in
-//! a cluster and the console's benchmarks build without one.
+//! a cluster and the console's benchmarks build without one, and the
+//! import-circle scan of every crate's layering test ([`layering`]).
 //!
 //! Compiled only for tests and for crates that ask for the `testkit`
 //! feature (as dev-dependencies do), never into a shipped binary.
@@ -11,6 +12,7 @@
 //! plain; a test that needs more sets fields on what it gets back
 //! (`NodeInfo { labels, ..node("n1", &["runsc"]) }`).
 
+pub mod layering;
 pub mod shop;
 pub mod status;
 pub mod worker;

@@ -14,6 +14,8 @@ mod kdash;
 mod screen;
 mod session;
 
+pub use session::PeerRun;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -22,7 +24,7 @@ use kube::api::ListParams;
 use kube::{Api, Client};
 
 use super::table::{Figure, Target, Unit};
-use super::{Options, process, progress};
+use super::{Options, progress};
 use berth_localcluster::binaries::{Binaries, pinned_version};
 
 /// The peer binaries, found before anything is built or measured.
@@ -70,18 +72,6 @@ async fn pods_floor(client: &Client) -> (Duration, usize) {
         .await
         .expect("LIST every Pod (the peers' floor)");
     (started.elapsed(), pods.items.len())
-}
-
-/// What one peer measured.
-#[derive(Clone, Debug)]
-pub struct PeerRun {
-    /// From the peer's start until its pods view shows every pod.
-    pub pods_view: Duration,
-    pub rss: process::Rss,
-    /// Share of a core over the idle window.
-    pub idle_cpu: f64,
-    /// What was done before the RSS was read (for the row's name).
-    pub used: &'static str,
 }
 
 /// Measures every peer and places its rows after berth's first-frame rows
@@ -212,7 +202,7 @@ mod tests {
     fn run() -> PeerRun {
         PeerRun {
             pods_view: Duration::from_secs(2),
-            rss: process::Rss {
+            rss: crate::process::Rss {
                 total: 100_000_000,
                 anon: 60_000_000,
                 file: 40_000_000,

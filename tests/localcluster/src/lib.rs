@@ -11,8 +11,11 @@
 //! component is healthy and every node is Ready.
 
 pub mod binaries;
+mod error;
 pub mod health;
 pub mod kubeconfig;
+#[cfg(test)]
+mod layering_tests;
 pub mod nodes;
 pub mod pki;
 pub mod ports;
@@ -28,62 +31,8 @@ use binaries::Binaries;
 use pki::Pki;
 use process::Component;
 
+pub use error::Error;
 pub use nodes::NodeSpec;
-
-/// Everything that can go wrong starting the cluster; each names the
-/// component and where to look.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("building the control plane failed: {detail}; see {}", log.display())]
-    Build { detail: String, log: PathBuf },
-    #[error("no {component} binary was found; see {}", log.display())]
-    MissingBinary { component: String, log: PathBuf },
-    #[error("{component} could not start: {detail}; see {}", log.display())]
-    Start {
-        component: String,
-        detail: String,
-        log: PathBuf,
-    },
-    #[error("{component} exited ({status}); see {} — last lines:\n{tail}", log.display())]
-    Exited {
-        component: String,
-        status: String,
-        log: PathBuf,
-        tail: String,
-    },
-    #[error("{component} did not become healthy within {secs}s: {detail}; see {}", log.display())]
-    Unhealthy {
-        component: String,
-        secs: u64,
-        detail: String,
-        log: PathBuf,
-    },
-    #[error(
-        "{} is already in use by another process (port clash) for {component}",
-        port
-    )]
-    PortClash { component: String, port: u16 },
-    #[error("choosing free loopback ports failed: {0}")]
-    Ports(String),
-    #[error("creating certificates failed: {0}")]
-    Pki(String),
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("kubernetes client: {0}")]
-    Kube(String),
-}
-
-impl Error {
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
-        Self::Io {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-}
 
 /// How to start a cluster.
 #[derive(Debug, Clone)]

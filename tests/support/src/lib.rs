@@ -10,3 +10,6 @@ pub mod grants_file;
 pub mod harness;
 pub mod proxy;
 pub mod tmux;
+
+#[cfg(test)]
+mod layering_tests;

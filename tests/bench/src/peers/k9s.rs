@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::PeerRun;
 use super::screen::k9s_count;
+use super::session::PeerRun;
 use super::session::{Session, quote};
 
 /// What the RSS row says was done before it was read.

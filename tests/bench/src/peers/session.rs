@@ -9,8 +9,20 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{PeerRun, process};
+use crate::process;
 use berth_test_support::tmux::Server;
+
+/// What one peer measured.
+#[derive(Clone, Debug)]
+pub struct PeerRun {
+    /// From the peer's start until its pods view shows every pod.
+    pub pods_view: Duration,
+    pub rss: process::Rss,
+    /// Share of a core over the idle window.
+    pub idle_cpu: f64,
+    /// What was done before the RSS was read (for the row's name).
+    pub used: &'static str,
+}
 
 /// How long a view may take before the run gives up (as long as berth's
 /// first frames may take).
