@@ -7,7 +7,10 @@
 # where Debian has none to offer):
 #   prereq_build: what building berth and the control plane needs;
 #   prereq_real:  what a real node (a kubelet and containerd on this
-#                 machine, build.sh --real-node) needs beyond that.
+#                 machine, build.sh --real-node) needs beyond that;
+#   prereq_tests: what the integration tests use beyond both (the
+#                 console's smoke test in tmux, the agent's image run
+#                 daemonless by podman and runc, readelf on the static agent).
 # prereq_report ARRAY-NAME prints one array's entries, with the apt-get
 # line that installs every package among them.
 
@@ -33,6 +36,7 @@ prereq_have() { command -v "$1" >/dev/null 2>&1; }
 prereq_check() {
   prereq_build=()
   prereq_real=()
+  prereq_tests=()
   local want have
 
   want="$(prereq_rust_version)"
@@ -82,6 +86,12 @@ prereq_check() {
     { ! prereq_have pkg-config && [[ ! -f /usr/include/seccomp.h ]]; }; then
     prereq_real+=("libseccomp-dev|libseccomp's headers, for runc's seccomp filters (libseccomp-dev)")
   fi
+
+  # runc because crun refuses this machine's hybrid cgroup layout.
+  prereq_have tmux || prereq_tests+=("tmux|tmux, for the console's smoke test")
+  prereq_have podman || prereq_tests+=("podman|podman, to run the agent's image (tests/it/image.rs)")
+  prereq_have runc || prereq_tests+=("runc|runc, podman's runtime for the agent's image")
+  prereq_have readelf || prereq_tests+=("binutils|readelf, to check that the agent's image binary is static (binutils)")
 }
 
 prereq_report() {
