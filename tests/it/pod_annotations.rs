@@ -1,10 +1,11 @@
 //! Issue 52, item 6: `podMetadata.annotations` by allowlist
 //! (`berth_shared::api::pod_annotations`). The annotations the node's
 //! runtime and Kubernetes components read are refused by the CRD itself,
-//! each with a message naming the key; tools' annotations pass. On the
-//! main of 2026-12-05 every key below but the two AppArmor/seccomp
-//! prefixes was accepted and rendered onto the pods (the kata kernel
-//! parameters among them).
+//! each with a message naming the key; tools' annotations pass. The CRD
+//! of 2026-12-05 (`02e59ca`) accepted every key below but the AppArmor
+//! one (observed with `kubectl create --dry-run=server` against that CRD
+//! on 2026-12-06), and the agent rendered them onto the pods (the kata
+//! kernel parameters among them).
 
 use berth_shared::api::Runtime;
 use berth_tests::harness::{TestNamespace, install_crds};
