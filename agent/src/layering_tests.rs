@@ -21,13 +21,8 @@ fn no_modules_import_each_other_in_a_circle() {
         "the agent",
         &src,
         &[
-            ("modules {admission, leader} form a circle", NOT_YET),
             (
                 "modules {canary, controller, grants_publisher, pending_grants} form a circle",
-                NOT_YET,
-            ),
-            (
-                "modules {admission::grant_set, admission::lookup, admission::review} form a circle",
                 NOT_YET,
             ),
             (

@@ -34,7 +34,7 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use tokio::time::Instant;
 
-use crate::admission::grant_set::{DIGEST_ANNOTATION, GrantSet, Leader, leader_from_lease};
+use crate::admission::grant_set::{DIGEST_ANNOTATION, GrantSet, Leader, leader_of};
 use crate::kube_client::WriteGate;
 use crate::lease_timing::{Observed, Record, may_take_over, observe, writes_allowed_until};
 
@@ -114,42 +114,6 @@ pub struct Elector {
     observed: Arc<Mutex<Option<Observed>>>,
     /// Publishes this replica's grants digest and learns the leader's.
     grant_set: Option<GrantSet>,
-}
-
-/// What a read Lease says about its holder's grants.
-fn leader_of(lease: &Lease) -> Leader {
-    leader_from_lease(
-        lease
-            .spec
-            .as_ref()
-            .and_then(|s| s.holder_identity.as_deref()),
-        lease
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(DIGEST_ANNOTATION))
-            .map(String::as_str),
-    )
-}
-
-/// Follows the leader's grants digest without taking part in the election
-/// (the standalone `webhook` command): reads the Lease every `every`.
-pub async fn follow(client: Client, namespace: &str, name: &str, set: GrantSet, every: Duration) {
-    let api: Api<Lease> = Api::namespaced(client, namespace);
-    loop {
-        match tokio::time::timeout(every.max(Duration::from_secs(1)), api.get_opt(name)).await {
-            Ok(Ok(Some(lease))) => set.observe(leader_of(&lease)),
-            Ok(Ok(None)) => set.observe(Leader::Nobody),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, lease = name, "reading the leader's Lease failed")
-            }
-            Err(_) => tracing::warn!(
-                lease = name,
-                "reading the leader's Lease did not answer in time"
-            ),
-        }
-        tokio::time::sleep(every).await;
-    }
 }
 
 impl Elector {

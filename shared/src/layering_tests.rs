@@ -35,27 +35,11 @@ fn no_modules_import_each_other_in_a_circle() {
                 NOT_YET,
             ),
             (
-                "modules {exposure (own file), exposure::network_policy} form a circle",
-                NOT_YET,
-            ),
-            (
-                "modules {findings::attested, findings::check} form a circle",
-                NOT_YET,
-            ),
-            (
-                "modules {grants (own file), grants::file_safety, grants::parse} form a circle",
-                NOT_YET,
-            ),
-            (
                 "modules {plan (own file), plan::classes, plan::runtimes} form a circle",
                 NOT_YET,
             ),
             (
                 "modules {render (own file), render::configmap, render::cronjob, render::deployment, render::hpa, render::job, render::network_policy, render::pdb, render::pod_template, render::service, render::service_account} form a circle",
-                NOT_YET,
-            ),
-            (
-                "modules {status (own file), status::degraded} form a circle",
                 NOT_YET,
             ),
         ],

@@ -30,9 +30,10 @@ use std::sync::{Arc, Mutex};
 use berth_shared::api::reasons;
 use berth_shared::grants::LoadedGrants;
 use berth_shared::sanitize;
+use k8s_openapi::api::coordination::v1::Lease;
 use prometheus_client::metrics::gauge::Gauge;
 
-use super::review::Verdict;
+use super::verdict::Verdict;
 
 /// The Lease annotation carrying the leader's grants digest.
 pub const DIGEST_ANNOTATION: &str = "berth.dev/grants-sha256";
@@ -51,6 +52,22 @@ pub fn own_digest(loaded: Option<&LoadedGrants>) -> String {
 /// Whether `s` can be a published digest (64 lowercase hex, or `none`).
 pub fn is_digest(s: &str) -> bool {
     s == NO_FILE || (s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+/// What a read Lease says about its holder's grants.
+pub fn leader_of(lease: &Lease) -> Leader {
+    leader_from_lease(
+        lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref()),
+        lease
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(DIGEST_ANNOTATION))
+            .map(String::as_str),
+    )
 }
 
 /// What this replica knows about the leader's grant set.

@@ -14,7 +14,7 @@ use kube::api::{ApiResource, ListParams, ObjectMeta};
 use kube::core::DynamicObject;
 use kube::{Api, Client};
 
-use super::review::spec_of;
+use super::runtime_view::spec_of;
 
 /// A read of a review failed (the review then refuses the change: fail
 /// closed), naming what was read.

@@ -18,10 +18,13 @@
 pub mod arg_error;
 pub mod certs;
 pub mod config;
+mod follow;
 pub mod grant_set;
 pub mod lookup;
 pub mod review;
+mod runtime_view;
 pub mod server;
+mod verdict;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -488,8 +491,7 @@ pub fn run_command(args: &WebhookCommandArgs) -> color_eyre::Result<()> {
                 let (client, namespace, name, follower) =
                     (client.clone(), namespace.clone(), name.clone(), set.clone());
                 tokio::spawn(async move {
-                    crate::leader::follow(client, &namespace, &name, follower, FOLLOW_INTERVAL)
-                        .await;
+                    follow::follow(client, &namespace, &name, follower, FOLLOW_INTERVAL).await;
                 });
                 set
             }

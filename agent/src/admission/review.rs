@@ -40,42 +40,16 @@ use berth_shared::decide::{
 use berth_shared::grants::LoadedGrants;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-use serde::Deserialize;
 
 use super::grant_set::{self, Agreement};
 pub use super::lookup::{KubeLookup, Lookup};
+pub use super::runtime_view::{RuntimeView, spec_of};
+pub use super::verdict::Verdict;
 
 /// The bindings of a loaded grants file in the form [`decide`] takes (empty
 /// when no file is configured: nothing is granted).
 pub fn grant_bindings(loaded: Option<&LoadedGrants>) -> Vec<GrantBinding> {
     loaded.map(|l| l.bindings.clone()).unwrap_or_default()
-}
-
-/// The part of a Runtime's spec the verdict looks at. Deliberately lenient
-/// (everything else is ignored) so that a newer or older schema never makes
-/// the webhook refuse a change it cannot parse in full.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RuntimeView {
-    /// `spec.application`.
-    #[serde(default)]
-    pub application: String,
-    /// `spec.service`.
-    #[serde(default)]
-    pub service: String,
-    /// `spec.runtimeProfile`.
-    #[serde(default)]
-    pub runtime_profile: Option<String>,
-    /// `spec.suspend`.
-    #[serde(default)]
-    pub suspend: bool,
-}
-
-impl RuntimeView {
-    /// The requested alias, `None` when unset or empty.
-    pub fn requested(&self) -> Option<&str> {
-        self.runtime_profile.as_deref().filter(|p| !p.is_empty())
-    }
 }
 
 /// The operation under review.
@@ -116,32 +90,6 @@ pub struct Facts<'a> {
     /// Another Runtime that holds this one's identity (see
     /// [`claims::taken_by`]).
     pub taken_by: Option<&'a Claim>,
-}
-
-/// The outcome of a review.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Admit; `warning` is shown to the client (kubectl prints it).
-    Allowed {
-        /// The grant decision, when one was made.
-        reason: &'static str,
-        /// A warning for the client.
-        warning: Option<String>,
-    },
-    /// Refuse with a stable reason and a message naming what to fix.
-    Denied {
-        /// The decision's stable reason (`NotGranted`, `ClassMissing` …).
-        reason: &'static str,
-        /// The message the client sees.
-        message: String,
-    },
-}
-
-impl Verdict {
-    /// Whether the request is admitted.
-    pub fn is_allowed(&self) -> bool {
-        matches!(self, Verdict::Allowed { .. })
-    }
 }
 
 /// The identity of a Runtime in a namespace with these labels.
@@ -338,12 +286,6 @@ pub fn denial_message(
     } else {
         format!("{head}; {hint}")
     }
-}
-
-/// The Runtime's spec, as much of it as a review reads.
-pub(super) fn spec_of(obj: &DynamicObject) -> Result<RuntimeView, serde_json::Error> {
-    let spec = obj.data.get("spec").cloned().unwrap_or_default();
-    serde_json::from_value(spec)
 }
 
 fn previous_profile(obj: &DynamicObject) -> Option<ProfileStatus> {

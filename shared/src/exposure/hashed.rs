@@ -306,3 +306,31 @@ mod tests {
         assert_ne!(a.key("app"), a.pair("app", ""));
     }
 }
+
+/// The labels of every pod template a Runtime runs (its Deployment's,
+/// Jobs' and CronJobs'), hashed: what a foreign selector is matched
+/// against.
+#[derive(Clone, Debug, Default)]
+pub struct PodLabels(Vec<HashedLabels>);
+
+impl PodLabels {
+    /// The label sets of `templates`.
+    pub fn new<'a>(
+        h: &LabelHashes,
+        templates: impl IntoIterator<Item = &'a BTreeMap<String, String>>,
+    ) -> Self {
+        let mut sets: Vec<HashedLabels> = Vec::new();
+        for t in templates {
+            let l = h.labels(t);
+            if !sets.contains(&l) {
+                sets.push(l);
+            }
+        }
+        PodLabels(sets)
+    }
+
+    /// Every label set.
+    pub fn sets(&self) -> &[HashedLabels] {
+        &self.0
+    }
+}

@@ -34,7 +34,7 @@ use k8s_openapi::api::networking::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::PodLabels;
+use super::hashed::PodLabels;
 use super::hashed::{Budget, HashedLabels, HashedSelector, LabelHashes};
 use crate::api::IngressPeer;
 

@@ -8,8 +8,8 @@
 
 use k8s_openapi::api::core::v1::ServiceSpec;
 
-use super::PodLabels;
 use super::hashed::LabelHashes;
+use super::hashed::PodLabels;
 use crate::patterns::MAX_MAP_ENTRIES;
 
 /// The most labels a pod of a Runtime can carry: its `podMetadata.labels`

@@ -1,4 +1,7 @@
+use std::collections::BTreeMap;
+
 use super::*;
+use crate::exposure::hashed::LabelHashes;
 use crate::exposure::network_policy::Beyond;
 
 #[test]

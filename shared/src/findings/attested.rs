@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::api::{AttestationState, NodeAttestation};
 
-use super::check::{Inputs, named};
-use super::{Finding, FindingKind};
+use super::inputs::Inputs;
+use super::{Finding, FindingKind, named};
 
 /// One `handler-failing` per class whose canary fails somewhere, one
 /// `handler-unverified` per class with nodes lacking evidence.

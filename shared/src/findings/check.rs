@@ -2,95 +2,14 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt as _;
 
-use crate::analysis::{
-    NodeInfo, Placement, RetainReason, Workload, coverage, placement_coverage, retained,
-};
-use crate::api::{
-    HandlerAttestation, PendingGrantsFileSpec, PendingVerdict, ProfileState, Runtime,
-    condition_types as ct, reasons,
-};
-use crate::decide::{self, GrantBinding, ObservedClass};
+use crate::analysis::{Placement, RetainReason, coverage, placement_coverage, retained};
+use crate::api::{PendingVerdict, ProfileState, Runtime, condition_types as ct, reasons};
+use crate::decide;
 
-use super::{Finding, FindingKind, Severity};
-
-/// Most objects named in one finding's message.
-const MAX_NAMED: usize = 5;
-
-/// What the agent's Lease says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Leader {
-    /// Held and renewed in time, by this identity.
-    Live(String),
-    /// No Lease, or it expired: the detail says which.
-    Missing(String),
-    /// The Lease could not be read (reported as [`FindingKind::Unreadable`]).
-    Unknown,
-}
-
-/// The webhook's serving certificate, as far as the caller could tell.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CertExpiry {
-    /// It expires at this time.
-    NotAfter(Timestamp),
-    /// It could not be read, and why.
-    NotRead(String),
-}
-
-/// How long before something counts as "for long" or "soon".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Thresholds {
-    /// A Runtime Blocked or Degraded for longer than this (seconds).
-    pub stuck_seconds: i64,
-    /// A pending grants file older than this (seconds).
-    pub pending_seconds: i64,
-    /// A certificate expiring within this (seconds).
-    pub cert_seconds: i64,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            stuck_seconds: 15 * 60,
-            pending_seconds: 60 * 60,
-            cert_seconds: 14 * 24 * 60 * 60,
-        }
-    }
-}
-
-/// Everything the findings are computed from.
-#[derive(Clone, Copy, Debug)]
-pub struct Inputs<'a> {
-    /// Now.
-    pub now: Timestamp,
-    /// Every Runtime read.
-    pub runtimes: &'a [Runtime],
-    /// Namespace name → its labels (identity labels among them).
-    pub namespace_labels: &'a BTreeMap<String, BTreeMap<String, String>>,
-    /// The grants (the published RuntimeGrants as bindings).
-    pub bindings: &'a [GrantBinding],
-    /// Every RuntimeClass.
-    pub classes: &'a [ObservedClass],
-    /// Every node.
-    pub nodes: &'a [NodeInfo],
-    /// Every workload and pod.
-    pub workloads: &'a [Workload],
-    /// The agent's PendingGrantsFile, if one exists.
-    pub pending: Option<&'a PendingGrantsFileSpec>,
-    /// The agent's leadership.
-    pub leader: &'a Leader,
-    /// The webhook certificate.
-    pub cert: &'a CertExpiry,
-    /// Kinds the operator may not read, with the apiserver's message.
-    pub unreadable: &'a [(String, String)],
-    /// What the agent's canaries saw, by RuntimeClass (the grants'
-    /// `status.attestation`).
-    pub attestations: &'a BTreeMap<String, HandlerAttestation>,
-    /// The thresholds.
-    pub thresholds: Thresholds,
-}
+use super::inputs::{CertExpiry, Inputs, Leader};
+use super::{Finding, FindingKind, Severity, named};
 
 /// Every finding, worst first (then by kind, then by objects).
 pub fn findings(i: &Inputs<'_>) -> Vec<Finding> {
@@ -121,19 +40,6 @@ fn rt_ref(rt: &Runtime) -> String {
         rt.namespace().unwrap_or_default(),
         rt.name_any()
     )
-}
-
-pub(super) fn named(objects: &[String]) -> String {
-    let mut s = objects
-        .iter()
-        .take(MAX_NAMED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if objects.len() > MAX_NAMED {
-        s.push_str(&format!(" and {} more", objects.len() - MAX_NAMED));
-    }
-    s
 }
 
 /// Retained workloads: of removed grants (error) and granted classes run

@@ -12,16 +12,18 @@ mod check;
 mod fleet;
 #[cfg(test)]
 mod fleet_tests;
+mod inputs;
 #[cfg(test)]
 mod tests;
 
 use serde::Serialize;
 
-pub use check::{CertExpiry, Inputs, Leader, Thresholds, findings};
+pub use check::findings;
 pub use fleet::{
     ClusterFacts, FleetFinding, HandlerEvidence, RuntimeGrantState, fleet_findings,
     handler_evidence,
 };
+pub use inputs::{CertExpiry, Inputs, Leader, Thresholds};
 
 /// How much a finding matters. Ordered: `Info < Warning < Error`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -200,6 +202,23 @@ pub fn markdown() -> String {
             k.title(),
             k.fix().replace('|', "\\|")
         ));
+    }
+    s
+}
+
+/// Most objects named in one finding's message.
+const MAX_NAMED: usize = 5;
+
+/// `objects` in a message: the first few, then how many more.
+pub(super) fn named(objects: &[String]) -> String {
+    let mut s = objects
+        .iter()
+        .take(MAX_NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if objects.len() > MAX_NAMED {
+        s.push_str(&format!(" and {} more", objects.len() - MAX_NAMED));
     }
     s
 }

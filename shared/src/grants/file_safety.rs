@@ -42,7 +42,7 @@ use rustix::fs::{self as rfs, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::error::{GrantsError, UnsafeFile};
-use super::{LoadOptions, MAX_FILE_BYTES, MAX_SYMLINKS};
+use super::limits::{LoadOptions, MAX_FILE_BYTES, MAX_SYMLINKS};
 
 /// Longest configured path accepted (Linux `PATH_MAX`).
 const MAX_PATH_BYTES: usize = 4096;

@@ -10,8 +10,9 @@ use toml::de::{DeTable, DeValue};
 
 use super::error::{FormatIssue, Position, Problem, TableRef};
 use super::excerpt;
+use super::limits::{MAX_BINDINGS, SCHEMA_VERSION};
 use super::validate;
-use super::{Binding, MAX_BINDINGS, SCHEMA_VERSION};
+use crate::binding::Binding;
 use crate::binding::Identity;
 
 /// The keys of a binding, in the order of [`Binding`]'s fields.

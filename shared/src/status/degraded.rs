@@ -5,7 +5,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
-use super::Applied;
+use super::applied::Applied;
 use crate::api::condition::build;
 use crate::api::{RolloutPhase, condition_types as ct, reasons};
 

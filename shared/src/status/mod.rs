@@ -8,6 +8,7 @@
 //! `lastTransitionTime` is merged afterwards by
 //! [`crate::api::condition::merge_transition_times`].
 
+mod applied;
 mod available;
 mod blocked;
 mod degraded;
@@ -26,12 +27,12 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use crate::analysis::NodeInfo;
 use crate::api::{
-    IdentityStatus, JobRunStatus, LastApplied, RolloutPhase, RolloutStatus, Runtime, RuntimeStatus,
-    UpgradeStatus,
+    IdentityStatus, RolloutPhase, RolloutStatus, Runtime, RuntimeStatus, UpgradeStatus,
 };
 use crate::decide::{Decision, Identity};
 use crate::exposure::Exposure;
 
+pub use applied::{Applied, ApplyFailure};
 pub use available::available;
 pub use blocked::blocked;
 pub use degraded::degraded;
@@ -48,34 +49,6 @@ pub use progressing::progressing;
 pub use ready::{ReadyFacts, ready};
 pub use rollout::{Rollout, rollout};
 pub use upgrading::upgrading;
-
-/// One failure of the apply step: the reason names the step that failed
-/// (one of [`crate::api::reasons::APPLY_FAILURES`]), the message the object
-/// and the cause.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApplyFailure {
-    /// The step's reason, also the `Degraded` reason and Event reason.
-    pub reason: &'static str,
-    /// `Kind/name: cause`.
-    pub message: String,
-}
-
-/// What the apply step did, as far as status reports it.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Applied<'a> {
-    /// Objects with a managed name not owned by the Runtime (left alone).
-    pub conflicts: &'a [String],
-    /// Of those, the ones the pods reference (ConfigMap, ServiceAccount):
-    /// the workloads were not created or changed because of them.
-    pub dependencies: &'a [String],
-    /// Why applying some object failed, one per failure.
-    pub errors: &'a [ApplyFailure],
-    /// The one-time Jobs apply recorded.
-    pub jobs: &'a [JobRunStatus],
-    /// What apply carried out of the workloads' tenant part, when the
-    /// whole rendering went out (None: the record stays as it was).
-    pub last_applied: Option<&'a LastApplied>,
-}
 
 /// Everything the status is computed from: one snapshot of a reconcile.
 #[derive(Clone, Copy, Debug)]
@@ -240,6 +213,7 @@ pub fn shown_phase(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::JobRunStatus;
     use crate::api::condition_types as ct;
     use crate::testkit::status::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
