@@ -83,6 +83,8 @@ pub(super) fn grants(ns: &TestNamespace, of: &[(&str, &str, &str)]) -> PathBuf {
 /// namespace), canaries on with the agent's own image, every `period`.
 pub(super) struct Canaried {
     pub(super) agent: Agent,
+    /// The agent's replica identity: its User-Agent in the audit log.
+    pub(super) identity: String,
     rbac: (Vec<String>, Vec<String>),
 }
 
@@ -106,8 +108,10 @@ pub(super) async fn canary_agent(
         format!("--canary-period-seconds={period}"),
         format!("--canary-deadline-seconds={DEADLINE}"),
     ];
+    let identity = opts.identity.clone();
     Canaried {
         agent: Agent::start(opts).await,
+        identity,
         rbac,
     }
 }
@@ -339,13 +343,16 @@ async fn real_node_canary_verifies_every_granted_class_by_what_its_pod_saw() {
     }
 
     // Between canary periods the agent writes nothing (the evidence's
-    // status written, the Jobs done), by the apiserver's own count. That
-    // count has no user label: a write of the control plane's own to a
-    // Job or of another test's cleanup can fall in a window (seen once
-    // under load, with nothing in this agent's log). So the apiserver must
-    // show a window of zero such writes (a write loop of the agent's
-    // shows in every window), and the agent's own count of its writes to
-    // Jobs and RuntimeGrants must not move over every window tried.
+    // status written, the Jobs done), by the apiserver's own account. Its
+    // request counter has no user label: a write of the control plane's
+    // own to a Job or of another test's cleanup can fall in a window (seen
+    // once under load, with nothing in this agent's log). So the counter
+    // must show a window of zero such writes (a write loop of the agent's
+    // shows in every window), and the apiserver's audit log, which names
+    // the writer (the agent's User-Agent carries its replica identity),
+    // must show no write by this agent over every window tried — to any
+    // resource but its leader lease, not only Jobs and RuntimeGrants; the
+    // agent's own count must agree.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let started = |m: &str| -> f64 {
         m.lines()
@@ -360,6 +367,34 @@ async fn real_node_canary_verifies_every_granted_class_by_what_its_pod_saw() {
         crate::contract_adversary::agent_writes_to(m, "jobs")
             + crate::contract_adversary::agent_writes_to(m, "runtimegrants")
     };
+    let audit_log = cluster.dir.join("logs/audit.log");
+    let audited = || {
+        berth_tests::audit::read(&audit_log)
+            .into_iter()
+            .filter(|e| e.agent_identity() == Some(canaried.identity.as_str()))
+            // Its leader lease's renewals (every second in tests) are
+            // how it stays the one writer, not work it does.
+            .filter(|e| e.resource() != "leases")
+            .map(|e| {
+                let o = e.object_ref.clone().unwrap_or_default();
+                format!(
+                    "{} {}/{}/{} {} at {}",
+                    e.verb,
+                    o.resource,
+                    o.subresource,
+                    o.namespace,
+                    o.name,
+                    e.request_received_timestamp
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let audited_before = audited();
+    assert!(
+        !audited_before.is_empty(),
+        "the audit log names the agent's writes (its canary Jobs at least): {}",
+        audit_log.display()
+    );
     let first = canaried.agent.metrics().await;
     let before = (started(&first), own(&first));
     let mut windows = Vec::new();
@@ -374,6 +409,15 @@ async fn real_node_canary_verifies_every_granted_class_by_what_its_pod_saw() {
     }
     let last = canaried.agent.metrics().await;
     let after = (started(&last), own(&last));
+    let audited_after = audited();
+    assert_eq!(
+        audited_after
+            .get(audited_before.len()..)
+            .unwrap_or_default(),
+        &[] as &[String],
+        "the agent's writes at rest, by the apiserver's audit log (after {} before the windows)",
+        audited_before.len()
+    );
     assert!(
         windows.last() == Some(&0.0),
         "writes to Jobs and RuntimeGrants at rest in every 40 s window, by the apiserver's count: {windows:?}; agent log:\n{}",

@@ -165,6 +165,9 @@ pub fn real_node_cluster() -> Option<&'static SharedCluster> {
         start_named(
             &format!("cluster-{}-real", std::process::id()),
             &[
+                // Who wrote what at rest, by the apiserver's own account
+                // (real_node_canary::).
+                "--audit",
                 "--nodes",
                 "0",
                 "--real-nodes",
