@@ -27,7 +27,7 @@ use kube::runtime::reflector::Store;
 use kube::{Api, ResourceExt};
 
 use crate::controller::context::{Context, FIELD_MANAGER};
-use crate::controller::status;
+use crate::controller::reconcile::status;
 
 use self::read::{Snapshot, file_state, read};
 

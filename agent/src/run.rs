@@ -119,7 +119,7 @@ pub struct RunArgs {
         num_args = 0..=1,
         default_missing_value = "true"
     )]
-    pub streaming_lists: controller::list_strategy::StreamingLists,
+    pub streaming_lists: controller::cache::list_strategy::StreamingLists,
     /// Serve the validating admission webhook (HTTPS) on this address.
     #[arg(long, value_name = "ADDR")]
     pub webhook_listen: Option<SocketAddr>,
@@ -319,7 +319,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     // listening: this replica can take its share of traffic.
     readiness.set(true);
     // Asked while standing by, so that a failover does not wait for it.
-    let streaming_lists = controller::list_strategy::resolve(
+    let streaming_lists = controller::cache::list_strategy::resolve(
         &client,
         args.namespace.as_deref(),
         args.streaming_lists,
@@ -364,7 +364,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             instance: Some(identity.clone()),
         },
     );
-    controller::caches::set_streaming_lists(streaming_lists);
+    controller::cache::set_streaming_lists(streaming_lists);
     let attestations = crate::canary::Attestations::new();
     let started = controller::start(
         client.clone(),
@@ -437,7 +437,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     let sync_timeout = Duration::from_secs(args.cache_sync_timeout_seconds.max(1));
     let (sync_failed_tx, sync_failed_rx) = tokio::sync::oneshot::channel::<Vec<&'static str>>();
     tokio::spawn(async move {
-        let mut before = controller::list_progress::snapshot();
+        let mut before = controller::cache::list_progress::snapshot();
         while tokio::time::timeout(sync_timeout, synced.wait())
             .await
             .is_err()
@@ -448,8 +448,8 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             // a cache whose list is still arriving (a big cluster, a busy
             // apiserver) is waited for (`list_progress`).
             let pending = controller::unsynced(&stores).await;
-            let now = controller::list_progress::snapshot();
-            let stalled = controller::list_progress::stalled(&pending, &before, &now);
+            let now = controller::cache::list_progress::snapshot();
+            let stalled = controller::cache::list_progress::stalled(&pending, &before, &now);
             if !stalled.is_empty() {
                 let _ = sync_failed_tx.send(stalled);
                 return;

@@ -6,7 +6,7 @@
 //! What counts, in a backticked span without spaces:
 //! - a **path**: ends in `.rs`, `.sh`, `.yaml`, `.toml`, `.md` or `.json`;
 //!   some file of the repository must be that path or end with `/` and it
-//!   (docs often name `controller/read.rs` inside a section about the agent);
+//!   (docs often name `controller/reconcile/read.rs` inside a section about the agent);
 //! - an **item**: contains `::` (`context::StatusPacer`) or is a snake_case
 //!   name with an underscore (`awaiting_first_pass`); every segment must be
 //!   a word of some source file (Rust, shell, YAML, TOML, Go, templates).

@@ -19,17 +19,17 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 
-use super::bodies::Bodies;
-use super::index::OwnerIndex;
-use super::names::NameIndex;
-use super::reduce::{KeptDeployment, KeptReplicaSet};
+use crate::controller::cache::bodies::Bodies;
+use crate::controller::cache::owner_index::OwnerIndex;
+use crate::controller::cache::reduce::{KeptDeployment, KeptReplicaSet};
+use crate::controller::cache::taken_names::NameIndex;
 use crate::metrics::Metrics;
 
-pub use super::first_passes::FailedFirstPasses;
-pub use super::held_status::HeldStatus;
-pub use super::status_pacer::StatusPacer;
-pub use super::write_memory::WriteMemory;
-pub(super) use super::write_memory::cache_lags;
+pub use crate::controller::pacing::first_passes::FailedFirstPasses;
+pub use crate::controller::pacing::held_status::HeldStatus;
+pub use crate::controller::pacing::status_pacer::StatusPacer;
+pub use crate::controller::pacing::write_memory::WriteMemory;
+pub(super) use crate::controller::pacing::write_memory::cache_lags;
 
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "berth-agent";
@@ -102,7 +102,7 @@ pub struct Stores {
     /// them reduced (see `bodies`).
     pub bodies: OwnedBodies,
     /// What adds up around the Runtimes' pods (see `exposure`).
-    pub surroundings: Arc<super::exposure::Surroundings>,
+    pub surroundings: Arc<crate::controller::reconcile::exposure::Surroundings>,
 }
 
 /// The compact whole bodies of the Runtimes' own objects, as the apiserver

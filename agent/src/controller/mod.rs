@@ -2,40 +2,25 @@
 //! `Controller` for Runtime that owns every managed kind and watches
 //! RuntimeClasses, Namespaces (metadata only) and Nodes (filtered to the
 //! fields that matter). Each reconcile is the pipeline in [`reconcile`].
+//!
+//! Laid out by what each part does; this module only wires them:
+//! - [`reconcile`]: the pipeline's steps — read (one snapshot from the
+//!   caches), apply, exposure, status and its Events;
+//! - [`cache`]: the watches and their stores — what each keeps of an
+//!   object, the owner and taken-name indexes, the compact bodies, how the
+//!   lists fill and how a failing watch retries;
+//! - [`wake`]: what wakes a reconcile and how often;
+//! - [`pacing`]: what the status step remembers to pace its writes;
+//! - [`context`]: what every reconcile shares.
 
-pub mod apply;
-pub mod apply_error;
-pub mod bodies;
-pub mod caches;
+pub mod cache;
 pub mod context;
-pub mod events;
-pub mod exposure;
-pub mod first_passes;
-pub mod held_status;
-pub mod identity;
-pub mod index;
-pub mod list_progress;
-pub mod list_strategy;
-pub mod live;
-pub mod names;
-pub mod object_key;
-pub mod pace;
-pub mod read;
+pub mod pacing;
 pub mod reconcile;
-pub mod reduce;
-pub mod reflect;
-pub mod status;
-pub mod status_pacer;
-pub mod stored;
-pub mod triggers;
-pub mod watch_backoff;
-pub mod write_memory;
+pub mod wake;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use berth_shared::api::Runtime;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::core::PartialObjectMeta;
@@ -44,11 +29,11 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, PredicateConfig, WatchStreamExt};
 use kube::{Client, ResourceExt};
 
-pub use self::caches::{cache_watch, unsynced, wait_synced, watch_config};
+pub use self::cache::reduce::strip;
+pub use self::cache::{cache_watch, unsynced, wait_synced, watch_config};
 use self::context::{Context, Stores};
 use self::reconcile::reconcile;
-pub use self::reduce::strip;
-use self::triggers::spec_fingerprint;
+use self::wake::triggers::spec_fingerprint;
 
 /// Everything started: the stores (for the grants publisher and health) and
 /// the controller future.
@@ -70,24 +55,6 @@ pub struct Shared<'a> {
     pub attestations: Arc<crate::canary::Attestations>,
 }
 
-/// Per-object failure counts for exponential backoff.
-#[derive(Default)]
-struct Backoff(Mutex<HashMap<ObjectRef<Runtime>, u32>>);
-
-impl Backoff {
-    fn fail(&self, key: ObjectRef<Runtime>) -> Duration {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let n = map.entry(key).or_insert(0);
-        *n = n.saturating_add(1);
-        let secs = 2u64.saturating_pow((*n).min(8)).min(300);
-        Duration::from_secs(secs)
-    }
-    fn reset(&self, key: &ObjectRef<Runtime>) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.remove(key);
-    }
-}
-
 /// Builds caches and the controller.
 pub fn start(
     client: Client,
@@ -102,7 +69,7 @@ pub fn start(
     let attestation_changed = attestations
         .woken()
         .unwrap_or_else(|| futures::channel::mpsc::unbounded().1);
-    let caches::Caches {
+    let cache::Caches {
         stores,
         runtimes,
         runtime_events,
@@ -111,8 +78,8 @@ pub fn start(
         nodes: node_s,
         namespaces: ns_s,
         exposure_wakes,
-    } = caches::build(&client, &settings, wake);
-    let caches::Owned {
+    } = cache::build(&client, &settings, wake);
+    let cache::Owned {
         config_maps: cm_s,
         service_accounts: sa_s,
         services: svc_s,
@@ -124,15 +91,15 @@ pub fn start(
         cron_jobs: cron_s,
     } = owned;
     let controller = Controller::for_stream(
-        identity::with_rivals(runtime_events, runtimes.clone()),
+        wake::rivals::with_rivals(runtime_events, runtimes.clone()),
         runtimes.clone(),
     )
     .with_config(
         kube::runtime::controller::Config::default()
             .concurrency(u16::try_from(settings.concurrency).unwrap_or(u16::MAX)),
     )
-    // Each watch backs off alone (see `triggers::NoSharedBackoff`).
-    .trigger_backoff(triggers::NoSharedBackoff);
+    // Each watch backs off alone (see `wake::triggers::NoSharedBackoff`).
+    .trigger_backoff(wake::triggers::NoSharedBackoff);
     let context = Arc::new(Context {
         client: client.clone(),
         stores: stores.clone(),
@@ -148,7 +115,7 @@ pub fn start(
         attestations,
     });
     // Status writes held behind the first-pass backlog are woken when it
-    // clears (see `held_status`).
+    // clears (see `pacing::held_status`).
     let (wake_held, held_woken) = futures::channel::mpsc::unbounded();
     {
         let context = context.clone();
@@ -156,17 +123,22 @@ pub fn start(
         tokio::spawn(async move {
             let backlog = {
                 let context = context.clone();
-                move || status::any_awaiting_first_pass(&runtimes, &context.failed_first_passes)
+                move || {
+                    reconcile::status::any_awaiting_first_pass(
+                        &runtimes,
+                        &context.failed_first_passes,
+                    )
+                }
             };
             context
                 .held_status
-                .release(backlog, held_status::BACKLOG_POLL, wake_held)
+                .release(backlog, pacing::held_status::BACKLOG_POLL, wake_held)
                 .await;
         });
     }
     // What was written is remembered while the caches may lag behind it,
-    // then forgotten (see `write_memory`).
-    tokio::spawn(write_memory::forget_old_writes(context.clone()));
+    // then forgotten (see `pacing::write_memory`).
+    tokio::spawn(pacing::write_memory::forget_old_writes(context.clone()));
     // Reconciles (and the grants publisher) wait for this: a cache that
     // has not listed yet reads as "absent" (no namespace labels, no class,
     // no node), which would block or revoke a granted Runtime for nothing.
@@ -192,16 +164,17 @@ pub fn start(
     let on_node = all_runtimes;
     let in_namespace = {
         let runtimes = runtimes.clone();
-        move |ns: PartialObjectMeta<Namespace>| identity::on_namespace(&runtimes, &ns)
+        move |ns: PartialObjectMeta<Namespace>| wake::rivals::on_namespace(&runtimes, &ns)
     };
-    // A change around the pods (see `exposure`) wakes its namespace's
+    // A change around the pods (see `reconcile::exposure`) wakes its namespace's
     // Runtimes.
     let exposed = {
         let runtimes = runtimes.clone();
-        exposure_wakes
-            .flat_map(move |ns| futures::stream::iter(exposure::runtimes_in(&runtimes, &ns)))
+        exposure_wakes.flat_map(move |ns| {
+            futures::stream::iter(reconcile::exposure::runtimes_in(&runtimes, &ns))
+        })
     };
-    let backoff = Arc::new(Backoff::default());
+    let backoff = Arc::new(wake::retry::Backoff::default());
     let backoff_err = backoff.clone();
     let ctx = context.clone();
     let run = controller
@@ -213,8 +186,8 @@ pub fn start(
         .owns_stream(cm_s)
         .owns_stream(sa_s)
         .owns_stream(svc_s)
-        // Status-only updates paced per Deployment (see `pace`).
-        .owns_stream(pace::paced(dep_s, context::PROGRESS_INTERVAL))
+        // Status-only updates paced per Deployment (see `wake::deployment_status`).
+        .owns_stream(wake::deployment_status::paced(dep_s, context::PROGRESS_INTERVAL))
         // Their status is not read: a status-only update wakes nothing.
         .owns_stream(pdb_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))
         .owns_stream(np_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::core::PartialObjectMeta;
 
-use crate::controller::reduce::{KeptDeployment, KeptReplicaSet};
+use crate::controller::cache::reduce::{KeptDeployment, KeptReplicaSet};
 
 /// A workload with a RuntimeClass, as the retained analysis sees it, with
 /// its counts reduced to "any": a rollout's ready counts move all the

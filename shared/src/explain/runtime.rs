@@ -1,5 +1,5 @@
 //! Explaining a Runtime: the agent's read-and-decide step
-//! (agent/src/controller/read.rs) replayed on the caller's copies.
+//! (agent/src/controller/reconcile/read.rs) replayed on the caller's copies.
 
 use std::collections::BTreeMap;
 

@@ -41,7 +41,7 @@ fn labels() -> BTreeMap<String, String> {
     ])
 }
 
-/// The agent's read-and-decide step (agent/src/controller/read.rs), on
+/// The agent's read-and-decide step (agent/src/controller/reconcile/read.rs), on
 /// the same inputs.
 fn agent_decision(
     rt: &Runtime,

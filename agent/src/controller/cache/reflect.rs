@@ -1,0 +1,194 @@
+//! One cache (docs/architecture.md §5): a reflector whose objects are
+//! reduced before they enter its store, with the owner index, the grants
+//! publisher's change tracking and (for the kinds the contract governs) the
+//! bodies of the Runtimes' own objects fed from the same events. The table
+//! of caches is `cache::build`.
+
+use std::borrow::Cow;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::TryStreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::bodies::Bodies;
+use super::owner_index;
+use super::reduce;
+use super::stored::Stored;
+use crate::controller::cache::{Applied, cache_watch};
+use crate::grants_publisher::trigger::Changes;
+
+/// What sees every event of a cache right after its store applied it:
+/// the grants publisher's [`Changes`], the exposure check's orphans
+/// (`exposure::OrphanObserver`).
+pub trait Observe<K>: Send + Sync {
+    /// One watch event.
+    fn observe(&self, event: &watcher::Event<K>);
+}
+
+impl<K: Resource> Observe<K> for Changes<K> {
+    fn observe(&self, event: &watcher::Event<K>) {
+        Changes::observe(self, event);
+    }
+}
+
+/// Two observers of one cache.
+impl<K, A: Observe<K> + ?Sized, B: Observe<K> + ?Sized> Observe<K> for (Arc<A>, Arc<B>) {
+    fn observe(&self, event: &watcher::Event<K>) {
+        self.0.observe(event);
+        self.1.observe(event);
+    }
+}
+
+/// A cache's observer, if it has one.
+pub type Observer<K> = Option<Arc<dyn Observe<K>>>;
+
+/// What the store of a [`cache_storing`] is given of each event.
+pub type StoredFn<K> = fn(&watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>>;
+
+/// Every event as it is.
+pub fn cache_storing_fn<K: Clone>(event: &watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>> {
+    Some(Cow::Borrowed(event))
+}
+
+/// One cache: a reflector of `api` whose objects are reduced by `keep`
+/// before they enter the store, feeding the owner `index` (if any) and the
+/// grants publisher's `changes` (if any) from the same events right after
+/// the store applied each. Returns the store and its (to be polled) stream
+/// of applied objects. The store may hold another type than the watch
+/// parses (`reduce::KeptDeployment`).
+pub fn cache<W, K>(
+    api: Api<W>,
+    config: watcher::Config,
+    keep: impl Fn(W) -> K + Send + 'static,
+    index: Option<owner_index::OwnerIndex<K>>,
+    changes: Observer<K>,
+) -> (Store<K>, Applied<K>)
+where
+    W: Parsed,
+    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+{
+    cache_storing(api, config, |_| {}, keep, index, changes, cache_storing_fn)
+}
+
+/// [`cache`] of a kind the contract governs: the watch parses each object
+/// as the apiserver stores it ([`Stored`]), the whole ones of the Runtimes'
+/// own objects are kept compact in `bodies`, and the store is given
+/// `stored(event)` of the typed, reduced objects.
+pub fn stored_cache<W, K>(
+    api: Api<Stored<W>>,
+    config: watcher::Config,
+    keep: impl Fn(W) -> K + Send + 'static,
+    bodies: Bodies<W>,
+    index: Option<owner_index::OwnerIndex<K>>,
+    changes: Observer<K>,
+    stored: StoredFn<K>,
+) -> (Store<K>, Applied<K>)
+where
+    W: Parsed,
+    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+{
+    cache_storing(
+        api,
+        config,
+        // Before the reduction, and before the store: a reconcile woken
+        // by this event finds the body at least as new as the store.
+        move |event| bodies.observe(event),
+        move |s: Stored<W>| keep(s.typed),
+        index,
+        changes,
+        stored,
+    )
+}
+
+/// A reflector of `api`: each event is shown to `before` as parsed, its
+/// object reduced by `keep`, the store given `stored(event)` (`None`:
+/// nothing); the index, the changes and the stream see every event as it
+/// is.
+fn cache_storing<E, K>(
+    api: Api<E>,
+    config: watcher::Config,
+    before: impl Fn(&watcher::Event<E>) + Send + 'static,
+    keep: impl Fn(E) -> K + Send + 'static,
+    index: Option<owner_index::OwnerIndex<K>>,
+    changes: Observer<K>,
+    stored: StoredFn<K>,
+) -> (Store<K>, Applied<K>)
+where
+    E: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+{
+    let (reader, mut writer) = reflector::store();
+    let stream = cache_watch(api, config)
+        .modify(reduce::strip)
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                before(event);
+            }
+        })
+        .map_ok(move |event| kept_event(event, &keep))
+        .inspect(move |event| {
+            if let Ok(event) = event
+                && let Some(event) = stored(event)
+            {
+                writer.apply_watcher_event(&event);
+            }
+        })
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                if let Some(index) = &index {
+                    index.apply(event);
+                }
+                if let Some(changes) = &changes {
+                    changes.observe(event);
+                }
+            }
+        })
+        .applied_objects()
+        .boxed();
+    (reader, stream)
+}
+
+/// What a cache's watch parses: a kind's own type, with what the watch,
+/// the bodies and the store ask of it (written once, for every cache and
+/// for the apply step's `apply::Managed`).
+pub trait Parsed:
+    Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+impl<W> Parsed for W where
+    W: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// A reduction in place, as a [`cache`]'s `keep`.
+pub fn in_place<K: 'static>(reduce: fn(&mut K)) -> impl Fn(K) -> K + Send + 'static {
+    move |mut obj| {
+        reduce(&mut obj);
+        obj
+    }
+}
+
+/// The watch event with its object turned into what the store keeps.
+fn kept_event<W, K>(event: watcher::Event<W>, keep: impl Fn(W) -> K) -> watcher::Event<K> {
+    match event {
+        watcher::Event::Apply(o) => watcher::Event::Apply(keep(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(keep(o)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(keep(o)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}

@@ -1,0 +1,333 @@
+//! What adds up around a Runtime's pods (issue 52, docs/architecture.md
+//! §5 "Exposure"): the foreign NetworkPolicies, Services and EndpointSlices
+//! of each namespace, reduced as they arrive to what the check reads
+//! (`berth_shared::exposure`: keyed hashes in a fixed budget, so a foreign
+//! object costs the same few bytes whatever it holds), and the orphans
+//! (berth's labels, no controller) of the workload kinds berth makes, fed
+//! by their caches. A change of what is kept wakes the Runtimes of its
+//! namespace ([`Surroundings::wakes`]); each reconcile asks [`check`] about
+//! its Runtime.
+//!
+//! The watches: every Service and every NetworkPolicy (one watch each,
+//! which also keeps the kind's taken names, `names::NameIndex`, in place
+//! of a metadata-only watch), and the EndpointSlices the EndpointSlice
+//! controller does not manage (filtered by label on the server: the
+//! controller's own slices follow their Service's selector, which is
+//! judged as the Service). A Runtime's own Service or NetworkPolicy is
+//! not kept: the contract keeps its selector on the Runtime's own pods.
+
+mod mirror;
+mod watch;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use berth_shared::analysis::{Workload, WorkloadKind};
+use berth_shared::api::Runtime;
+use berth_shared::api::meta::controlled_by_uid;
+use berth_shared::exposure::endpoint_slice::{ForeignSlice, pod_bases};
+use berth_shared::exposure::hashed::LabelHashes;
+use berth_shared::exposure::network_policy::{self, ForeignPolicy, OwnPolicy};
+use berth_shared::exposure::service::ForeignService;
+use berth_shared::exposure::{Exposing, Exposure, PodLabels};
+use berth_shared::render::names::label_value;
+use berth_shared::render::{Names, Rendered, names};
+use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+
+pub use self::mirror::Mirror;
+pub use self::watch::{OrphanObserver, watch_network_policies, watch_services, watch_slices};
+
+use super::read::Snapshot;
+use crate::controller::context::Context;
+
+/// An EndpointSlice as kept: the pods it names, and its Service.
+#[derive(Debug, PartialEq, Eq)]
+pub struct KeptSlice {
+    slice: ForeignSlice,
+    service: Option<Box<str>>,
+}
+
+/// An orphan as kept: the Runtime its labels name and its class.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Orphan {
+    runtime: Box<str>,
+    class: Box<str>,
+}
+
+impl Orphan {
+    /// The orphan `w` is, if it is one (berth's labels naming a Runtime,
+    /// no controller, a class).
+    pub fn of(w: &Workload) -> Option<Orphan> {
+        if !w.is_orphan() {
+            return None;
+        }
+        Some(Orphan {
+            runtime: w.runtime_label()?.into(),
+            class: w.runtime_class.as_deref()?.into(),
+        })
+    }
+}
+
+/// The orphans of each workload kind berth makes.
+#[derive(Debug, Default)]
+pub struct Orphans {
+    /// Deployments.
+    pub deployments: Mirror<Orphan>,
+    /// ReplicaSets.
+    pub replica_sets: Mirror<Orphan>,
+    /// Jobs.
+    pub jobs: Mirror<Orphan>,
+    /// CronJobs.
+    pub cron_jobs: Mirror<Orphan>,
+    /// Pods (bare pods, with `--watch-bare-pods`).
+    pub pods: Mirror<Orphan>,
+}
+
+impl Orphans {
+    fn each(&self) -> [(WorkloadKind, &Mirror<Orphan>); 5] {
+        [
+            (WorkloadKind::Deployment, &self.deployments),
+            (WorkloadKind::ReplicaSet, &self.replica_sets),
+            (WorkloadKind::Job, &self.jobs),
+            (WorkloadKind::CronJob, &self.cron_jobs),
+            (WorkloadKind::Pod, &self.pods),
+        ]
+    }
+}
+
+/// What the exposure check keeps of the cluster around the Runtimes.
+#[derive(Debug)]
+pub struct Surroundings {
+    /// The one keyed hash both the kept objects and the check use.
+    hashes: LabelHashes,
+    /// Foreign Services that select some pod.
+    pub services: Mirror<ForeignService>,
+    /// Foreign NetworkPolicies that admit something.
+    pub policies: Mirror<ForeignPolicy>,
+    /// EndpointSlices the EndpointSlice controller does not manage, that
+    /// name pods.
+    pub slices: Mirror<KeptSlice>,
+    /// Orphans.
+    pub orphans: Orphans,
+    /// Namespaces whose kept contents changed.
+    wake: mpsc::UnboundedSender<Box<str>>,
+}
+
+impl Surroundings {
+    /// Empty surroundings and the stream of namespaces to wake.
+    pub fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<Box<str>>) {
+        let (wake, woken) = mpsc::unbounded();
+        (
+            Arc::new(Surroundings {
+                hashes: LabelHashes::default(),
+                services: Mirror::default(),
+                policies: Mirror::default(),
+                slices: Mirror::default(),
+                orphans: Orphans::default(),
+                wake,
+            }),
+            woken,
+        )
+    }
+
+    /// Wakes the Runtimes of each namespace in `changed`.
+    fn woke(&self, changed: Vec<Box<str>>) {
+        for ns in changed {
+            // Closed only when the controller is gone.
+            let _ = self.wake.unbounded_send(ns);
+        }
+    }
+
+    /// The watches that have not completed their first list.
+    pub fn unsynced(&self) -> Vec<&'static str> {
+        [
+            ("services (exposure)", self.services.listed()),
+            ("networkpolicies (exposure)", self.policies.listed()),
+            ("endpointslices (exposure)", self.slices.listed()),
+        ]
+        .into_iter()
+        .filter(|(_, listed)| !listed)
+        .map(|(name, _)| name)
+        .collect()
+    }
+}
+
+/// The Runtimes of namespace `ns` in `runtimes` (what a change there
+/// wakes).
+pub fn runtimes_in(
+    runtimes: &kube::runtime::reflector::Store<Runtime>,
+    ns: &str,
+) -> Vec<ObjectRef<Runtime>> {
+    runtimes
+        .state()
+        .iter()
+        .filter(|r| r.namespace().as_deref() == Some(ns))
+        .map(|r| ObjectRef::from_obj(&**r))
+        .collect()
+}
+
+fn template_labels(t: Option<&PodTemplateSpec>) -> Option<&BTreeMap<String, String>> {
+    t?.metadata.as_ref()?.labels.as_ref()
+}
+
+/// What reaches or runs as `runtime`'s pods and is not its own: from the
+/// surroundings kept, the reconcile's snapshot and (when rendering
+/// succeeded) what it rendered.
+pub fn check(
+    ctx: &Context,
+    runtime: &Runtime,
+    rendered: Option<&Rendered>,
+    snapshot: &Snapshot,
+) -> Exposure {
+    let s = &ctx.stores.surroundings;
+    let h = &s.hashes;
+    let ns = runtime.namespace().unwrap_or_default();
+    let uid = runtime.uid().unwrap_or_default();
+    let name = runtime.name_any();
+    let live = &snapshot.live;
+    let own = |m: &kube::api::ObjectMeta| controlled_by_uid(m, &uid);
+
+    // The labels of every pod template the Runtime runs, live and
+    // rendered: a selector matching either selects its pods (now or once
+    // the rendering is applied).
+    let mut templates: Vec<&BTreeMap<String, String>> = Vec::new();
+    let workload = Names::for_runtime(&name).workload;
+    if let Some(d) = live.deployments.get(&workload).filter(|d| own(d.meta())) {
+        templates.extend(template_labels(d.spec.as_ref().map(|s| &s.template)));
+    }
+    let own_jobs: Vec<_> = live.jobs.all().filter(|j| own(j.meta())).collect();
+    let own_crons: Vec<_> = live.cron_jobs.all().filter(|c| own(c.meta())).collect();
+    for j in &own_jobs {
+        templates.extend(template_labels(j.spec.as_ref().map(|s| &s.template)));
+    }
+    for c in &own_crons {
+        templates.extend(template_labels(
+            c.spec
+                .as_ref()
+                .and_then(|s| s.job_template.spec.as_ref())
+                .map(|s| &s.template),
+        ));
+    }
+    if let Some(r) = rendered {
+        templates.extend(template_labels(
+            r.deployment.spec.as_ref().map(|s| &s.template),
+        ));
+        for j in &r.jobs {
+            templates.extend(template_labels(j.spec.as_ref().map(|s| &s.template)));
+        }
+        for c in &r.cron_jobs {
+            templates.extend(template_labels(
+                c.spec
+                    .as_ref()
+                    .and_then(|s| s.job_template.spec.as_ref())
+                    .map(|s| &s.template),
+            ));
+        }
+    }
+    let pods = PodLabels::new(h, templates);
+    let mut found = Vec::new();
+
+    s.services.each_in(&ns, |n, svc| {
+        if svc.selects(&pods) {
+            found.push(Exposing::service(&ns, n));
+        }
+    });
+
+    // Policies add up only where the Runtime's own isolates the pods.
+    let own_policy = runtime
+        .spec
+        .network_policy
+        .as_ref()
+        .filter(|p| p.enabled)
+        .map(|p| {
+            let port = runtime
+                .spec
+                .expose
+                .as_ref()
+                .and_then(|e| e.port)
+                .unwrap_or(berth_shared::api::DEFAULT_PORT);
+            let labels = ctx
+                .stores
+                .namespaces
+                .get(&ObjectRef::new(&ns))
+                .and_then(|n| n.metadata.labels.clone())
+                .unwrap_or_default();
+            OwnPolicy::new(&p.ingress, port, &ns, &labels, h)
+        });
+    if let Some(own_policy) = &own_policy {
+        s.policies.each_in(&ns, |n, p| {
+            if let Some(beyond) = network_policy::beyond(own_policy, p, &pods) {
+                found.push(Exposing::policy(&ns, n, &beyond));
+            }
+        });
+    }
+
+    // The pods' names: those of the Runtime's ReplicaSets and Jobs (its
+    // own, and those its CronJobs made).
+    let mut owners: Vec<String> = snapshot
+        .replica_sets
+        .iter()
+        .map(|rs| rs.name_any())
+        .collect();
+    owners.extend(own_jobs.iter().map(|j| j.name_any()));
+    for c in &own_crons {
+        let cron_uid = c.uid().unwrap_or_default();
+        owners.extend(
+            ctx.stores
+                .owners
+                .jobs
+                .keys_of(&cron_uid)
+                .iter()
+                .map(|k| k.name().to_string()),
+        );
+    }
+    let bases = pod_bases(h, &ns, owners.iter().map(String::as_str));
+    s.slices.each_in(&ns, |n, kept| {
+        if kept.slice.lists(&bases) {
+            found.push(Exposing::slice(&ns, n, kept.service.as_deref()));
+        }
+    });
+
+    // Orphans naming this Runtime on a granted class; one at a name the
+    // Runtime renders is the apply step's (taken back, or a Conflict).
+    let label = label_value(&name);
+    let granted: HashSet<&str> = ctx
+        .grants
+        .bindings
+        .iter()
+        .map(|b| b.runtime_class.as_str())
+        .collect();
+    let managed: HashSet<String> = std::iter::once(workload.clone())
+        .chain(
+            runtime
+                .spec
+                .jobs
+                .iter()
+                .map(|j| names::job_name(&name, &j.name)),
+        )
+        .chain(
+            runtime
+                .spec
+                .schedules
+                .iter()
+                .map(|c| names::cronjob_name(&name, &c.name)),
+        )
+        .collect();
+    for (kind, mirror) in s.orphans.each() {
+        mirror.each_in(&ns, |n, o| {
+            let at_managed_name = kind != WorkloadKind::ReplicaSet
+                && kind != WorkloadKind::Pod
+                && managed.contains(n);
+            if *o.runtime == *label && granted.contains(&*o.class) && !at_managed_name {
+                found.push(Exposing::orphan(kind.as_str(), &ns, n, &o.class));
+            }
+        });
+    }
+    Exposure::new(found, own_policy.is_some())
+}
+
+#[cfg(test)]
+mod tests;
