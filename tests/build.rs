@@ -1,9 +1,12 @@
-//! Names what this machine lacks for the integration tests within the
-//! first seconds of `cargo test --workspace`, instead of at the first
-//! cluster start after minutes of compiling: it runs the same check as
-//! `./demo` and `.ci/run` (`tests/k8s/prerequisites.sh`) and prints each
-//! missing thing as a cargo warning, with the Debian packages to install.
-//! It never fails the build: the unit tests need none of it.
+//! Names what this machine lacks for the integration tests while
+//! `cargo test --workspace` compiles, before any test runs, instead of at
+//! the first cluster start: it runs the same check as `./demo` and
+//! `.ci/run` (`tests/k8s/prerequisites.sh`) and prints each missing thing
+//! as a cargo warning, with the Debian packages to install. It never fails
+//! the build: the unit tests need none of it. Cargo runs a build script
+//! with few dependents late in a cold build (none of berth's crates had
+//! started 150 s into one at load 10), so on a fresh machine this comes
+//! minutes in; `./demo` and `.ci/run` check in their first second.
 
 use std::process::Command;
 

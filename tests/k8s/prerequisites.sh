@@ -114,3 +114,25 @@ prereq_packages() {
     [[ -n "${e%%|*}" ]] && echo "${e%%|*}"
   done | sort -u
 }
+
+# Run directly (`bash tests/k8s/prerequisites.sh`): everything this machine
+# lacks for the demo and the tests, named in a second; exits 1 if anything
+# is missing.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  prereq_check
+  prereq_status=0
+  for prereq_part in prereq_build:"to build berth and the local control plane" \
+    prereq_real:"for the real node (./demo falls back to simulated nodes; the real-node tests need it)" \
+    prereq_tests:"for the integration tests"; do
+    prereq_name="${prereq_part%%:*}"
+    declare -n prereq_list="$prereq_name"
+    if (( ${#prereq_list[@]} )); then
+      echo "missing ${prereq_part#*:}:" >&2
+      prereq_report "$prereq_name"
+      prereq_status=1
+    fi
+    unset -n prereq_list
+  done
+  (( prereq_status )) || echo "nothing missing: ./demo and cargo test --workspace have what they need" >&2
+  exit "$prereq_status"
+fi
