@@ -12,38 +12,13 @@ use std::path::PathBuf;
 
 use crate::testkit::layering::{Node, assert_no_circles, graphs, read_sources};
 
-/// A circle not broken yet (issue 54, item 2): each goes with the change
-/// that breaks it, and the test then fails until its entry goes too.
-const NOT_YET: &str = "not broken yet (issue 54, item 2)";
-
 fn src() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
 #[test]
 fn no_modules_import_each_other_in_a_circle() {
-    assert_no_circles(
-        "shared",
-        &src(),
-        &[
-            (
-                "modules {api::runtime, api::runtime_jobs, api::runtime_status, api::schema, api::selectors} form a circle",
-                NOT_YET,
-            ),
-            (
-                "modules {contract (own file), contract::allowlist, contract::exact, contract::table} form a circle",
-                NOT_YET,
-            ),
-            (
-                "modules {plan (own file), plan::classes, plan::runtimes} form a circle",
-                NOT_YET,
-            ),
-            (
-                "modules {render (own file), render::configmap, render::cronjob, render::deployment, render::hpa, render::job, render::network_policy, render::pdb, render::pod_template, render::service, render::service_account} form a circle",
-                NOT_YET,
-            ),
-        ],
-    );
+    assert_no_circles("shared", &src(), &[]);
 }
 
 #[test]

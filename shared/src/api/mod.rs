@@ -18,6 +18,7 @@ mod runtime;
 mod runtime_jobs;
 mod runtime_status;
 pub(crate) mod schema;
+pub mod selector_messages;
 pub mod selectors;
 
 #[cfg(test)]

@@ -339,7 +339,7 @@ pub struct SchedulingSpec {
     /// without one tolerates every taint (nodes set apart for others).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
-    #[schemars(extend("x-kubernetes-validations" = [{"rule": "self.all(t, has(t.key) && t.key != '')", "message": super::selectors::KEYLESS_TOLERATION, "reason": "FieldValueInvalid"}]))]
+    #[schemars(extend("x-kubernetes-validations" = [{"rule": "self.all(t, has(t.key) && t.key != '')", "message": super::selector_messages::KEYLESS_TOLERATION, "reason": "FieldValueInvalid"}]))]
     pub tolerations: Vec<Toleration>,
     /// Node and pod (anti-)affinity.
     #[serde(default, skip_serializing_if = "Option::is_none")]

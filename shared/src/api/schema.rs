@@ -65,7 +65,7 @@ pub(crate) fn namespace_selector_map(generator: &mut SchemaGenerator) -> Schema 
         label_map(generator),
         json!({
             "rule": "size(self) > 0",
-            "message": super::selectors::EMPTY_NAMESPACE_SELECTOR,
+            "message": super::selector_messages::EMPTY_NAMESPACE_SELECTOR,
             "reason": "FieldValueInvalid",
         }),
     )
@@ -78,7 +78,7 @@ pub(crate) fn pod_selector_map(generator: &mut SchemaGenerator) -> Schema {
         label_map(generator),
         json!({
             "rule": "size(self) > 0",
-            "message": super::selectors::EMPTY_POD_SELECTOR,
+            "message": super::selector_messages::EMPTY_POD_SELECTOR,
             "reason": "FieldValueInvalid",
         }),
     )

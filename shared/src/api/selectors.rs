@@ -9,18 +9,13 @@
 //! stored before the rule existed fails to render (Degraded
 //! `RenderFailed`, naming the field) instead of opening its policy.
 //!
-//! The messages here and in the CEL rules are the same constants.
+//! The messages here and in the CEL rules are the same constants
+//! ([`super::selector_messages`], which the schema reads as well).
 
 use super::RuntimeSpec;
-
-/// Why an empty `namespaceLabels` is refused.
-pub const EMPTY_NAMESPACE_SELECTOR: &str =
-    "an empty selector matches every namespace; name at least one label";
-/// Why an empty `podLabels` is refused.
-pub const EMPTY_POD_SELECTOR: &str = "an empty selector matches every pod; name at least one label (to admit every pod of a namespace, name the namespace in namespaceLabels and leave podLabels out)";
-/// Why a toleration without a key is refused.
-pub const KEYLESS_TOLERATION: &str =
-    "a toleration without a key tolerates every taint; name the taint's key";
+pub use super::selector_messages::{
+    EMPTY_NAMESPACE_SELECTOR, EMPTY_POD_SELECTOR, KEYLESS_TOLERATION,
+};
 
 /// One selector that would match everything.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

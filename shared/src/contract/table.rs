@@ -10,7 +10,7 @@
 //! `spec.jobTemplate.spec.template` of a CronJob). A segment `*` matches
 //! any key or list position, `{a,b}` matches `a` or `b`.
 
-use super::Rule;
+use super::rule::Rule;
 
 /// A kind the agent manages for a Runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

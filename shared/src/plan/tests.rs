@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::Namespace;
 
 use super::*;
+use crate::analysis::NodeInfo;
 use crate::api::ProfileState;
+use crate::api::Runtime;
 use crate::testkit::{class, node};
 
 fn b(name: &str, class: &str, handler: &str) -> GrantBinding {

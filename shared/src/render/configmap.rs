@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::ConfigMap;
 use sha2::{Digest, Sha256};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use super::labels::Component;
 
 /// sha256 (hex) over the ConfigMap data. Keys and values are length-prefixed

@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::api::{DEFAULT_ACTIVE_DEADLINE_SECONDS, DEFAULT_BACKOFF_LIMIT, ScheduleSpec};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use super::labels::Component;
 use super::names;
 use super::pod_template::{PodKind, pod_template};

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::api::DEFAULT_REPLICAS;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use super::labels::{self, Component};
 use super::pod_template::{PodKind, pod_template};
 

@@ -8,7 +8,7 @@ use k8s_openapi::api::autoscaling::v2::{
 
 use crate::api::{DEFAULT_CPU_UTILIZATION, DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use super::labels::Component;
 
 /// `None` when autoscaling is off or the Runtime is suspended (an HPA

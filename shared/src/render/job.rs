@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use crate::api::{DEFAULT_ACTIVE_DEADLINE_SECONDS, DEFAULT_BACKOFF_LIMIT, JobSpec as RuntimeJob};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use super::labels::Component;
 use super::names;
 use super::pod_template::{CONTAINER_NAME, PodKind, pod_template};

@@ -8,6 +8,7 @@
 
 mod configmap;
 mod cronjob;
+mod ctx;
 mod deployment;
 // Test data (the golden render cases), for tests and the `testkit` feature
 // only: never in a shipped binary.
@@ -30,21 +31,20 @@ mod job_tests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use crate::api::{API_VERSION, DEFAULT_PORT, Runtime, RuntimeSpec};
+use crate::api::{DEFAULT_PORT, Runtime};
 use crate::decide::{Decision, Identity};
 
 pub use configmap::config_checksum;
 pub use cronjob::{JOBS_HISTORY_LIMIT, STARTING_DEADLINE_SECONDS};
+use ctx::Ctx;
+pub use ctx::HTTP_PORT_NAME;
 pub use deployment::REVISION_HISTORY_LIMIT;
 pub use job::{DEFINITION_HASH_LEN, definition_hash as job_definition_hash};
 pub use labels::{CONFIG_CHECKSUM_ANNOTATION, Component, RUNTIME_PROFILE_ANNOTATION};
@@ -52,10 +52,6 @@ pub use names::Names;
 pub use pod_template::{
     CONTAINER_NAME, LIVE_PATH, READY_PATH, RUN_AS_ID, termination_grace_seconds,
 };
-
-/// The name of the container port every probe, the Service and the
-/// NetworkPolicy point at.
-pub const HTTP_PORT_NAME: &str = "http";
 
 /// Why a Runtime could not be rendered: the owner reference needs the
 /// fields the apiserver fills in, so a Runtime that was never stored cannot
@@ -119,46 +115,6 @@ pub struct Rendered {
     pub jobs: Vec<Job>,
     /// One per `schedules[]` entry, suspended while the Runtime is.
     pub cron_jobs: Vec<CronJob>,
-}
-
-/// Shared inputs of every per-kind render function.
-pub(crate) struct Ctx<'a> {
-    pub spec: &'a RuntimeSpec,
-    pub name: &'a str,
-    pub namespace: &'a str,
-    pub uid: &'a str,
-    pub identity: &'a Identity,
-    pub decision: &'a Decision,
-    pub names: Names,
-    pub port: i32,
-    pub config_data: BTreeMap<String, String>,
-    pub config_checksum: String,
-}
-
-impl Ctx<'_> {
-    fn autoscaling_on(&self) -> bool {
-        self.spec.autoscaling.as_ref().is_some_and(|a| a.enabled)
-    }
-
-    /// Metadata of a managed object: name, namespace, berth's labels and
-    /// the controller owner reference (so garbage collection removes it
-    /// with the Runtime and nobody else adopts it).
-    fn meta(&self, name: &str, component: Component) -> ObjectMeta {
-        ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some(self.namespace.to_string()),
-            labels: Some(labels::common(self.name, self.identity, component)),
-            owner_references: Some(vec![OwnerReference {
-                api_version: API_VERSION.to_string(),
-                kind: "Runtime".to_string(),
-                name: self.name.to_string(),
-                uid: self.uid.to_string(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
-            ..Default::default()
-        }
-    }
 }
 
 /// Renders every managed object of `runtime`.

@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::api::IngressPeer;
 
+use super::ctx::{Ctx, HTTP_PORT_NAME};
 use super::labels::{self, Component};
-use super::{Ctx, HTTP_PORT_NAME};
 
 fn peer(p: &IngressPeer) -> NetworkPolicyPeer {
     let selector = |m: &Option<std::collections::BTreeMap<String, String>>| {

@@ -5,7 +5,7 @@ use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec}
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use super::labels::{self, Component};
 
 pub(crate) fn render(ctx: &Ctx<'_>) -> PodDisruptionBudget {

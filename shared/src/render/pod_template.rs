@@ -23,8 +23,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::api::{DEFAULT_DRAIN_SECONDS, GRACE_MARGIN_SECONDS};
 
+use super::ctx::{Ctx, HTTP_PORT_NAME};
 use super::labels::{self, CONFIG_CHECKSUM_ANNOTATION, Component, RUNTIME_PROFILE_ANNOTATION};
-use super::{Ctx, HTTP_PORT_NAME};
 
 /// The non-root uid and gid every container runs as.
 pub const RUN_AS_ID: i64 = 10001;

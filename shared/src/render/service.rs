@@ -3,8 +3,8 @@
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::ctx::{Ctx, HTTP_PORT_NAME};
 use super::labels::{self, Component};
-use super::{Ctx, HTTP_PORT_NAME};
 
 pub(crate) fn render(ctx: &Ctx<'_>) -> Service {
     let type_ = ctx

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use super::labels::Component;
 
 pub(crate) fn render(ctx: &Ctx<'_>) -> ServiceAccount {
