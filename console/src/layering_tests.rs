@@ -115,10 +115,6 @@ fn no_modules_import_each_other_in_a_circle() {
                 NOT_YET,
             ),
             (
-                "modules {rows::findings, rows::grants, rows::handlers, rows::plan} form a circle",
-                NOT_YET,
-            ),
-            (
                 "modules {store (own file), store::classed, store::compact, store::index, store::ingest, store::kept, store::meta, store::slim, store::slim_apps, store::visit, store::wire} form a circle",
                 NOT_YET,
             ),

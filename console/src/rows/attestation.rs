@@ -46,7 +46,7 @@ pub fn attestation_detail(
     node: &str,
     now: Timestamp,
 ) -> AttestationDetail {
-    let attestation = super::findings::attestations(store).remove(class);
+    let attestation = super::handlers::attestations(store).remove(class);
     let verdict = attestation.as_ref().and_then(|a| a.node(node).cloned());
     let handler = store
         .classes

@@ -10,7 +10,7 @@ use berth_shared::findings::{
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
-use super::handlers::{bindings, node_infos, observed_classes, workloads};
+use super::handlers::{attestations, bindings, node_infos, observed_classes, workloads};
 use super::store_kind;
 use super::table::{Cell, Row, RowRef, RowTone};
 use crate::store::{ANALYSIS_KINDS, ClusterId, Kind, ObjKey, Store};
@@ -234,23 +234,6 @@ fn runtime_state(store: &Store, rt: &berth_shared::api::Runtime) -> Option<Runti
         granted: state == berth_shared::api::ProfileState::Granted,
         blocked: super::state_blocks(state),
     })
-}
-
-/// What the agent's canaries saw, by class: the first current (not
-/// Retired) grant of each class that carries an attestation.
-pub fn attestations(store: &Store) -> BTreeMap<String, berth_shared::api::HandlerAttestation> {
-    let mut out = BTreeMap::new();
-    for g in store
-        .grants
-        .values()
-        .filter(|g| !super::handlers::is_retired(g))
-    {
-        if let Some(a) = g.status.as_ref().and_then(|s| s.attestation.as_ref()) {
-            out.entry(g.spec.runtime_class.clone())
-                .or_insert_with(|| a.clone());
-        }
-    }
-    out
 }
 
 /// One finding as a row.

@@ -282,7 +282,7 @@ pub(crate) fn node_infos(store: &Store) -> Vec<NodeInfo> {
 /// [`handler_rows`] from the given workloads: any superset of those that
 /// reference a class gives the same rows.
 pub(crate) fn handler_rows_of(store: &Store, all: &[Workload]) -> Vec<HandlerRow> {
-    let attested = super::findings::attestations(store);
+    let attested = attestations(store);
     let classes = observed_classes(store);
     let nodes = node_infos(store);
     let grants = bindings(store);
@@ -444,6 +444,19 @@ impl Row for HandlerRow {
     fn target(&self) -> RowRef {
         RowRef::Class(self.class.clone())
     }
+}
+
+/// What the agent's canaries saw, by class: the first current (not
+/// Retired) grant of each class that carries an attestation.
+pub fn attestations(store: &Store) -> BTreeMap<String, berth_shared::api::HandlerAttestation> {
+    let mut out = BTreeMap::new();
+    for g in store.grants.values().filter(|g| !is_retired(g)) {
+        if let Some(a) = g.status.as_ref().and_then(|s| s.attestation.as_ref()) {
+            out.entry(g.spec.runtime_class.clone())
+                .or_insert_with(|| a.clone());
+        }
+    }
+    out
 }
 
 #[cfg(test)]

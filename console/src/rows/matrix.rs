@@ -23,7 +23,7 @@ pub const MATRIX_KINDS: &[Kind] = &[
 
 /// The matrix of everything in the store.
 pub fn matrix(store: &Store) -> Matrix {
-    let attested = super::findings::attestations(store);
+    let attested = super::handlers::attestations(store);
     let classes: Vec<MatrixClass> = store
         .classes
         .values()
