@@ -364,7 +364,9 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             instance: Some(identity.clone()),
         },
     );
-    controller::cache::set_streaming_lists(streaming_lists);
+    // How every cache watches, and what their first lists received (the
+    // controller's caches, the grants' and the canaries').
+    let watches = controller::cache::watches::Watches::new(streaming_lists);
     let attestations = crate::canary::Attestations::new();
     let started = controller::start(
         client.clone(),
@@ -376,6 +378,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             publisher: args.lease_name.clone(),
             concurrency: usize::from(args.concurrency),
             watch_bare_pods: args.watch_bare_pods,
+            watches: watches.clone(),
         },
         recorder,
         controller::Shared {
@@ -396,14 +399,12 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
         // managedFields, like every cache: nothing reads them, and the
         // publisher's status writes make them most of a grant's size.
         let woken = wake.clone();
-        let stream = controller::cache_watch(
-            Api::<RuntimeGrant>::all(client.clone()),
-            controller::watch_config(),
-        )
-        .modify(controller::strip)
-        .reflect(grant_writer)
-        .inspect(move |_| woken.wake())
-        .applied_objects();
+        let stream = watches
+            .watch(Api::<RuntimeGrant>::all(client.clone()), watches.config())
+            .modify(controller::strip)
+            .reflect(grant_writer)
+            .inspect(move |_| woken.wake())
+            .applied_objects();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while stream.next().await.is_some() {}
@@ -436,8 +437,9 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
     let leading_flag = leading.clone();
     let sync_timeout = Duration::from_secs(args.cache_sync_timeout_seconds.max(1));
     let (sync_failed_tx, sync_failed_rx) = tokio::sync::oneshot::channel::<Vec<&'static str>>();
+    let progress = watches.progress().clone();
     tokio::spawn(async move {
-        let mut before = controller::cache::list_progress::snapshot();
+        let mut before = progress.snapshot();
         while tokio::time::timeout(sync_timeout, synced.wait())
             .await
             .is_err()
@@ -448,7 +450,7 @@ async fn run_async(args: RunArgs, grants: Arc<context::Grants>) -> color_eyre::R
             // a cache whose list is still arriving (a big cluster, a busy
             // apiserver) is waited for (`list_progress`).
             let pending = controller::unsynced(&stores).await;
-            let now = controller::cache::list_progress::snapshot();
+            let now = progress.snapshot();
             let stalled = controller::cache::list_progress::stalled(&pending, &before, &now);
             if !stalled.is_empty() {
                 let _ = sync_failed_tx.send(stalled);

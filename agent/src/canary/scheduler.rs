@@ -67,8 +67,10 @@ fn granted_classes(ctx: &Context) -> Vec<CanaryClass> {
 fn watch_jobs(ctx: &Context, namespace: &str, notify: Arc<Notify>) -> Store<Job> {
     let (store, writer) = reflector::store();
     let api: Api<Job> = Api::namespaced(ctx.client.clone(), namespace);
-    let config = crate::controller::watch_config().labels(&format!("{CANARY_LABEL}=true"));
-    let stream = crate::controller::cache_watch(api, config)
+    let watches = &ctx.settings.watches;
+    let config = watches.config().labels(&format!("{CANARY_LABEL}=true"));
+    let stream = watches
+        .watch(api, config)
         .modify(crate::controller::strip)
         .reflect(writer)
         .inspect(move |_| notify.notify_one())

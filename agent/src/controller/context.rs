@@ -188,6 +188,9 @@ pub struct Settings {
     /// Whether the Pod cache is fed (`--watch-bare-pods`); without it the
     /// agent reads no Pod and says so wherever bare pods would count.
     pub watch_bare_pods: bool,
+    /// How every cache watches (`--streaming-lists`), and what their first
+    /// lists received.
+    pub watches: super::cache::watches::Watches,
 }
 
 /// The reconcile context.

@@ -30,7 +30,7 @@ use kube::runtime::{Controller, PredicateConfig, WatchStreamExt};
 use kube::{Client, ResourceExt};
 
 pub use self::cache::reduce::strip;
-pub use self::cache::{cache_watch, unsynced, wait_synced, watch_config};
+pub use self::cache::{unsynced, wait_synced};
 use self::context::{Context, Stores};
 use self::reconcile::reconcile;
 use self::wake::triggers::spec_fingerprint;

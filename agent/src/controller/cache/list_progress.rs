@@ -5,7 +5,7 @@
 //! on and a restart starts every watch afresh. A fixed deadline for the
 //! whole list cannot tell that from a big cluster: at 20,000 pods, with the
 //! control plane busy making pods, the Pod cache's first list (in pages of
-//! [`super::LIST_PAGE_SIZE`]) took longer than the 60 s default, and the
+//! [`super::watches::LIST_PAGE_SIZE`]) took longer than the 60 s default, and the
 //! restarted agent would have timed out again on every restart. So the
 //! deadline is for progress: a cache still listing must have received an
 //! object (or its list's end) within each window of
@@ -13,20 +13,32 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
 use kube::runtime::watcher;
 
 /// Events received per cache, by resource plural (the names
-/// [`super::unsynced`] reports).
-static RECEIVED: LazyLock<Mutex<BTreeMap<String, Arc<AtomicU64>>>> =
-    LazyLock::new(|| Mutex::new(BTreeMap::new()));
+/// [`super::unsynced`] reports); clones share the counts.
+#[derive(Clone, Debug, Default)]
+pub struct ListProgress(Arc<Mutex<BTreeMap<String, Arc<AtomicU64>>>>);
 
-/// The counter of the caches of `plural` (two watches of one kind share
-/// it: they list the same resource with the same permissions).
-pub fn counter(plural: &str) -> Arc<AtomicU64> {
-    let mut map = RECEIVED.lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(plural.to_string()).or_default().clone()
+impl ListProgress {
+    /// The counter of the caches of `plural` (two watches of one kind
+    /// share it: they list the same resource with the same permissions).
+    pub fn counter(&self, plural: &str) -> Arc<AtomicU64> {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(plural.to_string()).or_default().clone()
+    }
+
+    /// Every cache's count so far.
+    pub fn snapshot(&self) -> BTreeMap<String, u64> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed)))
+            .collect()
+    }
 }
 
 /// Whether a watch event is progress of a list: an object, or the list's
@@ -41,16 +53,6 @@ pub fn is_progress<K, E>(event: &Result<watcher::Event<K>, E>) -> bool {
             | watcher::Event::Apply(_)
             | watcher::Event::Delete(_))
     )
-}
-
-/// Every cache's count so far.
-pub fn snapshot() -> BTreeMap<String, u64> {
-    RECEIVED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed)))
-        .collect()
 }
 
 /// Of the caches still `pending`, those that received nothing between
@@ -110,11 +112,15 @@ mod tests {
     }
 
     #[test]
-    fn watches_of_one_kind_share_a_counter() {
-        let a = counter("list-progress-test-kind");
-        let b = counter("list-progress-test-kind");
+    fn watches_of_one_kind_share_a_counter_and_agents_share_none() {
+        let progress = ListProgress::default();
+        let a = progress.counter("pods");
+        let b = progress.clone().counter("pods");
         a.fetch_add(2, Ordering::Relaxed);
         b.fetch_add(3, Ordering::Relaxed);
-        assert_eq!(snapshot().get("list-progress-test-kind"), Some(&5));
+        assert_eq!(progress.snapshot().get("pods"), Some(&5));
+        // Another agent in the same process (the tests run several)
+        // counts its own lists.
+        assert_eq!(ListProgress::default().snapshot().get("pods"), None);
     }
 }

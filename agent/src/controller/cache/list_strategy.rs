@@ -1,5 +1,5 @@
 //! How the caches fill: streaming lists where the apiserver serves them,
-//! pages of [`super::LIST_PAGE_SIZE`] otherwise (issue 32).
+//! pages of [`super::watches::LIST_PAGE_SIZE`] otherwise (issue 32).
 //!
 //! A streaming list (a watch with `sendInitialEvents`, the apiserver's
 //! WatchList feature) delivers the initial objects one event at a time,

@@ -13,6 +13,7 @@ pub mod reflect;
 pub mod stored;
 pub mod taken_names;
 pub mod watch_backoff;
+pub mod watches;
 
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
@@ -39,19 +40,15 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use self::bodies::Bodies;
-pub use self::reflect::Parsed;
+pub use self::reflect::{Applied, Parsed};
 use self::reflect::{Observe, Observer, cache, cache_storing_fn, in_place, stored_cache};
 use self::stored::Stored;
-use self::watch_backoff::WatchBackoff;
+use self::watches::Watches;
 use super::context::{self, Stores};
 use crate::controller::reconcile::exposure::{self, OrphanObserver, Surroundings};
 
 use crate::grants_publisher::fingerprint;
 use crate::grants_publisher::trigger::{Changes, Wake};
-
-/// A cache's stream of applied objects (polled by the controller, or
-/// drained).
-pub type Applied<K> = BoxStream<'static, Result<K, watcher::Error>>;
 
 /// The caches built, with the streams the controller consumes.
 pub struct Caches {
@@ -99,7 +96,8 @@ pub struct Owned {
 /// Builds every cache (each watch starts when its stream is first polled;
 /// the ones nothing else consumes are drained here).
 pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Caches {
-    let all = watch_config;
+    let ws = &settings.watches;
+    let all = || ws.config();
     let c = client;
     let scope = settings.namespace.clone();
     // Owner indexes: a reconcile looks up what one Deployment or Runtime
@@ -119,27 +117,34 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     // Label-filtered: berth's own objects, with every taken name indexed
     // (from a metadata-only watch of the kind, or, for Services and
     // NetworkPolicies, from the exposure check's watch of every object).
-    let (config_maps, cm_s) = managed(c, &scope, Some(&t.config_maps), &b.config_maps, None);
+    let (config_maps, cm_s) = managed(ws, c, &scope, Some(&t.config_maps), &b.config_maps, None);
     let (service_accounts, sa_s) = managed(
+        ws,
         c,
         &scope,
         Some(&t.service_accounts),
         &b.service_accounts,
         None,
     );
-    let (services, svc_s) = managed(c, &scope, None, &b.services, None);
-    exposure::watch_services(ns_api(c, &scope), t.services.clone(), sr.clone());
-    let (pdbs, pdb_s) = managed(c, &scope, Some(&t.pdbs), &b.pdbs, None);
+    let (services, svc_s) = managed(ws, c, &scope, None, &b.services, None);
+    exposure::watch_services(ws, ns_api(c, &scope), t.services.clone(), sr.clone());
+    let (pdbs, pdb_s) = managed(ws, c, &scope, Some(&t.pdbs), &b.pdbs, None);
     let (network_policies, np_s) = managed(
+        ws,
         c,
         &scope,
         None,
         &b.network_policies,
         Some(o.network_policies.clone()),
     );
-    exposure::watch_network_policies(ns_api(c, &scope), t.network_policies.clone(), sr.clone());
-    exposure::watch_slices(ns_api(c, &scope), sr.clone());
-    let (hpas, hpa_s) = managed(c, &scope, Some(&t.hpas), &b.hpas, Some(o.hpas.clone()));
+    exposure::watch_network_policies(
+        ws,
+        ns_api(c, &scope),
+        t.network_policies.clone(),
+        sr.clone(),
+    );
+    exposure::watch_slices(ws, ns_api(c, &scope), sr.clone());
+    let (hpas, hpa_s) = managed(ws, c, &scope, Some(&t.hpas), &b.hpas, Some(o.hpas.clone()));
     // Workloads of every party: reduced to what reconcile and the analysis
     // read before they enter the caches (see `reduce`).
     // Each also wakes the grants publisher when what it reads changes.
@@ -160,8 +165,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     // kept whole, as the apiserver stores them, in `bodies` (the contract
     // compares those).
     let (deployments, dep_s) = stored_cache(
-        ns_api::<Stored<Deployment>>(c, &scope),
-        all(),
+        ws.watch(ns_api::<Stored<Deployment>>(c, &scope), all()),
         reduce::KeptDeployment::from,
         b.deployments.clone(),
         None,
@@ -176,8 +180,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         cache_storing_fn,
     );
     let (replica_sets, rs_s) = cache(
-        ns_api::<ReplicaSet>(c, &scope),
-        all(),
+        ws.watch(ns_api::<ReplicaSet>(c, &scope), all()),
         reduce::KeptReplicaSet::from,
         Some(o.replica_sets.clone()),
         and_orphans(
@@ -190,8 +193,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         ),
     );
     let (jobs, job_s) = stored_cache(
-        ns_api(c, &scope),
-        all(),
+        ws.watch(ns_api(c, &scope), all()),
         in_place(reduce::job),
         b.jobs.clone(),
         Some(o.jobs.clone()),
@@ -202,8 +204,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         cache_storing_fn,
     );
     let (cron_jobs, cron_s) = stored_cache(
-        ns_api(c, &scope),
-        all(),
+        ws.watch(ns_api(c, &scope), all()),
         in_place(reduce::cron_job),
         b.cron_jobs.clone(),
         Some(o.cron_jobs.clone()),
@@ -214,37 +215,32 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         cache_storing_fn,
     );
     let (stateful_sets, sts_s) = cache(
-        ns_api(c, &scope),
-        all(),
+        ws.watch(ns_api(c, &scope), all()),
         in_place(reduce::stateful_set),
         None,
         w(wake, fingerprint::stateful_set),
     );
     let (daemon_sets, ds_s) = cache(
-        ns_api(c, &scope),
-        all(),
+        ws.watch(ns_api(c, &scope), all()),
         in_place(reduce::daemon_set),
         None,
         w(wake, fingerprint::daemon_set),
     );
     let (controller_revisions, cr_s) = cache(
-        ns_api(c, &scope),
-        all(),
+        ws.watch(ns_api(c, &scope), all()),
         in_place(reduce::controller_revision),
         None,
         w(wake, fingerprint::controller_revision),
     );
     // Cluster-scoped.
     let (classes, class_s) = cache(
-        Api::all(c.clone()),
-        all(),
+        ws.watch(Api::all(c.clone()), all()),
         in_place(reduce::strip),
         None,
         w(wake, fingerprint::runtime_class),
     );
     let (nodes, node_s) = cache(
-        Api::all(c.clone()),
-        all(),
+        ws.watch(Api::all(c.clone()), all()),
         in_place(reduce::node),
         None,
         w(wake, fingerprint::node),
@@ -253,8 +249,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         .predicate_filter(node_fingerprint, PredicateConfig::default())
         .boxed();
     let (namespaces, ns_s) = cache(
-        Api::all(c.clone()),
-        all(),
+        ws.watch(Api::all(c.clone()), all()),
         in_place(reduce::strip),
         None,
         w(wake, fingerprint::namespace),
@@ -267,7 +262,8 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         let (reader, writer) = reflector::store();
         let changes = Changes::new(wake, fingerprint::pod);
         let orphans = OrphanObserver::new(sr, |s| &s.orphans.pods, Workload::from_pod);
-        let stream = cache_watch(ns_api::<Pod>(c, &scope), all())
+        let stream = ws
+            .watch(ns_api::<Pod>(c, &scope), all())
             .filter_map(|event| {
                 futures::future::ready(match event {
                     Ok(e) => reduce::bare_pods_only(e).map(Ok),
@@ -302,7 +298,8 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
     let runtime_changes = Changes::new(wake, fingerprint::runtime);
     let runtime_events = reflector::reflector(
         runtime_writer,
-        cache_watch(ns_api::<Runtime>(c, &scope), all()).modify(reduce::strip),
+        ws.watch(ns_api::<Runtime>(c, &scope), all())
+            .modify(reduce::strip),
     )
     .inspect(move |event| {
         if let Ok(event) = event {
@@ -360,6 +357,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
 /// (with `taken`) the index of every name taken in the kind, from a
 /// metadata-only watch of the whole kind (see `names`).
 fn managed<K>(
+    watches: &Watches,
     client: &Client,
     scope: &Option<String>,
     taken: Option<&taken_names::NameIndex>,
@@ -378,12 +376,18 @@ where
         + 'static,
 {
     if let Some(taken) = taken {
-        watch_names(ns_api::<PartialObjectMeta<K>>(client, scope), taken.clone());
+        watch_names(
+            watches,
+            ns_api::<PartialObjectMeta<K>>(client, scope),
+            taken.clone(),
+        );
     }
     // A Runtime's own object is kept only as its body.
     stored_cache(
-        ns_api::<Stored<K>>(client, scope),
-        watch_config().labels(&managed_selector()),
+        watches.watch(
+            ns_api::<Stored<K>>(client, scope),
+            watches.config().labels(&managed_selector()),
+        ),
         in_place(reduce::managed::<K>),
         bodies.clone(),
         index,
@@ -405,11 +409,11 @@ where
 
 /// Keeps `index` equal to the names taken in `api` (a metadata-only
 /// watch: names, not bodies).
-fn watch_names<K>(api: Api<PartialObjectMeta<K>>, index: taken_names::NameIndex)
+fn watch_names<K>(watches: &Watches, api: Api<PartialObjectMeta<K>>, index: taken_names::NameIndex)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    let stream = cache_watch(api, watch_config()).inspect(move |event| {
+    let stream = watches.watch(api, watches.config()).inspect(move |event| {
         if let Ok(event) = event {
             index.apply(event);
         }
@@ -449,61 +453,6 @@ fn node_fingerprint(node: &Node) -> Option<u64> {
     }
     Some(h.finish())
 }
-
-/// The watch of every cache: `watcher` with this agent's own backoff
-/// ([`WatchBackoff`]; the controller shares none, see
-/// [`crate::controller::wake::triggers::NoSharedBackoff`]).
-pub fn cache_watch<K>(
-    api: Api<K>,
-    config: watcher::Config,
-) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    K::DynamicType: Default,
-{
-    // What the kind's first list received counts as its progress (see
-    // `list_progress`).
-    let received = list_progress::counter(&K::plural(&K::DynamicType::default()));
-    watcher(api, config)
-        .backoff(WatchBackoff::default())
-        .inspect(move |event| {
-            if list_progress::is_progress(event) {
-                received.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        })
-}
-
-/// The watch settings of every cache: the server ends each watch well
-/// inside the client's read timeout (see [`crate::kube_client::READ_TIMEOUT`]),
-/// and lists come in pages of [`LIST_PAGE_SIZE`].
-pub fn watch_config() -> watcher::Config {
-    let config = watcher::Config::default()
-        .timeout(crate::kube_client::WATCH_TIMEOUT_SECONDS)
-        .page_size(LIST_PAGE_SIZE);
-    if STREAMING_LISTS.load(std::sync::atomic::Ordering::Relaxed) {
-        config.streaming_lists()
-    } else {
-        config
-    }
-}
-
-/// `--streaming-lists`: set once at start, before any watch is made (a
-/// process-wide switch rather than a parameter of every cache's row).
-static STREAMING_LISTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Makes every cache fill with a streaming list (see `run::Args`).
-pub fn set_streaming_lists(on: bool) {
-    STREAMING_LISTS.store(on, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Objects per page of a cache's (re)list. Every page is parsed whole,
-/// managedFields included, before the reduction drops most of it, and the
-/// ~18 caches list at once when the agent starts: the parsed pages, not
-/// the caches, set the agent's peak heap (issue 14, heaptrack at 500
-/// Runtimes: 71 MB peak, 24 MB live; a page of 500 Pods with their
-/// managedFields is several MB parsed). kube's default is 500; at 100
-/// the pages cost a fifth, for more requests of the same total size.
-pub const LIST_PAGE_SIZE: u32 = 100;
 
 /// Waits until every cache has its initial list.
 pub async fn wait_synced(s: &Stores) {

@@ -8,11 +8,12 @@ use std::borrow::Cow;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::TryStreamExt;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use kube::Resource;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -20,7 +21,6 @@ use super::bodies::Bodies;
 use super::owner_index;
 use super::reduce;
 use super::stored::Stored;
-use crate::controller::cache::{Applied, cache_watch};
 use crate::grants_publisher::trigger::Changes;
 
 /// What sees every event of a cache right after its store applied it:
@@ -51,20 +51,23 @@ pub type Observer<K> = Option<Arc<dyn Observe<K>>>;
 /// What the store of a [`cache_storing`] is given of each event.
 pub type StoredFn<K> = fn(&watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>>;
 
+/// A cache's stream of applied objects (polled by the controller, or
+/// drained).
+pub type Applied<K> = BoxStream<'static, Result<K, watcher::Error>>;
+
 /// Every event as it is.
 pub fn cache_storing_fn<K: Clone>(event: &watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>> {
     Some(Cow::Borrowed(event))
 }
 
-/// One cache: a reflector of `api` whose objects are reduced by `keep`
+/// One cache: a reflector of `watch` (a `Watches::watch`) whose objects are reduced by `keep`
 /// before they enter the store, feeding the owner `index` (if any) and the
 /// grants publisher's `changes` (if any) from the same events right after
 /// the store applied each. Returns the store and its (to be polled) stream
 /// of applied objects. The store may hold another type than the watch
 /// parses (`reduce::KeptDeployment`).
 pub fn cache<W, K>(
-    api: Api<W>,
-    config: watcher::Config,
+    watch: impl Stream<Item = Result<watcher::Event<W>, watcher::Error>> + Send + 'static,
     keep: impl Fn(W) -> K + Send + 'static,
     index: Option<owner_index::OwnerIndex<K>>,
     changes: Observer<K>,
@@ -73,7 +76,7 @@ where
     W: Parsed,
     K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
 {
-    cache_storing(api, config, |_| {}, keep, index, changes, cache_storing_fn)
+    cache_storing(watch, |_| {}, keep, index, changes, cache_storing_fn)
 }
 
 /// [`cache`] of a kind the contract governs: the watch parses each object
@@ -81,8 +84,7 @@ where
 /// own objects are kept compact in `bodies`, and the store is given
 /// `stored(event)` of the typed, reduced objects.
 pub fn stored_cache<W, K>(
-    api: Api<Stored<W>>,
-    config: watcher::Config,
+    watch: impl Stream<Item = Result<watcher::Event<Stored<W>>, watcher::Error>> + Send + 'static,
     keep: impl Fn(W) -> K + Send + 'static,
     bodies: Bodies<W>,
     index: Option<owner_index::OwnerIndex<K>>,
@@ -94,8 +96,7 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
 {
     cache_storing(
-        api,
-        config,
+        watch,
         // Before the reduction, and before the store: a reconcile woken
         // by this event finds the body at least as new as the store.
         move |event| bodies.observe(event),
@@ -106,13 +107,12 @@ where
     )
 }
 
-/// A reflector of `api`: each event is shown to `before` as parsed, its
+/// A reflector of `watch`: each event is shown to `before` as parsed, its
 /// object reduced by `keep`, the store given `stored(event)` (`None`:
 /// nothing); the index, the changes and the stream see every event as it
 /// is.
 fn cache_storing<E, K>(
-    api: Api<E>,
-    config: watcher::Config,
+    watch: impl Stream<Item = Result<watcher::Event<E>, watcher::Error>> + Send + 'static,
     before: impl Fn(&watcher::Event<E>) + Send + 'static,
     keep: impl Fn(E) -> K + Send + 'static,
     index: Option<owner_index::OwnerIndex<K>>,
@@ -124,7 +124,7 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
 {
     let (reader, mut writer) = reflector::store();
-    let stream = cache_watch(api, config)
+    let stream = watch
         .modify(reduce::strip)
         .inspect(move |event| {
             if let Ok(event) = event {

@@ -18,15 +18,21 @@ use kube::runtime::watcher;
 use kube::{Api, Resource};
 
 use super::{KeptSlice, Mirror, Orphan, Surroundings};
+use crate::controller::cache::drain;
 use crate::controller::cache::reduce::owned_by_runtime;
 use crate::controller::cache::reflect::Observe;
 use crate::controller::cache::taken_names::NameIndex;
-use crate::controller::cache::{cache_watch, drain, watch_config};
+use crate::controller::cache::watches::Watches;
 
 /// Every Service: its name into `taken`, and, unless a Runtime owns it,
 /// its selector into the surroundings.
-pub fn watch_services(api: Api<Service>, taken: NameIndex, s: Arc<Surroundings>) {
-    let stream = cache_watch(api, watch_config()).inspect(move |event| {
+pub fn watch_services(
+    watches: &Watches,
+    api: Api<Service>,
+    taken: NameIndex,
+    s: Arc<Surroundings>,
+) {
+    let stream = watches.watch(api, watches.config()).inspect(move |event| {
         if let Ok(event) = event {
             taken.apply(event);
             let changed = s.services.apply(event, |svc: &Service| {
@@ -44,8 +50,13 @@ pub fn watch_services(api: Api<Service>, taken: NameIndex, s: Arc<Surroundings>)
 
 /// Every NetworkPolicy: its name into `taken`, and, unless a Runtime
 /// owns it, what it selects and admits into the surroundings.
-pub fn watch_network_policies(api: Api<NetworkPolicy>, taken: NameIndex, s: Arc<Surroundings>) {
-    let stream = cache_watch(api, watch_config()).inspect(move |event| {
+pub fn watch_network_policies(
+    watches: &Watches,
+    api: Api<NetworkPolicy>,
+    taken: NameIndex,
+    s: Arc<Surroundings>,
+) {
+    let stream = watches.watch(api, watches.config()).inspect(move |event| {
         if let Ok(event) = event {
             taken.apply(event);
             let changed = s.policies.apply(event, |np: &NetworkPolicy| {
@@ -64,9 +75,9 @@ pub fn watch_network_policies(api: Api<NetworkPolicy>, taken: NameIndex, s: Arc<
 /// The EndpointSlices the EndpointSlice controller does not manage (a
 /// server-side label filter: the controller's slices change with every pod
 /// and follow a Service's selector), those naming pods kept.
-pub fn watch_slices(api: Api<EndpointSlice>, s: Arc<Surroundings>) {
-    let config = watch_config().labels(&endpoint_slice::watch_selector());
-    let stream = cache_watch(api, config).inspect(move |event| {
+pub fn watch_slices(watches: &Watches, api: Api<EndpointSlice>, s: Arc<Surroundings>) {
+    let config = watches.config().labels(&endpoint_slice::watch_selector());
+    let stream = watches.watch(api, config).inspect(move |event| {
         if let Ok(event) = event {
             let changed = s.slices.apply(event, |slice: &EndpointSlice| {
                 Some(KeptSlice {
