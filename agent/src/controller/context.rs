@@ -25,12 +25,6 @@ use crate::controller::cache::reduce::{KeptDeployment, KeptReplicaSet};
 use crate::controller::cache::taken_names::NameIndex;
 use crate::metrics::Metrics;
 
-pub use crate::controller::pacing::first_passes::FailedFirstPasses;
-pub use crate::controller::pacing::held_status::HeldStatus;
-pub use crate::controller::pacing::status_pacer::StatusPacer;
-pub use crate::controller::pacing::write_memory::WriteMemory;
-pub(super) use crate::controller::pacing::write_memory::cache_lags;
-
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "berth-agent";
 
@@ -207,17 +201,10 @@ pub struct Context {
     pub recorder: Recorder,
     /// Settings.
     pub settings: Settings,
-    /// Writes sent whose result the cache may not show yet.
-    pub written: WriteMemory,
     /// Set once every cache has completed its first list.
     pub synced: Synced,
-    /// When each Runtime's status was last written (progress pacing).
-    pub status_pacer: StatusPacer,
-    /// Status writes held behind the first-pass backlog.
-    pub held_status: HeldStatus,
-    /// Runtimes whose status write failed at their generation: not part of
-    /// the first-pass backlog.
-    pub failed_first_passes: FailedFirstPasses,
+    /// What the agent remembers of its own writes, to pace them.
+    pub pacing: super::pacing::Memories,
     /// What the canaries saw of each granted handler (`crate::canary`):
     /// `HandlerReady` and the grants' `status.attestation` read it.
     pub attestations: Arc<crate::canary::Attestations>,
@@ -232,7 +219,7 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 /// Progress-only status writes per second the agent aims at across all
 /// Runtimes: when many roll out at once, each Runtime's progress interval
 /// stretches so that together they stay near this rate
-/// ([`StatusPacer::progress_interval`]). One Runtime rolling out is still
+/// ([`StatusPacer::progress_interval`](super::pacing::status_pacer::StatusPacer::progress_interval)). One Runtime rolling out is still
 /// written every [`PROGRESS_INTERVAL`]. At S/4 (issue 32) 500 Runtimes
 /// rolling out together wrote 2,333 progress-only statuses in 200 s,
 /// each an 8 kB object the apiserver stores and sends to every watcher,
@@ -247,7 +234,7 @@ pub const PROGRESS_WRITES_PER_SECOND: u32 = 5;
 /// order, so a Runtime never reconciled waits behind others' progress
 /// writes; holding those gives the apiserver to the first passes. A held
 /// write is woken as soon as no Runtime waits any more
-/// ([`HeldStatus`]), and is at most this late while they keep coming.
+/// ([`HeldStatus`](super::pacing::held_status::HeldStatus)), and is at most this late while they keep coming.
 /// Transitions an operator acts on are still written at once (issues 14
 /// and 32).
 pub const FIRST_PASS_PROGRESS_INTERVAL: Duration = Duration::from_secs(120);

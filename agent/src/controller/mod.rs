@@ -107,11 +107,8 @@ pub fn start(
         metrics,
         recorder,
         settings,
-        written: context::WriteMemory::default(),
         synced: context::Synced::default(),
-        status_pacer: context::StatusPacer::default(),
-        held_status: context::HeldStatus::default(),
-        failed_first_passes: context::FailedFirstPasses::default(),
+        pacing: pacing::Memories::default(),
         attestations,
     });
     // Status writes held behind the first-pass backlog are woken when it
@@ -126,11 +123,12 @@ pub fn start(
                 move || {
                     reconcile::status::any_awaiting_first_pass(
                         &runtimes,
-                        &context.failed_first_passes,
+                        &context.pacing.failed_first_passes,
                     )
                 }
             };
             context
+                .pacing
                 .held_status
                 .release(backlog, pacing::held_status::BACKLOG_POLL, wake_held)
                 .await;

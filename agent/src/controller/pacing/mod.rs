@@ -9,3 +9,19 @@ pub mod first_passes;
 pub mod held_status;
 pub mod status_pacer;
 pub mod write_memory;
+
+/// Every memory of the pacing, one per reconcile context
+/// (`context::Context::pacing`).
+#[derive(Default)]
+pub struct Memories {
+    /// Writes sent whose result the cache may not show yet.
+    pub written: write_memory::WriteMemory,
+    /// When each Runtime's status was last written (progress pacing), and
+    /// what, while the cache does not show it.
+    pub status_pacer: status_pacer::StatusPacer,
+    /// Status writes held behind the first-pass backlog.
+    pub held_status: held_status::HeldStatus,
+    /// Runtimes whose status write failed at their generation: not part of
+    /// the first-pass backlog.
+    pub failed_first_passes: first_passes::FailedFirstPasses,
+}

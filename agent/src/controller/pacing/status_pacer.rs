@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 use berth_shared::api::RuntimeStatus;
 
 use super::write_memory::REMEMBER_WRITES_FOR;
+use super::write_memory::cache_lags;
 use crate::controller::context::{
-    FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, PROGRESS_WRITES_PER_SECOND, cache_lags,
+    FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, PROGRESS_WRITES_PER_SECOND,
 };
 
 /// The last status write of each Runtime, keyed `namespace/name`. Only

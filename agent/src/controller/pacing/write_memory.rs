@@ -128,8 +128,8 @@ pub async fn forget_old_writes(ctx: std::sync::Arc<crate::controller::context::C
     loop {
         tick.tick().await;
         let now = Instant::now();
-        ctx.written.forget_old(now);
-        ctx.status_pacer.forget_old(now);
+        ctx.pacing.written.forget_old(now);
+        ctx.pacing.status_pacer.forget_old(now);
     }
 }
 

@@ -37,6 +37,7 @@ use crate::controller::pacing::first_passes::FailedFirstPasses;
 /// reconcile.
 pub fn stored<'a>(ctx: &Context, runtime: &'a Runtime) -> Option<Cow<'a, RuntimeStatus>> {
     match ctx
+        .pacing
         .status_pacer
         .stored(&key(runtime), runtime.resource_version().as_deref())
     {
@@ -155,18 +156,19 @@ pub async fn publish(
         pacing(old, new_status, || first_pass_backlog(ctx))
     });
     let wait = pacing
-        .interval(|| ctx.status_pacer.progress_interval(now))
-        .and_then(|interval| ctx.status_pacer.wait(&key, now, interval));
+        .interval(|| ctx.pacing.status_pacer.progress_interval(now))
+        .and_then(|interval| ctx.pacing.status_pacer.wait(&key, now, interval));
     if wait.is_some() && pacing == Pacing::BehindBacklog {
         // Woken as soon as the backlog clears, not only at the interval's end.
-        ctx.held_status.hold(ObjectRef::from_obj(runtime));
+        ctx.pacing.held_status.hold(ObjectRef::from_obj(runtime));
     }
     if wait.is_none() {
         let produced = write_status(ctx, runtime, stored, new_status)
             .await
-            .inspect_err(|_| ctx.failed_first_passes.failed(runtime))?;
+            .inspect_err(|_| ctx.pacing.failed_first_passes.failed(runtime))?;
         let from = runtime.resource_version();
-        ctx.status_pacer
+        ctx.pacing
+            .status_pacer
             .wrote(&key, now, from.as_deref(), produced.as_deref(), new_status);
     }
     Ok(wait)
@@ -226,7 +228,7 @@ fn pacing(old: &RuntimeStatus, new: &RuntimeStatus, backlog: impl FnOnce() -> bo
 /// Whether any Runtime in the cache still waits for its first reconcile at
 /// its generation.
 fn first_pass_backlog(ctx: &Context) -> bool {
-    any_awaiting_first_pass(&ctx.stores.runtimes, &ctx.failed_first_passes)
+    any_awaiting_first_pass(&ctx.stores.runtimes, &ctx.pacing.failed_first_passes)
 }
 
 /// Whether any Runtime in `runtimes` still waits for its first reconcile at

@@ -195,6 +195,7 @@ pub(super) async fn raise_from_zero(scaled: &Scaled<'_>, out: &mut ApplyOutcome)
     });
     let sent = super::diff::hash(&body);
     if ctx
+        .pacing
         .written
         .already_sent(&memory_key, version.as_deref(), &sent)
     {
@@ -210,7 +211,7 @@ pub(super) async fn raise_from_zero(scaled: &Scaled<'_>, out: &mut ApplyOutcome)
         Ok(raised) => {
             out.writes += 1;
             ctx.metrics.write("Deployment", "correct");
-            ctx.written.sent(
+            ctx.pacing.written.sent(
                 &memory_key,
                 version.as_deref(),
                 raised.meta().resource_version.as_deref(),

@@ -221,7 +221,7 @@ async fn ensure_one<K: Managed + Governed + Held>(
         // Nothing is at the name, the caches say (the names index of a
         // label-filtered kind, or the whole-kind cache), and this agent has
         // not just created it: create without reading first.
-        None if cached.is_free(&name) && !ctx.written.created(&memory_key) => None,
+        None if cached.is_free(&name) && !ctx.pacing.written.created(&memory_key) => None,
         // Not in the (label-filtered) cache: it may still exist without
         // berth's labels. Look before creating, so nothing is adopted —
         // the one read apply makes itself: a precondition of the create.
@@ -293,7 +293,7 @@ async fn ensure_one<K: Managed + Governed + Held>(
         if contains(Some(live_value), &desired_value) {
             return;
         }
-        if ctx.written.already_sent(
+        if ctx.pacing.written.already_sent(
             &memory_key,
             live.meta().resource_version.as_deref(),
             &hash(&desired_value),
@@ -316,7 +316,7 @@ async fn ensure_one<K: Managed + Governed + Held>(
             if live.is_none() {
                 out.created.extend(applied.meta().uid.clone());
             }
-            ctx.written.sent(
+            ctx.pacing.written.sent(
                 &memory_key,
                 live.as_ref()
                     .and_then(|l| l.meta().resource_version.as_deref()),
@@ -367,6 +367,7 @@ async fn correct<K: Managed + Governed>(
     let patch = contract::correction(K::KIND, &live.json, desired, live.meta().uid.as_deref());
     let version = live.meta().resource_version.as_deref();
     if ctx
+        .pacing
         .written
         .already_sent(&memory_key, version, &hash(&patch))
     {
@@ -378,7 +379,8 @@ async fn correct<K: Managed + Governed>(
         if creates {
             let created = frozen::recreate(ctx, &label, live, desired, out).await;
             if let Some(created) = created {
-                ctx.written
+                ctx.pacing
+                    .written
                     .sent(&memory_key, version, Some(&created), &hash(&patch));
             }
         }
@@ -396,7 +398,7 @@ async fn correct<K: Managed + Governed>(
         Ok(corrected) => {
             out.writes += 1;
             ctx.metrics.write(&kind, "correct");
-            ctx.written.sent(
+            ctx.pacing.written.sent(
                 &memory_key,
                 version,
                 corrected.meta().resource_version.as_deref(),
