@@ -41,17 +41,20 @@ use crate::agent_support::{
 };
 use crate::contract_adversary::{agent_writes_to, fullest, rolled_out};
 
-/// Open findings: paths whose attack the agent cannot undo yet, not
-/// played (each would stop the Runtime's reconcile, and with it the rest
-/// of the sweep) but listed in every report. Each is a defect to fix, not
-/// a tolerance.
-const OPEN: &[(Kind, &str, &str)] = &[(
+/// Paths whose attack the agent alone cannot undo, because the change acts
+/// for good before any correction can land; not played here (the sweep
+/// runs the agent without the shipped admission policies, and such an
+/// attack would stop the Runtime's reconcile and with it the rest of the
+/// sweep) but listed in every report with the test that shows the shipped
+/// workload policy refusing it at admission. A path belongs here only with
+/// such a test; anything else the agent cannot undo is a defect.
+const AT_ADMISSION: &[(Kind, &str, &str)] = &[(
     Kind::Job,
     "/spec/ttlSecondsAfterFinished",
-    "a foreign TTL shorter than berth's on a finished Job lets the TTL controller delete \
-     the Job before the agent's correction lands (found by the full sweep of 2026-12-06, \
-     seed 1): the Job is gone, recorded as run and never run again, as after any delete, \
-     and the sweep's next read of it fails",
+    "a foreign TTL on a finished Job lets the TTL controller delete it before the agent's \
+     correction lands (found by the full sweep of 2026-12-06, seed 1); the shipped workload \
+     policy refuses any change of a Runtime's Job spec but the agent's: \
+     workload_policy::jobs::a_runtimes_jobs_and_cronjobs_are_changed_by_the_agent_only",
 )];
 
 /// Paths a CI run attacks (a seeded sample of every kind's governed ones).
@@ -493,7 +496,7 @@ async fn sweep(wanted: Option<usize>, seed: u64) -> Report {
         attackable.extend(
             s.iter()
                 .filter(|(_, st)| *st == Standing::Attack)
-                .filter(|(p, _)| !OPEN.iter().any(|(k, o, _)| k == kind && o == p))
+                .filter(|(p, _)| !AT_ADMISSION.iter().any(|(k, o, _)| k == kind && o == p))
                 .map(|(p, _)| (*kind, p.clone())),
         );
         all.push((*kind, s));
@@ -579,16 +582,16 @@ async fn run(default: Option<usize>) {
     );
     let since = Instant::now();
     let report = sweep(wanted, seed).await;
-    let open: Vec<String> = OPEN
+    let at_admission: Vec<String> = AT_ADMISSION
         .iter()
         .map(|(kind, path, why)| format!("  {} {path}: {why}", kind.as_str()))
         .collect();
     eprintln!(
-        "contract_schema: seed {seed}, {paths} paths, {:.0?}\n{}\nopen findings, not played ({}):\n{}",
+        "contract_schema: seed {seed}, {paths} paths, {:.0?}\n{}\nrefused at admission, not played ({}):\n{}",
         since.elapsed(),
         report.render(),
-        open.len(),
-        open.join("\n")
+        at_admission.len(),
+        at_admission.join("\n")
     );
     let removed: usize = report
         .kinds

@@ -12,6 +12,7 @@
 //! cluster's controller-manager identity added to the controllers (it runs
 //! with one credential, the admin certificate: tests/localcluster).
 
+mod jobs;
 mod setup;
 
 use berth_tests::harness::{self, cluster, restricted_client};
