@@ -28,6 +28,7 @@ mod contract_adversary;
 mod contract_construction;
 mod contract_schema;
 mod crds;
+mod demo_canaries;
 mod explain;
 mod exposure;
 mod faults;

@@ -50,6 +50,14 @@ enum Command {
     BreakHandler(HandlerArgs),
     /// Put HANDLER's binaries back (undoes break-handler).
     RestoreHandler(HandlerArgs),
+    /// Print the image canary Jobs run on the real nodes (by digest); or,
+    /// when there is none, say why on standard error and exit 3 (the demo
+    /// turns canaries off with that reason).
+    CanaryImage {
+        /// The cluster's directory (`up --dir`); the demo's by default.
+        #[arg(long, default_value = ".demo/cluster")]
+        dir: PathBuf,
+    },
     /// (internal) Tear a real node down when stdin closes (LAYOUT: its layout.json).
     #[command(hide = true)]
     NodeJanitor {
@@ -274,6 +282,23 @@ async fn up(args: UpArgs) -> Result<()> {
     result
 }
 
+/// `canary-image`: the image on stdout, or the reason on stderr and exit 3.
+fn canary_image(dir: &Path) -> Result<()> {
+    use berth_localcluster::realnode::RealNodesInfo;
+    let why = match RealNodesInfo::read(dir) {
+        Ok(info) => match info.canary_image() {
+            Ok(image) => {
+                println!("{image}");
+                return Ok(());
+            }
+            Err(no) => no.to_string(),
+        },
+        Err(e) => format!("no real node ({e})"),
+    };
+    eprintln!("{why}");
+    std::process::exit(3)
+}
+
 fn main() -> Result<()> {
     color_eyre::install()?;
     let cli = Cli::parse();
@@ -290,6 +315,7 @@ fn main() -> Result<()> {
         }
         Command::BreakHandler(args) => handler_command(&args, false),
         Command::RestoreHandler(args) => handler_command(&args, true),
+        Command::CanaryImage { dir } => canary_image(&dir),
         Command::NodeJanitor { layout } => {
             rt.block_on(berth_localcluster::realnode::start::janitor(&layout))?;
             Ok(())

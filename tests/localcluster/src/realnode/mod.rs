@@ -61,7 +61,28 @@ pub struct RealNodeInfo {
     pub containerd_socket: PathBuf,
 }
 
+/// Why the real nodes have no image for canary Jobs.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoCanaryImage {
+    /// The agent's image was asked for and did not build (its error).
+    #[error("the agent's image did not build: {0}")]
+    DidNotBuild(String),
+    /// The nodes were started without `--agent-binary`.
+    #[error("the real nodes were started without an agent binary, so they have no agent image")]
+    NotAsked,
+}
+
 impl RealNodesInfo {
+    /// The image canary Jobs run on these nodes (by digest), or why there
+    /// is none: what the demo shows when it turns canaries off.
+    pub fn canary_image(&self) -> Result<&str, NoCanaryImage> {
+        match (&self.agent_image, &self.agent_image_missing) {
+            (Some(image), _) if !image.is_empty() => Ok(image),
+            (_, Some(why)) => Err(NoCanaryImage::DidNotBuild(why.clone())),
+            _ => Err(NoCanaryImage::NotAsked),
+        }
+    }
+
     pub fn path(cluster_dir: &Path) -> PathBuf {
         cluster_dir.join("real-nodes.json")
     }
@@ -120,4 +141,40 @@ pub fn unsupported_reason() -> Option<String> {
         return Some("no /sys/class/net (no network devices can be created)".into());
     }
     None
+}
+
+#[cfg(test)]
+mod canary_image_tests {
+    use super::{NoCanaryImage, RealNodesInfo};
+
+    fn info(image: Option<&str>, missing: Option<&str>) -> RealNodesInfo {
+        RealNodesInfo {
+            nodes: Vec::new(),
+            testapp_image: String::new(),
+            runsc_missing: None,
+            agent_image: image.map(str::to_string),
+            agent_image_missing: missing.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_image_or_why_there_is_none() {
+        let built = info(Some("localhost/berth-agent@sha256:ab"), None);
+        assert_eq!(built.canary_image(), Ok("localhost/berth-agent@sha256:ab"));
+        let failed = info(None, Some("buildah: command not found"));
+        assert_eq!(
+            failed.canary_image(),
+            Err(NoCanaryImage::DidNotBuild(
+                "buildah: command not found".into()
+            ))
+        );
+        assert_eq!(
+            info(None, None).canary_image(),
+            Err(NoCanaryImage::NotAsked)
+        );
+        assert_eq!(
+            info(Some(""), None).canary_image(),
+            Err(NoCanaryImage::NotAsked)
+        );
+    }
 }
