@@ -10,6 +10,8 @@
 //! without running: `harness::real_node_cluster` decides, and any other
 //! start-up failure fails the test.
 
+mod kubelet;
+
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -240,11 +240,17 @@ impl LocalCluster {
         ];
         if opts.real_nodes > 0 {
             // `kubectl logs/exec` reach a real kubelet at its InternalIP
-            // (an address on this machine), with the admin certificate.
+            // (an address on this machine), as `kube-apiserver-kubelet-client`:
+            // the kubelet authorizes it by a SubjectAccessReview, which its
+            // RBAC binding answers (`realnode::start::bind_kubelet_api`).
             apiserver_args.extend([
                 "--kubelet-preferred-address-types=InternalIP".into(),
-                format!("--kubelet-client-certificate={}", p("admin.crt")),
-                format!("--kubelet-client-key={}", p("admin.key")),
+                format!(
+                    "--kubelet-client-certificate={}",
+                    p("apiserver-kubelet-client.crt")
+                ),
+                format!("--kubelet-client-key={}", p("apiserver-kubelet-client.key")),
+                format!("--kubelet-certificate-authority={}", p("ca.crt")),
             ]);
         }
         if opts.audit {

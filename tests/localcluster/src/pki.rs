@@ -1,6 +1,7 @@
 //! The cluster's certificates and keys: one CA, the apiserver's serving
 //! certificate, an admin client certificate (group system:masters), a
-//! restricted user's client certificate for RBAC tests, and the
+//! restricted user's client certificate for RBAC tests, the apiserver's
+//! client certificate for the kubelets, and the
 //! ServiceAccount token signing key.
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,10 @@ use rcgen::{
 };
 
 use super::Error;
+
+/// The user of the apiserver's client certificate for the kubelets
+/// (`apiserver-kubelet-client.crt`), kubeadm's name for it.
+pub const KUBELET_CLIENT_USER: &str = "kube-apiserver-kubelet-client";
 
 /// A PEM certificate and its PEM private key.
 #[derive(Debug, Clone)]
@@ -116,6 +121,11 @@ impl Pki {
         let serving_cert = serving.signed_by(&serving_key, &ca).map_err(rc)?;
 
         let admin = client_cert(&ca, "berth-admin", &["system:masters"])?;
+        // The apiserver's identity toward the kubelets (`kubectl logs`,
+        // `exec`, the node proxy): in no group, its rights on the kubelet
+        // API are an RBAC binding (`realnode::start::bind_kubelet_api`), as
+        // in a real cluster.
+        let kubelet_client = client_cert(&ca, KUBELET_CLIENT_USER, &[])?;
         // A second identity with no rights of its own; tests grant it RBAC.
         let restricted = client_cert(&ca, "berth-restricted", &["berth:restricted"])?;
 
@@ -128,6 +138,12 @@ impl Pki {
         write(dir, "admin.crt", &admin.cert_pem)?;
         write(dir, "admin.key", &admin.key_pem)?;
         write(dir, "restricted.crt", &restricted.cert_pem)?;
+        write(
+            dir,
+            "apiserver-kubelet-client.crt",
+            &kubelet_client.cert_pem,
+        )?;
+        write(dir, "apiserver-kubelet-client.key", &kubelet_client.key_pem)?;
         write(dir, "restricted.key", &restricted.key_pem)?;
         write(dir, "sa.key", &sa_key.serialize_pem())?;
         write(dir, "sa.pub", &sa_key.public_key_pem())?;

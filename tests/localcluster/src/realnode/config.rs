@@ -206,6 +206,11 @@ pub fn runsc(l: &NodeLayout) -> String {
     )
 }
 
+/// The nameserver and domain the kubelet gives pods (no server answers:
+/// see [`kubelet`]).
+pub const CLUSTER_DNS: &str = "10.96.0.10";
+pub const CLUSTER_DOMAIN: &str = "cluster.local";
+
 /// The kubelet's configuration file.
 pub fn kubelet(l: &NodeLayout, ca: &Path, cert: &Path, key: &Path) -> String {
     serde_json::json!({
@@ -218,14 +223,20 @@ pub fn kubelet(l: &NodeLayout, ca: &Path, cert: &Path, key: &Path) -> String {
         "healthzPort": l.healthz_port,
         "tlsCertFile": cert.display().to_string(),
         "tlsPrivateKeyFile": key.display().to_string(),
+        // As a real cluster's kubelet: a client is a certificate of the
+        // cluster's CA or a bearer token the apiserver vouches for
+        // (TokenReview), never anonymous; what it may do is the apiserver's
+        // answer to a SubjectAccessReview (nodes/proxy, nodes/log, …), so
+        // a certificate of the CA without RBAC rights gets 403.
         "authentication": {
             "anonymous": {"enabled": false},
-            "webhook": {"enabled": false},
+            "webhook": {"enabled": true, "cacheTTL": "10s"},
             "x509": {"clientCAFile": ca.display().to_string()}
         },
-        // Only holders of a certificate from the cluster's CA reach it, on
-        // an address of this machine.
-        "authorization": {"mode": "AlwaysAllow"},
+        "authorization": {
+            "mode": "Webhook",
+            "webhook": {"cacheAuthorizedTTL": "10s", "cacheUnauthorizedTTL": "10s"}
+        },
         "containerRuntimeEndpoint": format!("unix://{}", l.containerd_socket().display()),
         "cgroupDriver": "cgroupfs",
         "cgroupRoot": format!("/{}", l.cgroup_root),
@@ -237,7 +248,14 @@ pub fn kubelet(l: &NodeLayout, ca: &Path, cert: &Path, key: &Path) -> String {
         "registerNode": true,
         "registerWithTaints": [{"key": super::TAINT_KEY, "value": "true", "effect": "NoSchedule"}],
         "resolvConf": "",
-        "clusterDNS": [],
+        // Pods get a cluster's resolv.conf (this nameserver, the search
+        // path of `cluster.local`), so the kubelet does not fall back to
+        // the host's and warn `MissingClusterDNS`. No DNS server runs:
+        // 10.96.0.10 is the conventional kube-dns address of the Service
+        // range, and without kube-proxy and with no gateway on the bridge
+        // a pod's query fails at once (docs/local-cluster.md, "Real node").
+        "clusterDNS": [CLUSTER_DNS],
+        "clusterDomain": CLUSTER_DOMAIN,
         "rotateCertificates": false,
         "serverTLSBootstrap": false,
         "makeIPTablesUtilChains": false,

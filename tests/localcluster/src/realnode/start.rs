@@ -7,13 +7,14 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
 use super::config::{self, NodeLayout};
 use super::{LABEL_KEY, RealNodeInfo, RealNodesInfo, STATE_ROOT, host, images};
 use crate::binaries::Binaries;
-use crate::pki::Pki;
+use crate::pki::{KUBELET_CLIENT_USER, Pki};
 use crate::process::Component;
 use crate::{Error, kubeconfig, ports};
 
@@ -143,6 +144,7 @@ impl RealNodes {
             });
         }
         let lock = tokio::task::block_in_place(|| host::lock(Duration::from_secs(900)))?;
+        bind_kubelet_api(client).await?;
         let mut handlers = vec![
             "runc".to_string(),
             "bounded-runc".into(),
@@ -414,6 +416,42 @@ impl Drop for RealNodes {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The ClusterRoleBinding that gives the apiserver's kubelet client
+/// (`--kubelet-client-certificate`, user [`KUBELET_CLIENT_USER`]) the
+/// kubelet API: the bootstrap ClusterRole `system:kubelet-api-admin`
+/// (nodes/proxy, nodes/log, nodes/stats, …), as kubeadm and managed
+/// clusters bind it. Without it `kubectl logs` and `exec` get the kubelet's
+/// 403.
+pub const KUBELET_API_BINDING: &str = "berth-localcluster:kubelet-api-admin";
+
+async fn bind_kubelet_api(client: &Client) -> Result<(), Error> {
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": KUBELET_API_BINDING},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:kubelet-api-admin",
+        },
+        "subjects": [{
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "User",
+            "name": KUBELET_CLIENT_USER,
+        }],
+    }))
+    .map_err(|e| Error::Kube(e.to_string()))?;
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .patch(
+            KUBELET_API_BINDING,
+            &PatchParams::apply("berth-localcluster").force(),
+            &Patch::Apply(&binding),
+        )
+        .await
+        .map_err(|e| Error::Kube(format!("ClusterRoleBinding {KUBELET_API_BINDING}: {e}")))?;
+    Ok(())
 }
 
 /// `SUPERVISOR node-janitor LAYOUT` in a process group of its own (a
