@@ -76,6 +76,16 @@ pub(crate) fn alert_rules() -> Vec<Value> {
         .collect()
 }
 
+/// The repository's address: `repository` of the workspace's Cargo.toml,
+/// the one place that names it (the runbook links are built on it).
+fn repository() -> String {
+    let text = std::fs::read_to_string(repo().join("Cargo.toml")).expect("Cargo.toml");
+    text.lines()
+        .find_map(|l| l.strip_prefix("repository = "))
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .expect("Cargo.toml names the repository")
+}
+
 /// GitHub's anchor of a Markdown heading (lowercase, spaces to dashes,
 /// punctuation dropped).
 fn anchor(heading: &str) -> String {
@@ -174,7 +184,11 @@ fn alerts_each_have_a_summary_a_description_and_a_runbook_section() {
         }
         let url = ann["runbook_url"].as_str().expect("runbook_url");
         let (page, section) = url.split_once('#').expect("runbook_url has an anchor");
-        assert!(page.ends_with("/docs/alerts.md"), "{name}: {url}");
+        assert_eq!(
+            page,
+            format!("{}/blob/main/docs/alerts.md", repository()),
+            "{name}: the runbook is docs/alerts.md in the repository Cargo.toml names"
+        );
         assert_eq!(section, name.to_lowercase(), "{name}: its own section");
         assert!(
             anchors.contains(section),

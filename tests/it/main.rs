@@ -41,6 +41,7 @@ mod kube_score;
 mod metrics_doc;
 mod plan_grants;
 mod pod_annotations;
+mod prometheus;
 mod real_node;
 mod real_node_canary;
 mod reserved_labels;

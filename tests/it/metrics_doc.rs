@@ -26,17 +26,17 @@ use crate::alerts::{alert_rules, dashboard_exprs};
 /// cause: `apply_errors_total` needs a step the apiserver refuses
 /// (`agent_contract::agent_contract_a_failed_step_names_itself_in_status_events_and_metrics`
 /// reads it from a real scrape).
-const NEEDS_A_FAULT: &[&str] = &["berth_agent_apply_errors_total"];
+pub(crate) const NEEDS_A_FAULT: &[&str] = &["berth_agent_apply_errors_total"];
 
 /// One row of the documented table: type and label names.
 #[derive(Debug)]
-struct Documented {
-    kind: String,
+pub(crate) struct Documented {
+    pub(crate) kind: String,
     labels: BTreeSet<String>,
 }
 
 /// `berth-agent metrics-doc`, parsed.
-fn documented() -> BTreeMap<String, Documented> {
+pub(crate) fn documented() -> BTreeMap<String, Documented> {
     let bin = harness::workspace_binary("berth-agent", "berth-agent", "BERTH_AGENT_BIN");
     let out = Command::new(bin)
         .arg("metrics-doc")

@@ -14,7 +14,9 @@
 # rules' and the dashboard's checker), from Prometheus's Go module without
 # its service discovery plugins (build tag remove_all_sd: promtool's rule
 # checks and rule unit tests need none of them, and they are most of the
-# build). Without it, those already built are named all the same.
+# build), and the prometheus server from the same module and version, built
+# the same way (tests/it/prometheus.rs: its scrapes are static). Without it,
+# those already built are named all the same.
 #
 # With --real-node it also builds what a real node runs (node-build.sh):
 # kubelet, containerd, the CNI plugins, runc, gVisor and the test
@@ -60,6 +62,7 @@ if [[ -n "${BERTH_K8S_BIN_DIR:-}" ]]; then
   [[ -x "$BERTH_K8S_BIN_DIR/helm" ]] && echo "helm=$BERTH_K8S_BIN_DIR/helm"
   [[ -x "$BERTH_K8S_BIN_DIR/kube-score" ]] && echo "kube-score=$BERTH_K8S_BIN_DIR/kube-score"
   [[ -x "$BERTH_K8S_BIN_DIR/promtool" ]] && echo "promtool=$BERTH_K8S_BIN_DIR/promtool"
+  [[ -x "$BERTH_K8S_BIN_DIR/prometheus" ]] && echo "prometheus=$BERTH_K8S_BIN_DIR/prometheus"
   [[ -x "$BERTH_K8S_BIN_DIR/k9s" ]] && echo "k9s=$BERTH_K8S_BIN_DIR/k9s"
   [[ -x "$BERTH_K8S_BIN_DIR/kdash" ]] && echo "kdash=$BERTH_K8S_BIN_DIR/kdash"
   # The real node's components are not taken from here (--real-node then
@@ -136,10 +139,17 @@ if (( test_tools )); then
   # promtool (tests/it/alerts.rs, dashboard.rs); kept last. Cold: about 20
   # minutes on two busy cores (1197 s measured with an empty GOCACHE).
   build promtool "$PROMETHEUS_VERSION" promtool promtool github.com/prometheus/prometheus/cmd/promtool "-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" remove_all_sd
+  # The Prometheus server of the same module and version
+  # (tests/it/prometheus.rs), after promtool so that it finds the packages
+  # they share compiled: the same build tag (its scrapes are static_configs,
+  # no service discovery) and no web UI assets (the test reads the HTTP API).
+  # 894 s after promtool, niced at load 8-11 (2026-12-06).
+  build promtool "$PROMETHEUS_VERSION" promtool prometheus github.com/prometheus/prometheus/cmd/prometheus "-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" remove_all_sd
 else
   built helm "$HELM_VERSION" helm
   built kube-score "$KUBE_SCORE_VERSION" kube-score
   built promtool "$PROMETHEUS_VERSION" promtool
+  built promtool "$PROMETHEUS_VERSION" prometheus
 fi
 if (( peers )); then
   # k9s, the peer console (tests/bench/src/peers.rs). Its main package is

@@ -104,6 +104,9 @@ pub struct AgentOpts<'a> {
     pub extra_args: Vec<String>,
     /// More environment (set last: `RUST_LOG` here replaces the default).
     pub env: Vec<(String, String)>,
+    /// `--http-addr`'s port (a free one unless a test needs the same port
+    /// across a restart, as a scrape target does).
+    pub http_port: Option<u16>,
 }
 
 impl<'a> AgentOpts<'a> {
@@ -120,6 +123,7 @@ impl<'a> AgentOpts<'a> {
             canary_image: Some("localhost/berth-agent:never-pulled".to_string()),
             extra_args: Vec::new(),
             env: Vec::new(),
+            http_port: None,
         }
     }
 }
@@ -176,7 +180,7 @@ impl Agent {
                 .await
                 .expect("cluster"),
         };
-        let port = free_port();
+        let port = opts.http_port.unwrap_or_else(free_port);
         let logs = private_dir("agent-logs");
         let log = logs.join(format!("{}.log", opts.identity));
         let file = std::fs::File::create(&log).expect("log");

@@ -1,10 +1,11 @@
 //go:build tools
 
-// Package tools pins the promtool command built from
-// github.com/prometheus/prometheus so that `go mod tidy` keeps every
-// dependency it needs.
+// Package tools pins the commands built from github.com/prometheus/prometheus
+// (promtool, and the prometheus server the alerting test runs) so that
+// `go mod tidy` keeps every dependency they need.
 package tools
 
 import (
+	_ "github.com/prometheus/prometheus/cmd/prometheus"
 	_ "github.com/prometheus/prometheus/cmd/promtool"
 )
