@@ -29,15 +29,14 @@ use berth_tests::harness::{TestNamespace, wait_for_value};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::agent_support::{
-    Agent, AgentOpts, Granted, condition, create_runtime, server_pods, setup_granted,
-    wait_condition, wait_reconciles, writes,
+    Agent, AgentOpts, Granted, condition, create_runtime, runtime_events, server_pods,
+    setup_granted, wait_condition, wait_reconciles, writes,
 };
 use crate::contract_adversary::rolled_out;
 
@@ -90,26 +89,9 @@ async fn exposed_message(ns: &TestNamespace, name: &str) -> (String, String, Str
     (c.status.clone(), c.reason.clone(), c.message.clone())
 }
 
-/// The agent's Events on Runtime `name` with `reason`.
-async fn events(ns: &TestNamespace, name: &str, reason: &str) -> Vec<Event> {
-    Api::<Event>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .expect("events")
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().is_some_and(|r| {
-                    r.kind.as_deref() == Some("Runtime") && r.name.as_deref() == Some(name)
-                })
-        })
-        .collect()
-}
-
 async fn wait_event(ns: &TestNamespace, name: &str, reason: &str, warning: bool) {
     let e = wait_for_value(&format!("{reason} Event on {name}"), WAIT, || async {
-        events(ns, name, reason).await.into_iter().next()
+        runtime_events(ns, name, reason).await.into_iter().next()
     })
     .await;
     assert_eq!(

@@ -18,15 +18,14 @@ use std::time::Duration;
 use berth_shared::api::Runtime;
 use berth_tests::harness::{TestNamespace, wait_for, wait_for_value};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::agent_support::{
-    Agent, AgentOpts, Granted, create_runtime, setup_granted, wait_condition, wait_reconciles,
-    writes,
+    Agent, AgentOpts, Granted, create_runtime, runtime_events, setup_granted, wait_condition,
+    wait_reconciles, writes,
 };
 use crate::contract_adversary::{agent_writes_to, tenant_client};
 
@@ -87,23 +86,6 @@ async fn runtime(ns: &TestNamespace, name: &str) -> Runtime {
         .get(name)
         .await
         .expect("runtime")
-}
-
-/// The agent's Events on Runtime `name` with `reason`.
-async fn events(ns: &TestNamespace, name: &str, reason: &str) -> Vec<Event> {
-    Api::<Event>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .expect("events")
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().is_some_and(|r| {
-                    r.kind.as_deref() == Some("Runtime") && r.name.as_deref() == Some(name)
-                })
-        })
-        .collect()
 }
 
 /// A foreign change to a Job: the merge patch, whether the apiserver lets
@@ -413,7 +395,7 @@ async fn job_contract_a_job_planted_before_the_agent_renders_is_replaced_by_bert
         definition(&plant),
         "the planted Job ran berth's image, command and args"
     );
-    let warned = events(&ns, "web", PLANTED).await;
+    let warned = runtime_events(&ns, "web", PLANTED).await;
     assert!(
         warned.iter().any(|e| e.type_.as_deref() == Some("Warning")
             && e.note
@@ -506,7 +488,7 @@ async fn job_contract_a_job_swapped_in_after_berths_ran_is_deleted_and_nothing_r
         after, recorded,
         "the record of berth's run is kept as it was"
     );
-    let warned = events(&ns, "web", PLANTED).await;
+    let warned = runtime_events(&ns, "web", PLANTED).await;
     assert!(
         warned.iter().any(|e| e.type_.as_deref() == Some("Warning")
             && e.note.as_deref().is_some_and(|n| n.contains(name))),

@@ -433,3 +433,25 @@ pub async fn server_pods(ns: &TestNamespace, name: &str) -> Vec<k8s_openapi::api
         .expect("list pods")
         .items
 }
+
+/// The Events (events.k8s.io) the agent raised on Runtime `name` with
+/// `reason`.
+pub async fn runtime_events(
+    ns: &TestNamespace,
+    name: &str,
+    reason: &str,
+) -> Vec<k8s_openapi::api::events::v1::Event> {
+    Api::<k8s_openapi::api::events::v1::Event>::namespaced(ns.client.clone(), &ns.name)
+        .list(&kube::api::ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("Runtime") && r.name.as_deref() == Some(name)
+                })
+        })
+        .collect()
+}
