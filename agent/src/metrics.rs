@@ -123,6 +123,10 @@ impl Metrics {
         Arc::new(Self::registered())
     }
 
+    /// Every metric, one catalog entry each (name, kind, labels, help).
+    /// Long on purpose: a flat table, one row per metric, read top to
+    /// bottom against the `/metrics` output and docs/metrics; split, a
+    /// metric's name and help would sit away from its field.
     fn registered() -> Self {
         use Kind::{Counter as C, Gauge as G, Histogram as H};
         let mut c = catalog::Catalog::new();

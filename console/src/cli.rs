@@ -297,6 +297,8 @@ pub fn clean_report(e: color_eyre::Report) -> color_eyre::Report {
     report
 }
 
+/// Runs the subcommand (or, without one, the console): each arm hands on
+/// to the function of its subcommand.
 async fn async_main(cli: Cli) -> Result<()> {
     let lease = cli.lease()?;
     match &cli.command {
@@ -318,35 +320,7 @@ async fn async_main(cli: Cli) -> Result<()> {
             what,
             output,
             matrix,
-        }) => {
-            if *matrix && *what != What::Handlers {
-                return Err(eyre!("--matrix goes with `berth get handlers`"));
-            }
-            let what = if *matrix { None } else { Some(*what) };
-            let fleet = cli.fleet()?;
-            let (out, refused) = if fleet.contexts.len() > 1 {
-                crate::fleet_cli::get(
-                    &cli.kubeconfig_options(),
-                    &fleet.contexts,
-                    cli.scope(),
-                    &lease,
-                    what,
-                    *output,
-                )
-                .await?
-            } else {
-                get_output(&cli.connect_options()?, cli.scope(), &lease, what, *output).await?
-            };
-            use std::io::Write;
-            // Kinds (and clusters) that could not be read leave their rows
-            // out; say so on stderr, so that the output stays parseable.
-            for line in refused {
-                eprintln!("{line}");
-            }
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(out.as_bytes())?;
-            Ok(())
-        }
+        }) => get_main(&cli, &lease, *what, *output, *matrix).await,
         Some(Command::Retire {
             target,
             how,
@@ -366,40 +340,7 @@ async fn async_main(cli: Cli) -> Result<()> {
             file,
             pending: _,
             output,
-        }) => {
-            use std::io::Write;
-            let fleet = cli.fleet()?;
-            let (text, code) = if fleet.contexts.len() > 1 {
-                let plans = crate::fleet_cli::plan(
-                    &cli.kubeconfig_options(),
-                    &fleet.contexts,
-                    cli.scope(),
-                    &lease,
-                    file.as_deref(),
-                )
-                .await;
-                (
-                    crate::fleet_cli::render_plans(&plans, *output),
-                    crate::fleet_cli::plan_exit_code(&plans),
-                )
-            } else {
-                let plan = crate::plan_grants::plan_file(
-                    &cli.connect_options()?,
-                    cli.scope(),
-                    &lease,
-                    file.as_deref(),
-                )
-                .await?;
-                (crate::plan_grants::render(&plan, *output), plan.exit_code)
-            };
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes())?;
-            stdout.flush()?;
-            if code != 0 {
-                std::process::exit(code);
-            }
-            Ok(())
-        }
+        }) => plan_grants_main(&cli, &lease, file.as_deref(), *output).await,
         Some(Command::Explain { target, output }) => {
             let t = crate::rows::explain::parse_target(target, cli.namespace.as_deref())
                 .ok_or_else(|| eyre!("explain takes NS/NAME or KIND/NS/NAME"))?;
@@ -410,35 +351,7 @@ async fn async_main(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Command::Check { output, fail_on }) => {
-            use std::io::Write;
-            let fleet = cli.fleet()?;
-            let (text, code) = if fleet.contexts.len() > 1 {
-                let f = crate::fleet_cli::check(
-                    &cli.kubeconfig_options(),
-                    &fleet.contexts,
-                    cli.scope(),
-                    &lease,
-                    &fleet.same_grants,
-                )
-                .await?;
-                (
-                    crate::fleet_cli::render_check(&f, *output),
-                    crate::fleet_cli::check_exit_code(&f, *fail_on),
-                )
-            } else {
-                let f = crate::check::check(&cli.connect_options()?, cli.scope(), &lease).await?;
-                (
-                    crate::check::render(&f, *output),
-                    crate::check::exit_code(&f, *fail_on),
-                )
-            };
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes())?;
-            stdout.flush()?;
-            if code != 0 {
-                std::process::exit(code);
-            }
-            Ok(())
+            check_main(&cli, &lease, *output, *fail_on).await
         }
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
@@ -472,6 +385,116 @@ async fn async_main(cli: Cli) -> Result<()> {
             retire_main(&cli, opts).await
         }
     }
+}
+
+/// `berth get`: one cluster's table, or the fleet's merged.
+async fn get_main(
+    cli: &Cli,
+    lease: &ObjKey,
+    what: What,
+    output: Format,
+    matrix: bool,
+) -> Result<()> {
+    if matrix && what != What::Handlers {
+        return Err(eyre!("--matrix goes with `berth get handlers`"));
+    }
+    let what = if matrix { None } else { Some(what) };
+    let fleet = cli.fleet()?;
+    let (out, refused) = if fleet.contexts.len() > 1 {
+        crate::fleet_cli::get(
+            &cli.kubeconfig_options(),
+            &fleet.contexts,
+            cli.scope(),
+            lease,
+            what,
+            output,
+        )
+        .await?
+    } else {
+        get_output(&cli.connect_options()?, cli.scope(), lease, what, output).await?
+    };
+    use std::io::Write;
+    // Kinds (and clusters) that could not be read leave their rows
+    // out; say so on stderr, so that the output stays parseable.
+    for line in refused {
+        eprintln!("{line}");
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    Ok(())
+}
+
+/// `berth plan-grants`: what a grants file would change, per cluster.
+async fn plan_grants_main(
+    cli: &Cli,
+    lease: &ObjKey,
+    file: Option<&std::path::Path>,
+    output: Format,
+) -> Result<()> {
+    let fleet = cli.fleet()?;
+    let (text, code) = if fleet.contexts.len() > 1 {
+        let plans = crate::fleet_cli::plan(
+            &cli.kubeconfig_options(),
+            &fleet.contexts,
+            cli.scope(),
+            lease,
+            file,
+        )
+        .await;
+        (
+            crate::fleet_cli::render_plans(&plans, output),
+            crate::fleet_cli::plan_exit_code(&plans),
+        )
+    } else {
+        let plan = crate::plan_grants::plan_file(&cli.connect_options()?, cli.scope(), lease, file)
+            .await?;
+        (crate::plan_grants::render(&plan, output), plan.exit_code)
+    };
+    print_and_exit_with(&text, code)
+}
+
+/// `berth check`: the findings, per cluster, and an exit code for CI.
+async fn check_main(
+    cli: &Cli,
+    lease: &ObjKey,
+    output: Format,
+    fail_on: crate::check::FailOn,
+) -> Result<()> {
+    let fleet = cli.fleet()?;
+    let (text, code) = if fleet.contexts.len() > 1 {
+        let f = crate::fleet_cli::check(
+            &cli.kubeconfig_options(),
+            &fleet.contexts,
+            cli.scope(),
+            lease,
+            &fleet.same_grants,
+        )
+        .await?;
+        (
+            crate::fleet_cli::render_check(&f, output),
+            crate::fleet_cli::check_exit_code(&f, fail_on),
+        )
+    } else {
+        let f = crate::check::check(&cli.connect_options()?, cli.scope(), lease).await?;
+        (
+            crate::check::render(&f, output),
+            crate::check::exit_code(&f, fail_on),
+        )
+    };
+    print_and_exit_with(&text, code)
+}
+
+/// Prints `text` to stdout (flushed: `exit` does not flush it), then
+/// exits with `code` where it is not 0.
+fn print_and_exit_with(text: &str, code: i32) -> Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    if code != 0 {
+        std::process::exit(code);
+    }
+    Ok(())
 }
 
 /// Runs a scripted retirement on the terminal and exits with its code.

@@ -39,9 +39,19 @@ fn runtime(ns: &str, name: &str, profile: Option<&str>, status: Value) -> Object
     })))
 }
 
-/// Every fixture object.
+/// The small cluster, kind by kind (see the module doc).
 pub fn objects() -> Vec<Object> {
-    let mut out = vec![
+    let mut out = runtimes();
+    out.extend(grants());
+    out.extend(classes_and_nodes());
+    out.extend(workloads());
+    out.extend(the_rest());
+    out
+}
+
+/// A granted, a blocked and a progressing Runtime.
+fn runtimes() -> Vec<Object> {
+    vec![
         runtime(
             "demo",
             "web",
@@ -75,7 +85,12 @@ pub fn objects() -> Vec<Object> {
                 "rollout": {"revision": 3, "desired": 3, "updated": 1, "ready": 1, "available": 1, "unavailable": 2, "phase": "Progressing"},
             }),
         ),
-    ];
+    ]
+}
+
+/// A grant in order and one whose class is missing.
+fn grants() -> Vec<Object> {
+    let mut out = Vec::new();
     let grant = |name: &str, class: &str, handler: &str, status: Value| {
         Object::from(obj::<berth_shared::api::RuntimeGrant>(json!({
             "apiVersion": "berth.dev/v1alpha1", "kind": "RuntimeGrant",
@@ -103,6 +118,12 @@ pub fn objects() -> Vec<Object> {
                "nodes": {"withHandler": 0, "total": 3, "summary": "0/3"}, "source": source,
                "conditions": [cond("RestartRequired", "True", "FileChanged", "the grants file changed on disk")]}),
     ));
+    out
+}
+
+/// The classes, and three nodes (two with the bounded handler).
+fn classes_and_nodes() -> Vec<Object> {
+    let mut out = Vec::new();
     for (name, handler, deleting) in [
         ("bounded-runc", "bounded-runc", false),
         ("gvisor", "runsc", false),
@@ -133,6 +154,12 @@ pub fn objects() -> Vec<Object> {
             "status": {"conditions": [{"type": "Ready", "status": "True"}], "runtimeHandlers": hs},
         }))));
     }
+    out
+}
+
+/// The granted and blocked Runtimes' Deployments, ReplicaSets and pods.
+fn workloads() -> Vec<Object> {
+    let mut out = Vec::new();
     let template = |name: &str, class: &str, profile: &str| {
         json!({"metadata": {"labels": {"berth.dev/runtime": name, "app.kubernetes.io/managed-by": "berth",
                     "berth.dev/project": "demo", "berth.dev/environment": "production",
@@ -178,6 +205,12 @@ pub fn objects() -> Vec<Object> {
             }
         }
     }
+    out
+}
+
+/// A bare pod on a deleted class, events, the agent's Lease, namespaces.
+fn the_rest() -> Vec<Object> {
+    let mut out = Vec::new();
     out.push(Object::from(obj::<k8s_openapi::api::core::v1::Pod>(
         json!({
             "apiVersion": "v1", "kind": "Pod",

@@ -381,31 +381,7 @@ pub fn handler_matrix(
     type Group = (BTreeSet<String>, Vec<usize>, Vec<Option<i64>>);
     let mut groups: BTreeMap<Key, Group> = BTreeMap::new();
     for node in nodes {
-        let mut answers = Vec::with_capacity(classes.len());
-        let mut counts = Vec::with_capacity(classes.len());
-        let mut evidence = Vec::with_capacity(classes.len());
-        for class in &classes {
-            let attested = class
-                .attestation
-                .as_ref()
-                .and_then(|a| a.node(&node.info.name));
-            let n = running
-                .get(&(class.name.as_str(), node.info.name.as_str()))
-                .copied()
-                .unwrap_or(0);
-            answers.push(Answer {
-                scheduling: scheduling(class, &node.info),
-                handler: handler_state(class, node),
-                running: n > 0,
-                attested: attested.map(|a| a.state),
-            });
-            counts.push(n);
-            evidence.push(
-                attested
-                    .and_then(|a| a.at.as_ref())
-                    .map(|t| t.0.as_second()),
-            );
-        }
+        let (answers, counts, evidence) = node_row(&classes, node, &running);
         let entry = groups
             .entry((node_state(&node.info), answers))
             .or_insert_with(|| {
@@ -430,31 +406,7 @@ pub fn handler_matrix(
     let mut out: Vec<NodeGroup> = groups
         .into_iter()
         .map(|((state, answers), (names, counts, evidence))| {
-            let nodes: Vec<String> = names.into_iter().collect();
-            let label = match nodes.len() {
-                0 | 1 => nodes.first().cloned().unwrap_or_default(),
-                n => format!("{} +{}", nodes[0], n - 1),
-            };
-            let cells = classes
-                .iter()
-                .zip(answers)
-                .zip(counts)
-                .zip(evidence)
-                .map(|(((class, a), pods), evidence_at)| MatrixCell {
-                    class: class.name.clone(),
-                    scheduling: a.scheduling,
-                    handler: a.handler,
-                    pods,
-                    attested: a.attested,
-                    evidence_at,
-                })
-                .collect();
-            NodeGroup {
-                label,
-                nodes,
-                state,
-                cells,
-            }
+            node_group(&classes, state, answers, names, counts, evidence)
         })
         .collect();
     out.sort_by(|a, b| {
@@ -474,6 +426,78 @@ pub fn handler_matrix(
             })
             .collect(),
         groups: out,
+    }
+}
+
+/// One node's answer per class (sorted as `classes`), with its running
+/// pods and the time of the canary's evidence there.
+fn node_row(
+    classes: &[&MatrixClass],
+    node: &MatrixNode,
+    running: &BTreeMap<(&str, &str), usize>,
+) -> (Vec<Answer>, Vec<usize>, Vec<Option<i64>>) {
+    let mut answers = Vec::with_capacity(classes.len());
+    let mut counts = Vec::with_capacity(classes.len());
+    let mut evidence = Vec::with_capacity(classes.len());
+    for class in classes {
+        let attested = class
+            .attestation
+            .as_ref()
+            .and_then(|a| a.node(&node.info.name));
+        let n = running
+            .get(&(class.name.as_str(), node.info.name.as_str()))
+            .copied()
+            .unwrap_or(0);
+        answers.push(Answer {
+            scheduling: scheduling(class, &node.info),
+            handler: handler_state(class, node),
+            running: n > 0,
+            attested: attested.map(|a| a.state),
+        });
+        counts.push(n);
+        evidence.push(
+            attested
+                .and_then(|a| a.at.as_ref())
+                .map(|t| t.0.as_second()),
+        );
+    }
+    (answers, counts, evidence)
+}
+
+/// A group of nodes that answer alike: its label (`first-node +N`) and
+/// one cell per class.
+fn node_group(
+    classes: &[&MatrixClass],
+    state: NodeState,
+    answers: Vec<Answer>,
+    names: BTreeSet<String>,
+    counts: Vec<usize>,
+    evidence: Vec<Option<i64>>,
+) -> NodeGroup {
+    let nodes: Vec<String> = names.into_iter().collect();
+    let label = match nodes.len() {
+        0 | 1 => nodes.first().cloned().unwrap_or_default(),
+        n => format!("{} +{}", nodes[0], n - 1),
+    };
+    let cells = classes
+        .iter()
+        .zip(answers)
+        .zip(counts)
+        .zip(evidence)
+        .map(|(((class, a), pods), evidence_at)| MatrixCell {
+            class: class.name.clone(),
+            scheduling: a.scheduling,
+            handler: a.handler,
+            pods,
+            attested: a.attested,
+            evidence_at,
+        })
+        .collect();
+    NodeGroup {
+        label,
+        nodes,
+        state,
+        cells,
     }
 }
 

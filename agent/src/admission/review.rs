@@ -42,6 +42,7 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 
 use super::grant_set::{self, Agreement};
+use super::lookup::LookupError;
 pub use super::lookup::{KubeLookup, Lookup};
 pub use super::runtime_view::{RuntimeView, spec_of};
 pub use super::verdict::Verdict;
@@ -352,22 +353,6 @@ pub async fn review_request<L: Lookup>(
     let deleting = new.metadata.deletion_timestamp.is_some();
     let previous = old.and_then(previous_profile);
 
-    // Nothing to read when nothing could be refused. Every Runtime with an
-    // identity claims it, so the labels are read even without a profile.
-    let labels = if op == Op::Update && deleting {
-        BTreeMap::new()
-    } else {
-        match lookup.namespace_labels(namespace).await {
-            Ok(labels) => labels.unwrap_or_default(),
-            Err(e) => {
-                return deny(
-                    req,
-                    "LookupFailed",
-                    format!("Runtime {namespace}/{name}: the grant could not be checked: {e}"),
-                );
-            }
-        }
-    };
     let me = Claim {
         namespace: namespace.to_string(),
         name: name.to_string(),
@@ -375,33 +360,28 @@ pub async fn review_request<L: Lookup>(
         created: old.and_then(|o| o.metadata.creation_timestamp.clone()),
         deleting,
     };
-    let claims = match identity_of(namespace, &labels, &view) {
-        Ok(id) if !deleting => match lookup.claims(&id).await {
-            Ok(claims) => claims,
-            Err(e) => {
-                return deny(
-                    req,
-                    "LookupFailed",
-                    format!("Runtime {namespace}/{name}: the identity could not be checked: {e}"),
-                );
-            }
-        },
-        _ => Vec::new(),
+    let read = ReadFor {
+        namespace,
+        view: &view,
+        bindings,
+        reads_labels: !(op == Op::Update && deleting),
+        deleting,
+    };
+    let LookedUp {
+        labels,
+        claims,
+        class,
+    } = match look_up(lookup, &read).await {
+        Ok(found) => found,
+        Err((what, e)) => {
+            return deny(
+                req,
+                "LookupFailed",
+                format!("Runtime {namespace}/{name}: the {what} could not be checked: {e}"),
+            );
+        }
     };
     let taken_by = claims::taken_by(&me, &claims);
-    let class = match class_to_look_up(namespace, &labels, &view, bindings) {
-        None => None,
-        Some(class_name) => match lookup.runtime_class(&class_name).await {
-            Ok(class) => class,
-            Err(e) => {
-                return deny(
-                    req,
-                    "LookupFailed",
-                    format!("Runtime {namespace}/{name}: the grant could not be checked: {e}"),
-                );
-            }
-        },
-    };
     let verdict = review(&Facts {
         op,
         namespace,
@@ -428,6 +408,66 @@ pub async fn review_request<L: Lookup>(
         allowed = verdict.is_allowed(),
         "admission review"
     );
+    respond(req, verdict)
+}
+
+/// What the review of one request reads: the namespace's labels (not for
+/// an update of a Runtime being deleted: nothing could be refused), the
+/// claims on its identity (every Runtime with an identity claims it, so
+/// the labels are read even without a profile), and the class its
+/// binding names.
+struct ReadFor<'a> {
+    namespace: &'a str,
+    view: &'a RuntimeView,
+    bindings: &'a [GrantBinding],
+    reads_labels: bool,
+    deleting: bool,
+}
+
+/// What [`look_up`] found.
+struct LookedUp {
+    labels: BTreeMap<String, String>,
+    claims: Vec<Claim>,
+    class: Option<ObservedClass>,
+}
+
+/// Reads what the review needs; a failed read names what could not be
+/// checked (the grant, the identity) and why.
+async fn look_up<L: Lookup>(
+    lookup: &L,
+    read: &ReadFor<'_>,
+) -> Result<LookedUp, (&'static str, LookupError)> {
+    let namespace = read.namespace;
+    let labels = if read.reads_labels {
+        lookup
+            .namespace_labels(namespace)
+            .await
+            .map_err(|e| ("grant", e))?
+            .unwrap_or_default()
+    } else {
+        BTreeMap::new()
+    };
+    let claims = match identity_of(namespace, &labels, read.view) {
+        Ok(id) if !read.deleting => lookup.claims(&id).await.map_err(|e| ("identity", e))?,
+        _ => Vec::new(),
+    };
+    let class = match class_to_look_up(namespace, &labels, read.view, read.bindings) {
+        None => None,
+        Some(class_name) => lookup
+            .runtime_class(&class_name)
+            .await
+            .map_err(|e| ("grant", e))?,
+    };
+    Ok(LookedUp {
+        labels,
+        claims,
+        class,
+    })
+}
+
+/// The response for a verdict: an allowed one carries its reason as an
+/// audit annotation, and its warning.
+fn respond(req: &AdmissionRequest<DynamicObject>, verdict: Verdict) -> AdmissionResponse {
     match verdict {
         Verdict::Allowed { reason, warning } => {
             let mut resp = AdmissionResponse::from(req);

@@ -21,11 +21,12 @@ pub mod wake;
 
 use std::sync::Arc;
 
+use berth_shared::api::Runtime;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, PredicateConfig, WatchStreamExt};
 use kube::{Client, ResourceExt};
 
@@ -55,7 +56,8 @@ pub struct Shared<'a> {
     pub attestations: Arc<crate::canary::Attestations>,
 }
 
-/// Builds caches and the controller.
+/// Builds caches and the controller: the caches, the context every
+/// reconcile shares, the context's upkeep tasks, then the controller.
 pub fn start(
     client: Client,
     grants: Arc<context::Grants>,
@@ -69,37 +71,8 @@ pub fn start(
     let attestation_changed = attestations
         .woken()
         .unwrap_or_else(|| futures::channel::mpsc::unbounded().1);
-    let cache::Caches {
-        stores,
-        runtimes,
-        runtime_events,
-        owned,
-        classes: class_s,
-        nodes: node_s,
-        namespaces: ns_s,
-        exposure_wakes,
-    } = cache::build(&client, &settings, wake);
-    let cache::Owned {
-        config_maps: cm_s,
-        service_accounts: sa_s,
-        services: svc_s,
-        deployments: dep_s,
-        pdbs: pdb_s,
-        network_policies: np_s,
-        hpas: hpa_s,
-        jobs: job_s,
-        cron_jobs: cron_s,
-    } = owned;
-    let controller = Controller::for_stream(
-        wake::rivals::with_rivals(runtime_events, runtimes.clone()),
-        runtimes.clone(),
-    )
-    .with_config(
-        kube::runtime::controller::Config::default()
-            .concurrency(u16::try_from(settings.concurrency).unwrap_or(u16::MAX)),
-    )
-    // Each watch backs off alone (see `wake::triggers::NoSharedBackoff`).
-    .trigger_backoff(wake::triggers::NoSharedBackoff);
+    let caches = cache::build(&client, &settings, wake);
+    let stores = caches.stores.clone();
     let context = Arc::new(Context {
         client: client.clone(),
         stores: stores.clone(),
@@ -111,6 +84,39 @@ pub fn start(
         pacing: pacing::Memories::default(),
         attestations,
     });
+    let held_woken = spawn_upkeep(&context, &caches.runtimes);
+    let run = run_controller(
+        caches,
+        context.clone(),
+        Wakes {
+            held_woken,
+            attestation_changed,
+        },
+        shutdown,
+    );
+    Started {
+        stores,
+        context,
+        run,
+    }
+}
+
+/// What wakes a Runtime besides its own objects' changes.
+struct Wakes {
+    /// Status writes held behind the first-pass backlog, once it clears.
+    held_woken: futures::channel::mpsc::UnboundedReceiver<ObjectRef<Runtime>>,
+    /// A class's canary starting or stopping to fail on some node: its
+    /// Runtimes' HandlerReady (see `crate::canary`).
+    attestation_changed: futures::channel::mpsc::UnboundedReceiver<ObjectRef<Runtime>>,
+}
+
+/// The context's tasks beside the reconciles: releasing held status
+/// writes, forgetting old writes, and marking the caches synced. Returns
+/// what the released writes wake.
+fn spawn_upkeep(
+    context: &Arc<Context>,
+    runtimes: &Store<Runtime>,
+) -> futures::channel::mpsc::UnboundedReceiver<ObjectRef<Runtime>> {
     // Status writes held behind the first-pass backlog are woken when it
     // clears (see `pacing::held_status`).
     let (wake_held, held_woken) = futures::channel::mpsc::unbounded();
@@ -140,47 +146,84 @@ pub fn start(
     // Reconciles (and the grants publisher) wait for this: a cache that
     // has not listed yet reads as "absent" (no namespace labels, no class,
     // no node), which would block or revoke a granted Runtime for nothing.
-    {
-        let stores = stores.clone();
-        let synced = context.synced.clone();
-        tokio::spawn(async move {
-            wait_synced(&stores).await;
-            synced.set();
-        });
+    let stores = context.stores.clone();
+    let synced = context.synced.clone();
+    tokio::spawn(async move {
+        wait_synced(&stores).await;
+        synced.set();
+    });
+    held_woken
+}
+
+/// Every Runtime in the store, to wake them all (a class or node change).
+fn all_runtimes(runtimes: Store<Runtime>) -> impl Fn() -> Vec<ObjectRef<Runtime>> + Clone {
+    move || {
+        runtimes
+            .state()
+            .iter()
+            .map(|r| ObjectRef::from_obj(&**r))
+            .collect::<Vec<_>>()
     }
-    let all_runtimes = {
-        let runtimes = runtimes.clone();
-        move || {
-            runtimes
-                .state()
-                .iter()
-                .map(|r| ObjectRef::from_obj(&**r))
-                .collect::<Vec<_>>()
-        }
-    };
-    let on_class = all_runtimes.clone();
-    let on_node = all_runtimes;
+}
+
+/// The controller over the caches' streams: what wakes a Runtime, and
+/// the reconcile with its per-Runtime failure backoff.
+fn run_controller(
+    caches: cache::Caches,
+    context: Arc<Context>,
+    wakes: Wakes,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> futures::future::BoxFuture<'static, ()> {
+    let cache::Caches {
+        runtimes,
+        runtime_events,
+        owned,
+        classes: class_s,
+        nodes: node_s,
+        namespaces: ns_s,
+        exposure_wakes,
+        ..
+    } = caches;
+    let cache::Owned {
+        config_maps: cm_s,
+        service_accounts: sa_s,
+        services: svc_s,
+        deployments: dep_s,
+        pdbs: pdb_s,
+        network_policies: np_s,
+        hpas: hpa_s,
+        jobs: job_s,
+        cron_jobs: cron_s,
+    } = owned;
+    let controller = Controller::for_stream(
+        wake::rivals::with_rivals(runtime_events, runtimes.clone()),
+        runtimes.clone(),
+    )
+    .with_config(
+        kube::runtime::controller::Config::default()
+            .concurrency(u16::try_from(context.settings.concurrency).unwrap_or(u16::MAX)),
+    )
+    // Each watch backs off alone (see `wake::triggers::NoSharedBackoff`).
+    .trigger_backoff(wake::triggers::NoSharedBackoff);
+    let on_class = all_runtimes(runtimes.clone());
+    let on_node = all_runtimes(runtimes.clone());
     let in_namespace = {
         let runtimes = runtimes.clone();
         move |ns: PartialObjectMeta<Namespace>| wake::rivals::on_namespace(&runtimes, &ns)
     };
     // A change around the pods (see `reconcile::exposure`) wakes its namespace's
     // Runtimes.
-    let exposed = {
-        let runtimes = runtimes.clone();
-        exposure_wakes.flat_map(move |ns| {
-            futures::stream::iter(reconcile::exposure::runtimes_in(&runtimes, &ns))
-        })
-    };
+    let exposed = exposure_wakes.flat_map(move |ns| {
+        futures::stream::iter(reconcile::exposure::runtimes_in(&runtimes, &ns))
+    });
     let backoff = Arc::new(wake::retry::Backoff::default());
     let backoff_err = backoff.clone();
-    let ctx = context.clone();
-    let run = controller
-        .reconcile_on(held_woken)
+    controller
+        .reconcile_on(wakes.held_woken)
         .reconcile_on(exposed)
         // A class's canary starting or stopping to fail on some node:
         // its Runtimes' HandlerReady (see `crate::canary`).
-        .reconcile_on(attestation_changed)
+        .reconcile_on(wakes.attestation_changed)
         .owns_stream(cm_s)
         .owns_stream(sa_s)
         .owns_stream(svc_s)
@@ -213,17 +256,12 @@ pub fn start(
                 tracing::warn!(runtime = %rt.name_any(), namespace = ?rt.namespace(), error = %err, retry_in = ?delay, "reconcile failed");
                 Action::requeue(delay)
             },
-            ctx,
+            context,
         )
         .for_each(|res| async move {
             if let Err(e) = res {
                 tracing::warn!(error = %e, "controller stream error");
             }
         })
-        .boxed();
-    Started {
-        stores,
-        context,
-        run,
-    }
+        .boxed()
 }

@@ -106,6 +106,22 @@ pub fn plan_lines(p: &Plan) -> Vec<String> {
             sm.added, sm.changed, sm.removed, sm.revoked, sm.rolled, sm.stalled
         ));
     }
+    binding_lines(p, &mut out);
+    runtime_lines(p, &mut out);
+    class_lines(p, &mut out);
+    problem_lines(p, &mut out);
+    if !p.warnings.is_empty() {
+        out.push(String::new());
+        out.push("Warnings:".to_string());
+        for w in &p.warnings {
+            out.push(format!("  {}", s(w)));
+        }
+    }
+    out
+}
+
+/// The bindings added (`+`), changed (`~`, field by field) and removed (`-`).
+fn binding_lines(p: &Plan, out: &mut Vec<String>) {
     let b = &p.bindings;
     if !b.is_empty() {
         out.push(String::new());
@@ -141,6 +157,10 @@ pub fn plan_lines(p: &Plan) -> Vec<String> {
             ));
         }
     }
+}
+
+/// Each Runtime the plan changes: before → after, and where it would stall.
+fn runtime_lines(p: &Plan, out: &mut Vec<String>) {
     if !p.runtimes.is_empty() {
         out.push(String::new());
         out.push("Runtimes:".to_string());
@@ -182,6 +202,10 @@ pub fn plan_lines(p: &Plan) -> Vec<String> {
             }
         }
     }
+}
+
+/// Each RuntimeClass: required, removable or still needed, and the nodes lacking its handler.
+fn class_lines(p: &Plan, out: &mut Vec<String>) {
     if !p.classes.is_empty() {
         out.push(String::new());
         out.push("RuntimeClasses:".to_string());
@@ -204,6 +228,10 @@ pub fn plan_lines(p: &Plan) -> Vec<String> {
             }
         }
     }
+}
+
+/// What the file or a binding broke, with the rule and where.
+fn problem_lines(p: &Plan, out: &mut Vec<String>) {
     if !p.problems.is_empty() {
         out.push(String::new());
         out.push("Problems:".to_string());
@@ -223,14 +251,6 @@ pub fn plan_lines(p: &Plan) -> Vec<String> {
             ));
         }
     }
-    if !p.warnings.is_empty() {
-        out.push(String::new());
-        out.push("Warnings:".to_string());
-        for w in &p.warnings {
-            out.push(format!("  {}", s(w)));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

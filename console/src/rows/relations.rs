@@ -15,6 +15,7 @@ use berth_shared::render::names::label_value;
 use super::handlers::bindings;
 use super::table::RowTone;
 use crate::store::meta::SlimMeta;
+use crate::store::slim::SlimPod;
 use crate::store::{Kind, ObjKey, Store};
 
 /// What a relations screen starts from.
@@ -125,6 +126,8 @@ fn label<'a>(labels: Option<&'a std::collections::BTreeMap<String, String>>, k: 
         .unwrap_or_default()
 }
 
+/// A grant's screen: the grant, its class, the Runtimes holding it (each
+/// with its workloads and pods), then the nodes those pods run on.
 fn grant_relations(store: &Store, name: &str, class: &str) -> Vec<Related> {
     let key = (String::new(), name.to_string());
     let Some(grant) = store.grants.get(&key) else {
@@ -133,30 +136,66 @@ fn grant_relations(store: &Store, name: &str, class: &str) -> Vec<Related> {
                 .tone(RowTone::Problem),
         ];
     };
-    let retired = super::handlers::is_retired(grant);
     let mut out = vec![
-        Related::obj(
-            0,
-            "grant",
-            Kind::RuntimeGrant,
-            key,
-            format!(
-                "{}/{}/{}/{} → {class}{}",
-                grant.spec.identity.project,
-                grant.spec.identity.environment,
-                grant.spec.identity.application,
-                grant.spec.identity.service,
-                if retired { " (retired)" } else { "" }
-            ),
-        )
-        .tone(if retired {
-            RowTone::Warn
-        } else {
-            RowTone::Normal
-        }),
+        grant_line(grant, key, class),
+        class_line(store, grant, class),
     ];
+    let holders = holders(store, grant, name);
+    if holders.is_empty() {
+        out.push(Related {
+            depth: 1,
+            relation: "runtime",
+            target: None,
+            state: "no Runtime holds this grant".into(),
+            tone: RowTone::Warn,
+        });
+    }
+    // Pods per node, over every holder: one line per node at the end.
+    let mut nodes: std::collections::BTreeMap<String, usize> = Default::default();
+    for rk in holders {
+        runtime_lines(store, rk, class, &mut nodes, &mut out);
+    }
+    for (n, pods) in nodes {
+        out.push(Related::obj(
+            1,
+            "node",
+            Kind::Node,
+            (String::new(), n),
+            format!("{pods} pod(s)"),
+        ));
+    }
+    out
+}
+
+/// The anchor: the grant's identity and class, warned when retired.
+fn grant_line(grant: &RuntimeGrant, key: ObjKey, class: &str) -> Related {
+    let retired = super::handlers::is_retired(grant);
+    Related::obj(
+        0,
+        "grant",
+        Kind::RuntimeGrant,
+        key,
+        format!(
+            "{}/{}/{}/{} → {class}{}",
+            grant.spec.identity.project,
+            grant.spec.identity.environment,
+            grant.spec.identity.application,
+            grant.spec.identity.service,
+            if retired { " (retired)" } else { "" }
+        ),
+    )
+    .tone(if retired {
+        RowTone::Warn
+    } else {
+        RowTone::Normal
+    })
+}
+
+/// The grant's class: its handler, a problem when missing or another
+/// handler than the grant's.
+fn class_line(store: &Store, grant: &RuntimeGrant, class: &str) -> Related {
     let class_key = (String::new(), class.to_string());
-    out.push(match store.classes.get(&class_key) {
+    match store.classes.get(&class_key) {
         Some(c) if c.handler == grant.spec.handler => Related::obj(
             1,
             "class",
@@ -177,9 +216,12 @@ fn grant_relations(store: &Store, name: &str, class: &str) -> Vec<Related> {
         .tone(RowTone::Problem),
         None => Related::obj(1, "class", Kind::RuntimeClass, class_key, "missing".into())
             .tone(RowTone::Problem),
-    });
-    // The Runtimes holding it: naming it, with the grant's identity (as
-    // their status reports it), plus any the agent lists on the grant.
+    }
+}
+
+/// The Runtimes holding the grant: naming it, with the grant's identity
+/// (as their status reports it), plus any the agent lists on the grant.
+fn holders(store: &Store, grant: &RuntimeGrant, name: &str) -> Vec<ObjKey> {
     let listed: Vec<ObjKey> = grant
         .status
         .as_ref()
@@ -190,7 +232,7 @@ fn grant_relations(store: &Store, name: &str, class: &str) -> Vec<Related> {
                 .collect()
         })
         .unwrap_or_default();
-    let holders: Vec<ObjKey> = store
+    store
         .runtimes
         .iter()
         .filter(|(k, rt)| {
@@ -204,125 +246,122 @@ fn grant_relations(store: &Store, name: &str, class: &str) -> Vec<Related> {
             (rt.spec.runtime_profile.as_deref() == Some(name) && same) || listed.contains(k)
         })
         .map(|(k, _)| k.clone())
-        .collect();
-    if holders.is_empty() {
-        out.push(Related {
-            depth: 1,
-            relation: "runtime",
-            target: None,
-            state: "no Runtime holds this grant".into(),
-            tone: RowTone::Warn,
-        });
-    }
-    let mut nodes: std::collections::BTreeMap<String, usize> = Default::default();
-    for rk in holders {
-        let state = store
-            .runtimes
-            .get(&rk)
-            .and_then(|r| r.status.as_ref())
-            .and_then(|s| s.rollout.as_ref())
-            .map(|r| format!("{:?} {}/{}", r.phase, r.ready, r.desired))
-            .unwrap_or_else(|| "no status yet".into());
-        out.push(Related::obj(1, "runtime", Kind::Runtime, rk.clone(), state));
-        let (ns, rname) = &rk;
-        // The Runtime's own: its label, or (what the agent also sets) its
-        // controller owner reference.
-        let ours_by = |n: &ObjKey, owned: bool, runtime: Option<&str>| {
-            &n.0 == ns && (owned || runtime.unwrap_or_default() == label_value(rname))
-        };
-        let ours = |n: &ObjKey, meta: &kube::api::ObjectMeta| {
-            let owned = meta
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.controller == Some(true) && o.kind == "Runtime" && o.name == *rname);
-            ours_by(n, owned, Some(label(meta.labels.as_ref(), RUNTIME_LABEL)))
-        };
-        // The same for the kinds the store keeps slim.
-        let ours_slim = |n: &ObjKey, meta: &SlimMeta| {
-            let owned = meta
-                .owners
-                .iter()
-                .any(|o| o.controller && o.kind == "Runtime" && o.name == *rname);
-            ours_by(n, owned, meta.label(RUNTIME_LABEL))
-        };
-        for (k, d) in &store.deployments {
-            if ours_slim(k, &d.metadata) {
-                let s = d.status.as_ref();
-                let state = format!(
-                    "{}/{} ready",
-                    s.and_then(|s| s.ready_replicas).unwrap_or(0),
-                    d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0)
-                );
-                out.push(Related::obj(
-                    2,
-                    "workload",
-                    Kind::Deployment,
-                    k.clone(),
-                    state,
-                ));
-            }
-        }
-        for (k, j) in &store.jobs {
-            if ours(k, &j.metadata) {
-                out.push(Related::obj(
-                    2,
-                    "workload",
-                    Kind::Job,
-                    k.clone(),
-                    "Job".into(),
-                ));
-            }
-        }
-        for (k, c) in &store.cronjobs {
-            if ours(k, &c.metadata) {
-                out.push(Related::obj(
-                    2,
-                    "workload",
-                    Kind::CronJob,
-                    k.clone(),
-                    "CronJob".into(),
-                ));
-            }
-        }
-        for (k, p) in &store.pods {
-            if ours_slim(k, &p.metadata) {
-                let node = p.node_name().unwrap_or("-");
-                if let Some(n) = p.node_name() {
-                    *nodes.entry(n.to_string()).or_default() += 1;
-                }
-                let on_class = p.runtime_class_name() == Some(class);
-                out.push(
-                    Related::obj(
-                        2,
-                        "pod",
-                        Kind::Pod,
-                        k.clone(),
-                        format!(
-                            "{} on {node}{}",
-                            p.phase().unwrap_or("Pending"),
-                            if on_class { "" } else { " (not on the class)" }
-                        ),
-                    )
-                    .tone(if on_class {
-                        RowTone::Normal
-                    } else {
-                        RowTone::Warn
-                    }),
-                );
-            }
+        .collect()
+}
+
+/// One holder: its rollout, then its workloads and pods (counting the
+/// pods per node into `nodes`).
+fn runtime_lines(
+    store: &Store,
+    rk: ObjKey,
+    class: &str,
+    nodes: &mut std::collections::BTreeMap<String, usize>,
+    out: &mut Vec<Related>,
+) {
+    let state = store
+        .runtimes
+        .get(&rk)
+        .and_then(|r| r.status.as_ref())
+        .and_then(|s| s.rollout.as_ref())
+        .map(|r| format!("{:?} {}/{}", r.phase, r.ready, r.desired))
+        .unwrap_or_else(|| "no status yet".into());
+    out.push(Related::obj(1, "runtime", Kind::Runtime, rk.clone(), state));
+    let (ns, rname) = &rk;
+    // The Runtime's own: its label, or (what the agent also sets) its
+    // controller owner reference.
+    let ours_by = |n: &ObjKey, owned: bool, runtime: Option<&str>| {
+        &n.0 == ns && (owned || runtime.unwrap_or_default() == label_value(rname))
+    };
+    let ours = |n: &ObjKey, meta: &kube::api::ObjectMeta| {
+        let owned = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true) && o.kind == "Runtime" && o.name == *rname);
+        ours_by(n, owned, Some(label(meta.labels.as_ref(), RUNTIME_LABEL)))
+    };
+    // The same for the kinds the store keeps slim.
+    let ours_slim = |n: &ObjKey, meta: &SlimMeta| {
+        let owned = meta
+            .owners
+            .iter()
+            .any(|o| o.controller && o.kind == "Runtime" && o.name == *rname);
+        ours_by(n, owned, meta.label(RUNTIME_LABEL))
+    };
+    for (k, d) in &store.deployments {
+        if ours_slim(k, &d.metadata) {
+            let s = d.status.as_ref();
+            let state = format!(
+                "{}/{} ready",
+                s.and_then(|s| s.ready_replicas).unwrap_or(0),
+                d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0)
+            );
+            out.push(Related::obj(
+                2,
+                "workload",
+                Kind::Deployment,
+                k.clone(),
+                state,
+            ));
         }
     }
-    for (n, pods) in nodes {
-        out.push(Related::obj(
-            1,
-            "node",
-            Kind::Node,
-            (String::new(), n),
-            format!("{pods} pod(s)"),
-        ));
+    for (k, j) in &store.jobs {
+        if ours(k, &j.metadata) {
+            out.push(Related::obj(
+                2,
+                "workload",
+                Kind::Job,
+                k.clone(),
+                "Job".into(),
+            ));
+        }
     }
-    out
+    for (k, c) in &store.cronjobs {
+        if ours(k, &c.metadata) {
+            out.push(Related::obj(
+                2,
+                "workload",
+                Kind::CronJob,
+                k.clone(),
+                "CronJob".into(),
+            ));
+        }
+    }
+    for (k, p) in &store.pods {
+        if ours_slim(k, &p.metadata) {
+            out.push(pod_line(p, k, class, nodes));
+        }
+    }
+}
+
+/// A holder's pod: its phase and node, warned when not on the class.
+fn pod_line(
+    p: &SlimPod,
+    k: &ObjKey,
+    class: &str,
+    nodes: &mut std::collections::BTreeMap<String, usize>,
+) -> Related {
+    let node = p.node_name().unwrap_or("-");
+    if let Some(n) = p.node_name() {
+        *nodes.entry(n.to_string()).or_default() += 1;
+    }
+    let on_class = p.runtime_class_name() == Some(class);
+    Related::obj(
+        2,
+        "pod",
+        Kind::Pod,
+        k.clone(),
+        format!(
+            "{} on {node}{}",
+            p.phase().unwrap_or("Pending"),
+            if on_class { "" } else { " (not on the class)" }
+        ),
+    )
+    .tone(if on_class {
+        RowTone::Normal
+    } else {
+        RowTone::Warn
+    })
 }
 
 fn pod_relations(store: &Store, key: &ObjKey) -> Vec<Related> {

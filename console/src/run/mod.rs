@@ -66,17 +66,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         .scope
         .clone()
         .unwrap_or_else(|| Scope::Namespace(conns[0].default_namespace.clone()));
-    let ids: Vec<ClusterId> = conns.iter().map(|c| c.cluster()).collect();
-    let mut app = App::of_fleet(ids, scope.clone(), Timestamp::now());
-    app.session.contexts = conns[0].contexts.clone();
-    app.session.read_only = opts.read_only;
-    app.session.agent_lease = opts.agent_lease.clone();
-    app.session.same_grants = opts
-        .same_grants
-        .iter()
-        .map(|g| g.iter().map(ClusterId::new).collect())
-        .collect();
-    app.ui.no_color = opts.no_color;
+    let mut app = new_app(&opts, &conns, &scope);
 
     let (tx, mut rx) = unbounded_channel::<Msg>();
     let (wtx, mut wrx) = channel::<Msg>(WATCH_QUEUE);
@@ -105,15 +95,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         loop {
             if app.ui.dirty && frames.ready(Instant::now(), urgent) {
                 let started = Instant::now();
-                app.refresh();
-                if let Some(term) = tui.terminal() {
-                    let mut fit = None;
-                    term.draw(|f| fit = Some(views::draw(f, &app)))
-                        .wrap_err("drawing")?;
-                    if let Some(fit) = fit {
-                        update(&mut app, Msg::Drawn(fit));
-                    }
-                }
+                draw(&mut app, &mut tui)?;
                 frames.drawn(started, started.elapsed());
                 app.ui.dirty = false;
                 urgent = false;
@@ -179,6 +161,38 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     effects.stop();
     drop(tui);
     result
+}
+
+/// The console's state at start: the fleet's clusters, the session's
+/// options, the scope.
+fn new_app(opts: &RunOptions, conns: &[Connection], scope: &Scope) -> App {
+    let ids: Vec<ClusterId> = conns.iter().map(|c| c.cluster()).collect();
+    let mut app = App::of_fleet(ids, scope.clone(), Timestamp::now());
+    app.session.contexts = conns[0].contexts.clone();
+    app.session.read_only = opts.read_only;
+    app.session.agent_lease = opts.agent_lease.clone();
+    app.session.same_grants = opts
+        .same_grants
+        .iter()
+        .map(|g| g.iter().map(ClusterId::new).collect())
+        .collect();
+    app.ui.no_color = opts.no_color;
+    app
+}
+
+/// One frame: the derived rows refreshed, drawn, and what fitted on the
+/// screen handed back to the model (the viewport).
+fn draw(app: &mut App, tui: &mut Tui) -> Result<()> {
+    app.refresh();
+    if let Some(term) = tui.terminal() {
+        let mut fit = None;
+        term.draw(|f| fit = Some(views::draw(f, app)))
+            .wrap_err("drawing")?;
+        if let Some(fit) = fit {
+            update(app, Msg::Drawn(fit));
+        }
+    }
+    Ok(())
 }
 
 /// A client for each context (the current one when none is named). A

@@ -60,83 +60,36 @@ pub fn lines(
     if m.classes.is_empty() {
         return vec![Line::raw("No RuntimeClass in the cluster.")];
     }
-    let w_class = m
-        .classes
-        .iter()
-        .map(|c| c.class.chars().count())
-        .chain([5])
-        .max()
-        .unwrap_or(5)
-        .min(MAX_COL);
-    let w_handler = m
-        .classes
-        .iter()
-        .map(|c| c.handler.chars().count())
-        .chain([7])
-        .max()
-        .unwrap_or(7)
-        .min(MAX_COL);
-    let headings: Vec<String> = m
-        .groups
-        .iter()
-        .map(|g| group_heading(&g.label, g.nodes.len(), g.state))
-        .collect();
-    let col_w: Vec<usize> = m
-        .groups
-        .iter()
-        .zip(&headings)
-        .map(|(g, h)| {
-            g.cells
-                .iter()
-                .map(|c| c.short_at(Some(now)).chars().count())
-                .chain([h.chars().count()])
-                .max()
-                .unwrap_or(1)
-                .min(MAX_COL)
-        })
-        .collect();
-    // As many groups as fit after the class and handler columns, from the
-    // first one that keeps the selected group in view.
-    let fits = |from: usize| {
-        let mut used = w_class + 1 + w_handler;
-        let mut n = 0;
-        for w in &col_w[from..] {
-            if used + 2 + w > width {
-                break;
-            }
-            used += 2 + w;
-            n += 1;
-        }
-        n
-    };
-    let want = selected.map_or(0, |(_, c)| c.min(m.groups.len().saturating_sub(1)));
-    let mut first = 0;
-    while first < want && fits(first) <= want - first {
-        first += 1;
-    }
-    let shown = fits(first);
+    let cols = Columns::of(m, now);
+    let (first, shown) = cols.window(width, selected);
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut out = Vec::new();
     let mut head = vec![
-        Span::styled(cut("CLASS", w_class), bold),
+        Span::styled(cut("CLASS", cols.class), bold),
         Span::raw(" "),
-        Span::styled(cut("HANDLER", w_handler), bold),
+        Span::styled(cut("HANDLER", cols.handler), bold),
     ];
-    for (h, w) in headings.iter().zip(&col_w).skip(first).take(shown) {
+    for (h, w) in cols
+        .headings
+        .iter()
+        .zip(&cols.groups)
+        .skip(first)
+        .take(shown)
+    {
         head.push(Span::raw("  "));
         head.push(Span::styled(cut(h, *w), bold));
     }
     out.push(Line::from(head));
     for (i, c) in m.classes.iter().enumerate() {
         let mut spans = vec![
-            Span::raw(cut(&c.class, w_class)),
+            Span::raw(cut(&c.class, cols.class)),
             Span::raw(" "),
-            Span::raw(cut(&c.handler, w_handler)),
+            Span::raw(cut(&c.handler, cols.handler)),
         ];
         for (j, (g, w)) in m
             .groups
             .iter()
-            .zip(&col_w)
+            .zip(&cols.groups)
             .enumerate()
             .skip(first)
             .take(shown)
@@ -155,6 +108,82 @@ pub fn lines(
         }
         out.push(Line::from(spans));
     }
+    out.extend(footer(m, &cols.headings, first, shown));
+    out
+}
+
+/// The columns' widths: class, handler, and each node group's (as wide
+/// as its heading and its widest cell, up to `MAX_COL`).
+struct Columns {
+    class: usize,
+    handler: usize,
+    headings: Vec<String>,
+    groups: Vec<usize>,
+}
+
+impl Columns {
+    fn of(m: &Matrix, now: i64) -> Self {
+        let widest = |names: &mut dyn Iterator<Item = usize>, least: usize| {
+            names.chain([least]).max().unwrap_or(least).min(MAX_COL)
+        };
+        let class = widest(&mut m.classes.iter().map(|c| c.class.chars().count()), 5);
+        let handler = widest(&mut m.classes.iter().map(|c| c.handler.chars().count()), 7);
+        let headings: Vec<String> = m
+            .groups
+            .iter()
+            .map(|g| group_heading(&g.label, g.nodes.len(), g.state))
+            .collect();
+        let groups: Vec<usize> = m
+            .groups
+            .iter()
+            .zip(&headings)
+            .map(|(g, h)| {
+                g.cells
+                    .iter()
+                    .map(|c| c.short_at(Some(now)).chars().count())
+                    .chain([h.chars().count()])
+                    .max()
+                    .unwrap_or(1)
+                    .min(MAX_COL)
+            })
+            .collect();
+        Columns {
+            class,
+            handler,
+            headings,
+            groups,
+        }
+    }
+
+    /// As many groups as fit after the class and handler columns, from the
+    /// first one that keeps the selected group in view: (first, how many).
+    fn window(&self, width: usize, selected: Option<(usize, usize)>) -> (usize, usize) {
+        let fits = |from: usize| {
+            let mut used = self.class + 1 + self.handler;
+            let mut n = 0;
+            for w in &self.groups[from..] {
+                if used + 2 + w > width {
+                    break;
+                }
+                used += 2 + w;
+                n += 1;
+            }
+            n
+        };
+        let want = selected.map_or(0, |(_, c)| c.min(self.groups.len().saturating_sub(1)));
+        let mut first = 0;
+        while first < want && fits(first) <= want - first {
+            first += 1;
+        }
+        (first, fits(first))
+    }
+}
+
+/// Below the table: the groups out of view, the legend, and each group's
+/// nodes.
+fn footer(m: &Matrix, headings: &[String], first: usize, shown: usize) -> Vec<Line<'static>> {
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut out = Vec::new();
     let hidden = m.groups.len() - first - shown;
     if first > 0 {
         out.push(Line::styled(
@@ -176,7 +205,7 @@ pub fn lines(
         Style::new().add_modifier(Modifier::DIM),
     ));
     out.push(Line::raw(""));
-    for (g, h) in m.groups.iter().zip(&headings) {
+    for (g, h) in m.groups.iter().zip(headings) {
         let names: Vec<String> = g.nodes.iter().take(8).map(|n| clean(n)).collect();
         let more = g.nodes.len() - names.len();
         let tail = if more > 0 {

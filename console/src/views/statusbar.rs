@@ -64,94 +64,17 @@ pub fn connection_text(app: &App) -> (String, Style) {
 /// The spans of the status bar, most important first.
 pub fn spans(app: &App) -> Vec<Span<'static>> {
     let dim = Style::new().fg(Color::DarkGray);
-    let sep = || Span::styled(" │ ", dim);
-    let mut spans = vec![Span::raw(" ")];
-    let mut first = true;
-    let mut push = |spans: &mut Vec<Span<'static>>, s: Span<'static>| {
-        if !first {
-            spans.push(sep());
-        }
-        first = false;
-        spans.push(s);
-    };
-    if app.session.read_only {
-        push(
-            &mut spans,
-            Span::styled(
-                "read-only",
-                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            ),
-        );
-    }
-    let fleet = app.fleet();
-    // In a fleet each cluster names itself: `b: Pod`.
-    let of = |c: &crate::model::Cluster, what: &str| {
-        if fleet {
-            format!("{}: {what}", c.id.shown())
-        } else {
-            what.to_string()
-        }
-    };
-    let denied: Vec<String> = app
-        .clusters
-        .iter()
-        .filter_map(|c| {
-            let kinds: Vec<&str> = c.data.denied().iter().map(|(k, _)| k.label()).collect();
-            (!kinds.is_empty()).then(|| of(c, &kinds.join(",")))
-        })
-        .collect();
-    if !denied.is_empty() {
-        push(
-            &mut spans,
-            Span::styled(
-                format!("no access: {}", denied.join("; ")),
-                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-            ),
-        );
-    }
-    let without_leader = app.stale_clusters();
-    if !without_leader.is_empty() {
-        let text = if fleet {
-            let names: Vec<String> = without_leader.iter().map(|c| c.id.shown()).collect();
-            format!("no leader in {}: status may be stale", names.join(", "))
-        } else {
-            "no leader: status may be stale".to_string()
-        };
-        push(
-            &mut spans,
-            Span::styled(
-                text,
-                Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
-            ),
-        );
-    }
-    // An agent's grants file changed on disk: say so, and where the
-    // plan of the change is.
-    if app
-        .clusters
-        .iter()
-        .any(|c| c.rows.grants.iter().any(|g| g.restart_required))
-    {
-        push(
-            &mut spans,
-            Span::styled(
-                "restart required: :plan",
-                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-            ),
-        );
-    }
-    if let Some(target) = &app.session.switching {
-        push(
-            &mut spans,
-            Span::styled(
-                format!("switching to {}…", clean(&target.join(","))),
-                Style::new().fg(Color::Yellow),
-            ),
-        );
-    }
+    let mut items = alerts(app);
     let (conn, conn_style) = connection_text(app);
-    push(&mut spans, Span::styled(conn, conn_style));
-    push(&mut spans, Span::styled("ctx ", dim));
+    items.push(Span::styled(conn, conn_style));
+    items.push(Span::styled("ctx ", dim));
+    let mut spans = vec![Span::raw(" ")];
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" │ ", dim));
+        }
+        spans.push(item);
+    }
     let contexts: Vec<&str> = app.clusters.iter().map(|c| c.id.context()).collect();
     let mut ctx = berth_shared::sanitize::line(&contexts.join(","), CONTEXT_CHARS);
     if ctx.is_empty() {
@@ -173,6 +96,74 @@ pub fn spans(app: &App) -> Vec<Span<'static>> {
     }
     spans.push(Span::styled(" │ ? help", dim));
     spans
+}
+
+/// What the user must know first, left of the connection: read-only, the
+/// kinds not readable, no agent leader, a restart required, a context
+/// switch under way.
+fn alerts(app: &App) -> Vec<Span<'static>> {
+    let mut out = Vec::new();
+    if app.session.read_only {
+        out.push(Span::styled(
+            "read-only",
+            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+        ));
+    }
+    let fleet = app.fleet();
+    // In a fleet each cluster names itself: `b: Pod`.
+    let of = |c: &crate::model::Cluster, what: &str| {
+        if fleet {
+            format!("{}: {what}", c.id.shown())
+        } else {
+            what.to_string()
+        }
+    };
+    let denied: Vec<String> = app
+        .clusters
+        .iter()
+        .filter_map(|c| {
+            let kinds: Vec<&str> = c.data.denied().iter().map(|(k, _)| k.label()).collect();
+            (!kinds.is_empty()).then(|| of(c, &kinds.join(",")))
+        })
+        .collect();
+    if !denied.is_empty() {
+        out.push(Span::styled(
+            format!("no access: {}", denied.join("; ")),
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    }
+    let without_leader = app.stale_clusters();
+    if !without_leader.is_empty() {
+        let text = if fleet {
+            let names: Vec<String> = without_leader.iter().map(|c| c.id.shown()).collect();
+            format!("no leader in {}: status may be stale", names.join(", "))
+        } else {
+            "no leader: status may be stale".to_string()
+        };
+        out.push(Span::styled(
+            text,
+            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        ));
+    }
+    // An agent's grants file changed on disk: say so, and where the
+    // plan of the change is.
+    if app
+        .clusters
+        .iter()
+        .any(|c| c.rows.grants.iter().any(|g| g.restart_required))
+    {
+        out.push(Span::styled(
+            "restart required: :plan",
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    }
+    if let Some(target) = &app.session.switching {
+        out.push(Span::styled(
+            format!("switching to {}…", clean(&target.join(","))),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    out
 }
 
 impl Component for StatusBar {

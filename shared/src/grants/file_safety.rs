@@ -351,55 +351,9 @@ pub(crate) fn read_trusted(
         configured,
         options,
     };
-    let raw = configured.as_os_str().as_bytes();
-    if raw.is_empty() {
-        return Err(ctx.unsafe_file(UnsafeFile::BadPath {
-            reason: "it is empty",
-        }));
-    }
-    if raw.contains(&0) {
-        return Err(ctx.unsafe_file(UnsafeFile::BadPath {
-            reason: "it contains a NUL byte",
-        }));
-    }
-    if raw.len() > MAX_PATH_BYTES {
-        return Err(ctx.unsafe_file(UnsafeFile::BadPath {
-            reason: "it is longer than 4096 bytes",
-        }));
-    }
-    if raw.ends_with(b"/") {
-        return Err(ctx.unsafe_file(UnsafeFile::BadPath {
-            reason: "it ends with '/', so it names a directory",
-        }));
-    }
-
-    let absolute = if configured.is_absolute() {
-        configured.to_owned()
-    } else {
-        let cwd = std::env::current_dir().map_err(|e| GrantsError::Io {
-            path: configured.to_owned(),
-            action: "determine the current directory for",
-            target: configured.to_owned(),
-            source: e,
-        })?;
-        cwd.join(configured)
-    };
-
-    let root_path = PathBuf::from("/");
-    let root_fd = rfs::openat(
-        rfs::CWD,
-        "/",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| ctx.io("open", &root_path, e))?;
-    let root_st = rfs::fstat(&root_fd).map_err(|e| ctx.io("inspect", &root_path, e))?;
-    check_dir(&ctx, &root_fd, &root_st, &root_path)?;
-
-    let mut stack = vec![Dir {
-        fd: root_fd,
-        path: root_path,
-    }];
+    check_path(&ctx)?;
+    let absolute = absolute(configured)?;
+    let mut stack = vec![open_root(&ctx)?];
     let mut pending = VecDeque::new();
     push_front_components(&mut pending, &absolute);
     let mut links = 0usize;
@@ -460,4 +414,65 @@ pub(crate) fn read_trusted(
         path,
         kind: "directory",
     }))
+}
+
+/// The configured path itself: not empty, no NUL byte, not too long, not
+/// naming a directory.
+fn check_path(ctx: &Ctx<'_>) -> Result<(), GrantsError> {
+    let raw = ctx.configured.as_os_str().as_bytes();
+    if raw.is_empty() {
+        return Err(ctx.unsafe_file(UnsafeFile::BadPath {
+            reason: "it is empty",
+        }));
+    }
+    if raw.contains(&0) {
+        return Err(ctx.unsafe_file(UnsafeFile::BadPath {
+            reason: "it contains a NUL byte",
+        }));
+    }
+    if raw.len() > MAX_PATH_BYTES {
+        return Err(ctx.unsafe_file(UnsafeFile::BadPath {
+            reason: "it is longer than 4096 bytes",
+        }));
+    }
+    if raw.ends_with(b"/") {
+        return Err(ctx.unsafe_file(UnsafeFile::BadPath {
+            reason: "it ends with '/', so it names a directory",
+        }));
+    }
+    Ok(())
+}
+
+/// The configured path made absolute (against the current directory).
+fn absolute(configured: &Path) -> Result<PathBuf, GrantsError> {
+    Ok(if configured.is_absolute() {
+        configured.to_owned()
+    } else {
+        let cwd = std::env::current_dir().map_err(|e| GrantsError::Io {
+            path: configured.to_owned(),
+            action: "determine the current directory for",
+            target: configured.to_owned(),
+            source: e,
+        })?;
+        cwd.join(configured)
+    })
+}
+
+/// `/`, opened and checked: where the walk starts.
+fn open_root(ctx: &Ctx<'_>) -> Result<Dir, GrantsError> {
+    let root_path = PathBuf::from("/");
+    let root_fd = rfs::openat(
+        rfs::CWD,
+        "/",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| ctx.io("open", &root_path, e))?;
+    let root_st = rfs::fstat(&root_fd).map_err(|e| ctx.io("inspect", &root_path, e))?;
+    check_dir(ctx, &root_fd, &root_st, &root_path)?;
+
+    Ok(Dir {
+        fd: root_fd,
+        path: root_path,
+    })
 }

@@ -320,30 +320,17 @@ fn walk_bindings(items: &[toml::Spanned<DeValue<'_>>], sink: &mut Sink<'_>) -> V
             if static_key == "name"
                 && let Some(name) = &fields[slot]
             {
-                let offset = value.span().start;
-                match names.get(name) {
-                    Some(&(first_index, first_line)) => sink.report(|l| Problem::DuplicateName {
-                        at: l.at(offset),
-                        table: table_ref,
-                        name: excerpt::quote(name),
-                        first_index,
-                        first_line,
-                    }),
-                    None => {
-                        names.insert(name.clone(), (index, sink.lines.line(offset)));
-                    }
-                }
+                note_name(
+                    &mut names,
+                    sink,
+                    (index, table_ref),
+                    name,
+                    value.span().start,
+                );
             }
         }
-        for (slot, key) in BINDING_KEYS.iter().enumerate() {
-            if !seen[slot] {
-                sink.report(|l| Problem::MissingKey {
-                    at: Some(l.at(item.span().start)),
-                    table: table_ref,
-                    key,
-                });
-                complete = false;
-            }
+        if !all_seen(&seen, sink, table_ref, item.span().start) {
+            complete = false;
         }
         if complete
             && let [
@@ -370,4 +357,43 @@ fn walk_bindings(items: &[toml::Spanned<DeValue<'_>>], sink: &mut Sink<'_>) -> V
         }
     }
     bindings
+}
+
+/// Remembers a binding's name, reporting a name given twice (with the
+/// first's index and line).
+fn note_name(
+    names: &mut HashMap<String, (usize, u32)>,
+    sink: &mut Sink<'_>,
+    (index, table_ref): (usize, TableRef),
+    name: &str,
+    offset: usize,
+) {
+    match names.get(name) {
+        Some(&(first_index, first_line)) => sink.report(|l| Problem::DuplicateName {
+            at: l.at(offset),
+            table: table_ref,
+            name: excerpt::quote(name),
+            first_index,
+            first_line,
+        }),
+        None => {
+            names.insert(name.to_string(), (index, sink.lines.line(offset)));
+        }
+    }
+}
+
+/// Whether a binding gave every key; each missing one is reported.
+fn all_seen(seen: &[bool; 7], sink: &mut Sink<'_>, table_ref: TableRef, start: usize) -> bool {
+    let mut all = true;
+    for (slot, key) in BINDING_KEYS.iter().enumerate() {
+        if !seen[slot] {
+            sink.report(|l| Problem::MissingKey {
+                at: Some(l.at(start)),
+                table: table_ref,
+                key,
+            });
+            all = false;
+        }
+    }
+    all
 }

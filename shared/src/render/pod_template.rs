@@ -109,7 +109,28 @@ pub(crate) struct PodKind<'a> {
 
 /// The pod template for `kind`.
 pub(crate) fn pod_template(ctx: &Ctx<'_>, kind: &PodKind<'_>) -> PodTemplateSpec {
-    let server = kind.component == Component::Server;
+    let (pod_labels, annotations, runtime_class_name) = pod_metadata(ctx, kind);
+    let spec = pod_spec(ctx, kind, container(ctx, kind), runtime_class_name);
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(pod_labels),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            ..Default::default()
+        }),
+        spec: Some(spec),
+    }
+}
+
+/// The pod's labels and annotations (the team's, with berth's own
+/// winning), and the RuntimeClass a granted profile puts it on.
+fn pod_metadata(
+    ctx: &Ctx<'_>,
+    kind: &PodKind<'_>,
+) -> (
+    BTreeMap<String, String>,
+    BTreeMap<String, String>,
+    Option<String>,
+) {
     let mut owned = labels::common(ctx.name, ctx.identity, kind.component);
     if let Some(job) = kind.job {
         owned.insert(
@@ -148,8 +169,14 @@ pub(crate) fn pod_template(ctx: &Ctx<'_>, kind: &PodKind<'_>) -> PodTemplateSpec
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let annotations = labels::merge_owned_wins(&team_annotations, owned_annotations);
+    (pod_labels, annotations, runtime_class_name)
+}
 
-    let container = Container {
+/// The one container: the image, its config, and the hardened defaults
+/// (probes and a port only on the server).
+fn container(ctx: &Ctx<'_>, kind: &PodKind<'_>) -> Container {
+    let server = kind.component == Component::Server;
+    Container {
         name: CONTAINER_NAME.to_string(),
         image: Some(ctx.spec.image.reference()),
         image_pull_policy: Some(ctx.spec.image.pull_policy().to_string()),
@@ -185,10 +212,20 @@ pub(crate) fn pod_template(ctx: &Ctx<'_>, kind: &PodKind<'_>) -> PodTemplateSpec
         }]),
         termination_message_policy: Some("FallbackToLogsOnError".to_string()),
         ..Default::default()
-    };
+    }
+}
 
+/// The pod's spec around the container: the hardened pod settings, the
+/// team's scheduling, and (for the server) the spread over hosts.
+fn pod_spec(
+    ctx: &Ctx<'_>,
+    kind: &PodKind<'_>,
+    container: Container,
+    runtime_class_name: Option<String>,
+) -> PodSpec {
+    let server = kind.component == Component::Server;
     let scheduling = ctx.spec.scheduling.as_ref();
-    let spec = PodSpec {
+    PodSpec {
         containers: vec![container],
         service_account_name: Some(ctx.names.workload.clone()),
         automount_service_account_token: Some(false),
@@ -225,14 +262,5 @@ pub(crate) fn pod_template(ctx: &Ctx<'_>, kind: &PodKind<'_>) -> PodTemplateSpec
             ..Default::default()
         }]),
         ..Default::default()
-    };
-
-    PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(pod_labels),
-            annotations: (!annotations.is_empty()).then_some(annotations),
-            ..Default::default()
-        }),
-        spec: Some(spec),
     }
 }

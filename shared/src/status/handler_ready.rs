@@ -7,7 +7,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
-use crate::analysis::{NodeInfo, Placement, Presence, placement_coverage};
+use crate::analysis::{NodeInfo, Placement, PlacementCoverage, Presence, placement_coverage};
 use crate::api::condition::{build, unknown};
 use crate::api::{AttestationState, Runtime, condition_types as ct, reasons};
 use crate::attest::ClassVerdicts;
@@ -43,23 +43,7 @@ pub fn handler_ready(
         tolerations: sched.map_or(&[], |s| s.tolerations.as_slice()),
     };
     let cov = placement_coverage(nodes, &placement, handler);
-    // Eligible nodes that report the handler and whose canary fails there,
-    // sorted by name (the store's order is a hash map's).
-    let mut failing: Vec<(&str, &str)> = attested
-        .map(|v| {
-            nodes
-                .iter()
-                .filter(|n| n.ready && !n.unschedulable && placement.allows(n))
-                .filter(|n| n.presence(handler) == Presence::Present)
-                .filter_map(|n| {
-                    v.of(&n.name)
-                        .filter(|x| x.state == AttestationState::Failing)
-                        .map(|x| (n.name.as_str(), x.message.as_str()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    failing.sort();
+    let failing = failing_canaries(nodes, &placement, handler, attested);
     let unknown_note = if cov.unknown > 0 {
         format!(
             "; {} report no handler list (presence unknown)",
@@ -91,33 +75,7 @@ pub fn handler_ready(
             ),
         )
     } else if !failing.is_empty() {
-        let named: Vec<String> = failing
-            .iter()
-            .take(MAX_NAMED)
-            .map(|(node, why)| format!("{node} ({why})"))
-            .collect();
-        let more = failing.len().saturating_sub(named.len());
-        let missing = if cov.missing.is_empty() {
-            String::new()
-        } else {
-            format!("; {} more do not report it", cov.missing.len())
-        };
-        build(
-            ct::HANDLER_READY,
-            false,
-            reasons::HANDLER_FAILING,
-            format!(
-                "handler {handler} is reported but its canary fails on {} of {} Ready nodes the pods may be scheduled onto: {}{}{missing}",
-                failing.len(),
-                cov.eligible,
-                named.join("; "),
-                if more > 0 {
-                    format!("; and {more} more")
-                } else {
-                    String::new()
-                }
-            ),
-        )
+        canary_failing(handler, &cov, &failing)
     } else if !cov.missing.is_empty() {
         // Sorted: the store's order is a hash map's, and status must not
         // change when nothing changed.
@@ -156,6 +114,64 @@ pub fn handler_ready(
             ),
         )
     }
+}
+
+/// Eligible nodes that report the handler and whose canary fails there,
+/// sorted by name (the store's order is a hash map's).
+fn failing_canaries<'a>(
+    nodes: &'a [NodeInfo],
+    placement: &Placement<'_>,
+    handler: &str,
+    attested: Option<&'a ClassVerdicts>,
+) -> Vec<(&'a str, &'a str)> {
+    let mut failing: Vec<(&str, &str)> = attested
+        .map(|v| {
+            nodes
+                .iter()
+                .filter(|n| n.ready && !n.unschedulable && placement.allows(n))
+                .filter(|n| n.presence(handler) == Presence::Present)
+                .filter_map(|n| {
+                    v.of(&n.name)
+                        .filter(|x| x.state == AttestationState::Failing)
+                        .map(|x| (n.name.as_str(), x.message.as_str()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    failing.sort();
+    failing
+}
+
+/// Not ready: the handler is reported, but its canary fails on some of
+/// the nodes (the first `MAX_NAMED` named, with why).
+fn canary_failing(handler: &str, cov: &PlacementCoverage, failing: &[(&str, &str)]) -> Condition {
+    let named: Vec<String> = failing
+        .iter()
+        .take(MAX_NAMED)
+        .map(|(node, why)| format!("{node} ({why})"))
+        .collect();
+    let more = failing.len().saturating_sub(named.len());
+    let missing = if cov.missing.is_empty() {
+        String::new()
+    } else {
+        format!("; {} more do not report it", cov.missing.len())
+    };
+    build(
+        ct::HANDLER_READY,
+        false,
+        reasons::HANDLER_FAILING,
+        format!(
+            "handler {handler} is reported but its canary fails on {} of {} Ready nodes the pods may be scheduled onto: {}{}{missing}",
+            failing.len(),
+            cov.eligible,
+            named.join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ pub fn expand<K: DeserializeOwned>(body: &[u8], dictionary: &Dictionary) -> Opti
     serde_json::from_slice(&json).ok()
 }
 
-/// The event a label-filtered kind's store is given (`cache::managed`):
+/// The event a label-filtered kind's store is given (`cache::table::managed`):
 /// a Runtime's own object lives only in its body, so the store holds
 /// anyone else's alone. An object that becomes a Runtime's leaves the
 /// store (its `Apply` is a `Delete` there); one that stops being a

@@ -192,3 +192,19 @@ fn kept_event<W, K>(event: watcher::Event<W>, keep: impl Fn(W) -> K) -> watcher:
         watcher::Event::InitDone => watcher::Event::InitDone,
     }
 }
+
+/// Polls a stream that only feeds a store.
+pub fn drain<S, T, E>(stream: S)
+where
+    S: Stream<Item = Result<T, E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            if let Err(e) = item {
+                tracing::warn!(error = %e, "watch error (retried)");
+            }
+        }
+    });
+}

@@ -175,26 +175,7 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
         Some("retained") => app.open(Screen::List(ListView::Retained)),
         Some("matrix") => app.open(Screen::Matrix),
         Some("findings") => app.open(Screen::Findings),
-        Some("explain") => {
-            let default_ns = match &app.session.scope {
-                Scope::Namespace(n) => Some(n.clone()),
-                Scope::All => None,
-            };
-            let Some(arg) = arg else {
-                return super::normal::explain(app);
-            };
-            let (what, cluster) = at_cluster(arg);
-            let Some(t) = crate::rows::explain::parse_target(what, default_ns.as_deref()) else {
-                return super::normal::explain(app);
-            };
-            match pick_cluster(app, cluster, |c| c.data.store.get(t.kind, &t.key).is_some()) {
-                Ok(c) => app.open(Screen::Explain(c, t.kind, t.key)),
-                Err(e) => {
-                    app.ui.flash = Some(format!("explain {}: {e}", clean(arg)));
-                    Vec::new()
-                }
-            }
-        }
+        Some("explain") => explain_command(app, arg),
         Some("plan") => {
             let selected = app.current_list().and_then(|v| app.selected_ref(v));
             let cluster = match (arg, app.single(), selected) {
@@ -220,66 +201,96 @@ pub fn run_command(app: &mut App, line: &str) -> Vec<Effect> {
             app.ui.quit = true;
             vec![Effect::Quit]
         }
-        Some("rollout") => {
-            let found = match arg {
-                Some(a) => find_runtime(app, a),
-                None => match app.current_list().and_then(|v| app.selected_ref(v)) {
-                    Some(Located {
-                        cluster,
-                        row: RowRef::Runtime(k),
-                    }) => Ok((cluster, k)),
-                    _ => Err("select a Runtime, or :rollout [NS/]NAME".to_string()),
-                },
-            };
-            match found {
-                Ok((c, k)) => app.open(Screen::Rollout(c, k)),
-                Err(e) => {
-                    app.ui.flash = Some(format!(
-                        "no Runtime {}: {e}",
-                        clean(arg.unwrap_or("selected"))
-                    ));
-                    // Still watch Runtimes so the name can be found.
-                    app.watch_effects()
-                }
-            }
-        }
+        Some("rollout") => rollout_command(app, arg),
         Some("ns") => match arg {
             // Pick from the cluster's Namespace list.
             None => app.open(Screen::List(ListView::Namespaces)),
             Some("all" | "-A") => app.switch_scope(Scope::All),
             Some(n) => app.switch_scope(Scope::Namespace(n.to_string())),
         },
-        Some("ctx") => {
-            // The rest of the line: `a, b` is a list too.
-            let rest = line
-                .trim_start()
-                .split_once(char::is_whitespace)
-                .map(|(_, r)| r.trim());
-            let Some(list) = rest.filter(|r| !r.is_empty()) else {
-                app.ui.flash = Some("usage: :ctx NAME[,NAME…]".into());
-                return Vec::new();
-            };
-            let mut asked = Vec::new();
-            for c in context_list(list) {
-                if !app.session.contexts.is_empty() && !app.session.contexts.contains(&c) {
-                    app.ui.flash = Some(format!("no context {}", clean(&c)));
-                    return Vec::new();
-                }
-                if !asked.contains(&c) {
-                    asked.push(c);
-                }
-            }
-            if asked.is_empty() {
-                app.ui.flash = Some("usage: :ctx NAME[,NAME…]".into());
-                return Vec::new();
-            }
-            app.switch_contexts(asked)
-        }
+        Some("ctx") => ctx_command(app, line),
         _ => {
             app.ui.flash = Some(format!("unknown command: {}", clean(word)));
             Vec::new()
         }
     }
+}
+
+/// `:explain [KIND/][NS/]NAME[@CLUSTER]`: the selected row's explanation
+/// without an argument, else the named object's in the cluster holding it.
+fn explain_command(app: &mut App, arg: Option<&str>) -> Vec<Effect> {
+    let default_ns = match &app.session.scope {
+        Scope::Namespace(n) => Some(n.clone()),
+        Scope::All => None,
+    };
+    let Some(arg) = arg else {
+        return super::normal::explain(app);
+    };
+    let (what, cluster) = at_cluster(arg);
+    let Some(t) = crate::rows::explain::parse_target(what, default_ns.as_deref()) else {
+        return super::normal::explain(app);
+    };
+    match pick_cluster(app, cluster, |c| c.data.store.get(t.kind, &t.key).is_some()) {
+        Ok(c) => app.open(Screen::Explain(c, t.kind, t.key)),
+        Err(e) => {
+            app.ui.flash = Some(format!("explain {}: {e}", clean(arg)));
+            Vec::new()
+        }
+    }
+}
+
+/// `:rollout [NS/]NAME`: the named (or selected) Runtime's rollout.
+fn rollout_command(app: &mut App, arg: Option<&str>) -> Vec<Effect> {
+    let found = match arg {
+        Some(a) => find_runtime(app, a),
+        None => match app.current_list().and_then(|v| app.selected_ref(v)) {
+            Some(Located {
+                cluster,
+                row: RowRef::Runtime(k),
+            }) => Ok((cluster, k)),
+            _ => Err("select a Runtime, or :rollout [NS/]NAME".to_string()),
+        },
+    };
+    match found {
+        Ok((c, k)) => app.open(Screen::Rollout(c, k)),
+        Err(e) => {
+            app.ui.flash = Some(format!(
+                "no Runtime {}: {e}",
+                clean(arg.unwrap_or("selected"))
+            ));
+            // Still watch Runtimes so the name can be found.
+            app.watch_effects()
+        }
+    }
+}
+
+/// `:ctx NAME[,NAME…]`: switch to these kubeconfig contexts (known ones
+/// only, each once).
+fn ctx_command(app: &mut App, line: &str) -> Vec<Effect> {
+    // The rest of the line: `a, b` is a list too.
+    let rest = line
+        .trim_start()
+        .split_once(char::is_whitespace)
+        .map(|(_, r)| r.trim());
+    let Some(list) = rest.filter(|r| !r.is_empty()) else {
+        app.ui.flash = Some("usage: :ctx NAME[,NAME…]".into());
+        return Vec::new();
+    };
+    let mut asked = Vec::new();
+    for c in context_list(list) {
+        if !app.session.contexts.is_empty() && !app.session.contexts.contains(&c) {
+            app.ui.flash = Some(format!("no context {}", clean(&c)));
+            return Vec::new();
+        }
+        if !asked.contains(&c) {
+            asked.push(c);
+        }
+    }
+    if asked.is_empty() {
+        app.ui.flash = Some("usage: :ctx NAME[,NAME…]".into());
+        return Vec::new();
+    }
+    app.switch_contexts(asked)
 }
 
 /// The cluster a command names (`@CLUSTER`), or else the one cluster

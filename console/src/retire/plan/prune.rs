@@ -77,33 +77,8 @@ pub fn plan_prune(
             clean(class)
         )
     });
-    if !sets.is_empty() {
-        effects.push(format!(
-            "{} rollback ReplicaSet(s) deleted; they run no pods (scaled to zero), so no pod stops",
-            sets.len()
-        ));
-        effects.push(format!(
-            "`kubectl rollout undo` can no longer return Deployment {name} to {}",
-            clean(class)
-        ));
-    }
-    if !kept_using.is_empty() {
-        effects.push(format!(
-            "still using {}: {}",
-            clean(class),
-            kept_using.join(", ")
-        ));
-    }
-    let event_on = match owner_runtime {
-        Some(rt) => runtime_event_target(rt),
-        None => EventTarget {
-            api_version: "apps/v1".into(),
-            kind: "Deployment".into(),
-            namespace: deployment.metadata.namespace.clone().unwrap_or_default(),
-            name: raw_name,
-            uid: deployment.metadata.uid.clone().unwrap_or_default(),
-        },
-    };
+    effects.extend(prune_effects(class, &name, sets.len(), &kept_using));
+    let event_on = event_target(deployment, owner_runtime);
     Plan {
         action: Action::Prune {
             class: class.to_string(),
@@ -125,6 +100,43 @@ pub fn plan_prune(
         pods: Vec::new(),
         nothing,
         event_on,
+    }
+}
+
+/// What pruning `pruned` ReplicaSets does, and which kept ones still use
+/// the class.
+fn prune_effects(class: &str, name: &str, pruned: usize, kept_using: &[String]) -> Vec<String> {
+    let mut effects = Vec::new();
+    if pruned > 0 {
+        effects.push(format!(
+            "{pruned} rollback ReplicaSet(s) deleted; they run no pods (scaled to zero), so no pod stops"
+        ));
+        effects.push(format!(
+            "`kubectl rollout undo` can no longer return Deployment {name} to {}",
+            clean(class)
+        ));
+    }
+    if !kept_using.is_empty() {
+        effects.push(format!(
+            "still using {}: {}",
+            clean(class),
+            kept_using.join(", ")
+        ));
+    }
+    effects
+}
+
+/// Where the prune's Event goes: the owning Runtime, else the Deployment.
+fn event_target(deployment: &Deployment, owner_runtime: Option<&Runtime>) -> EventTarget {
+    match owner_runtime {
+        Some(rt) => runtime_event_target(rt),
+        None => EventTarget {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: deployment.metadata.namespace.clone().unwrap_or_default(),
+            name: deployment.metadata.name.clone().unwrap_or_default(),
+            uid: deployment.metadata.uid.clone().unwrap_or_default(),
+        },
     }
 }
 
