@@ -7,7 +7,7 @@
 //! - a **path**: ends in `.rs`, `.sh`, `.yaml`, `.toml`, `.md` or `.json`;
 //!   some file of the repository must be that path or end with `/` and it
 //!   (docs often name `controller/reconcile/read.rs` inside a section about the agent);
-//! - an **item**: contains `::` (`context::StatusPacer`) or is a snake_case
+//! - an **item**: contains `::` (`context::LastStatusWrites`) or is a snake_case
 //!   name with an underscore (`awaiting_first_pass`); every segment must be
 //!   a word of some source file (Rust, shell, YAML, TOML, Go, templates).
 //!

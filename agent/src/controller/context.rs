@@ -219,7 +219,7 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 /// Progress-only status writes per second the agent aims at across all
 /// Runtimes: when many roll out at once, each Runtime's progress interval
 /// stretches so that together they stay near this rate
-/// ([`StatusPacer::progress_interval`](super::pacing::status_pacer::StatusPacer::progress_interval)). One Runtime rolling out is still
+/// ([`LastStatusWrites::progress_interval`](super::pacing::last_status_writes::LastStatusWrites::progress_interval)). One Runtime rolling out is still
 /// written every [`PROGRESS_INTERVAL`]. At S/4 (issue 32) 500 Runtimes
 /// rolling out together wrote 2,333 progress-only statuses in 200 s,
 /// each an 8 kB object the apiserver stores and sends to every watcher,
@@ -232,9 +232,9 @@ pub const PROGRESS_WRITES_PER_SECOND: u32 = 5;
 /// (`berth_shared::status::awaiting_first_pass`): many Runtimes created or
 /// changed at once. kube-runtime picks the next reconcile from a set in no
 /// order, so a Runtime never reconciled waits behind others' progress
-/// writes; holding those gives the apiserver to the first passes. A held
-/// write is woken as soon as no Runtime waits any more
-/// ([`HeldStatus`](super::pacing::held_status::HeldStatus)), and is at most this late while they keep coming.
+/// writes; deferring those gives the apiserver to the first passes. A
+/// deferred write is woken as soon as no Runtime waits any more
+/// ([`DeferredStatusWrites`](super::pacing::deferred_status::DeferredStatusWrites)), and is at most this late while they keep coming.
 /// Transitions an operator acts on are still written at once (issues 14
 /// and 32).
 pub const FIRST_PASS_PROGRESS_INTERVAL: Duration = Duration::from_secs(120);

@@ -84,12 +84,12 @@ pub fn start(
         pacing: pacing::Memories::default(),
         attestations,
     });
-    let held_woken = spawn_upkeep(&context, &caches.runtimes);
+    let deferred_woken = spawn_upkeep(&context, &caches.runtimes);
     let run = run_controller(
         caches,
         context.clone(),
         Wakes {
-            held_woken,
+            deferred_woken,
             attestation_changed,
         },
         shutdown,
@@ -103,23 +103,23 @@ pub fn start(
 
 /// What wakes a Runtime besides its own objects' changes.
 struct Wakes {
-    /// Status writes held behind the first-pass backlog, once it clears.
-    held_woken: futures::channel::mpsc::UnboundedReceiver<ObjectRef<Runtime>>,
+    /// Status writes deferred behind the first-pass backlog, once it clears.
+    deferred_woken: futures::channel::mpsc::UnboundedReceiver<ObjectRef<Runtime>>,
     /// A class's canary starting or stopping to fail on some node: its
     /// Runtimes' HandlerReady (see `crate::canary`).
     attestation_changed: futures::channel::mpsc::UnboundedReceiver<ObjectRef<Runtime>>,
 }
 
-/// The context's tasks beside the reconciles: releasing held status
+/// The context's tasks beside the reconciles: releasing deferred status
 /// writes, forgetting old writes, and marking the caches synced. Returns
 /// what the released writes wake.
 fn spawn_upkeep(
     context: &Arc<Context>,
     runtimes: &Store<Runtime>,
 ) -> futures::channel::mpsc::UnboundedReceiver<ObjectRef<Runtime>> {
-    // Status writes held behind the first-pass backlog are woken when it
-    // clears (see `pacing::held_status`).
-    let (wake_held, held_woken) = futures::channel::mpsc::unbounded();
+    // Status writes deferred behind the first-pass backlog are woken when it
+    // clears (see `pacing::deferred_status`).
+    let (wake_deferred, deferred_woken) = futures::channel::mpsc::unbounded();
     {
         let context = context.clone();
         let runtimes = runtimes.clone();
@@ -135,8 +135,12 @@ fn spawn_upkeep(
             };
             context
                 .pacing
-                .held_status
-                .release(backlog, pacing::held_status::BACKLOG_POLL, wake_held)
+                .deferred_status
+                .release(
+                    backlog,
+                    pacing::deferred_status::BACKLOG_POLL,
+                    wake_deferred,
+                )
                 .await;
         });
     }
@@ -152,7 +156,7 @@ fn spawn_upkeep(
         wait_synced(&stores).await;
         synced.set();
     });
-    held_woken
+    deferred_woken
 }
 
 /// Every Runtime in the store, to wake them all (a class or node change).
@@ -219,7 +223,7 @@ fn run_controller(
     let backoff = Arc::new(wake::retry::Backoff::default());
     let backoff_err = backoff.clone();
     controller
-        .reconcile_on(wakes.held_woken)
+        .reconcile_on(wakes.deferred_woken)
         .reconcile_on(exposed)
         // A class's canary starting or stopping to fail on some node:
         // its Runtimes' HandlerReady (see `crate::canary`).

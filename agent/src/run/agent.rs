@@ -1,4 +1,4 @@
-//! The agent once started: connect, serve, stand by, lead, hold, stop
+//! The agent once started: connect, serve, stand by, lead, keep leading, stop
 //! (the order `super` gives).
 
 use std::net::SocketAddr;
@@ -23,7 +23,7 @@ use crate::metrics::Metrics;
 
 /// The agent once started: the steps below run in this order, each with
 /// one purpose, so that the start-up order the module doc gives reads off
-/// this function (connect → serve → stand by → lead → hold → stop).
+/// this function (connect → serve → stand by → lead → keep leading → stop).
 pub(super) async fn run_async(
     args: RunArgs,
     grants: Arc<context::Grants>,
@@ -55,7 +55,7 @@ pub(super) async fn run_async(
     let leading = agent.lead(&args, grants, streaming_lists);
     let sync_failed = agent.watch_first_sync(&args, &leading);
     let result = agent
-        .hold(&elector, leading, sync_failed, sync_timeout(&args))
+        .keep_leading(&elector, leading, sync_failed, sync_timeout(&args))
         .await;
     // Everything tracked stops with `stop`. Only a graceful stop waits for
     // the servers to drain; a lost lease or a failed sync exits at once.
@@ -279,7 +279,7 @@ impl Agent {
     }
 
     /// Sets `/health/leader` once every cache has listed; sends the caches
-    /// that stalled instead (the receiver ends the agent, `hold`).
+    /// that stalled instead (the receiver ends the agent, `keep_leading`).
     fn watch_first_sync(
         &self,
         args: &RunArgs,
@@ -323,7 +323,7 @@ impl Agent {
 
     /// Leads until the lease is lost, a cache's first list stalls or the
     /// agent is stopped: what ends the agent, and how.
-    async fn hold(
+    async fn keep_leading(
         &self,
         elector: &Elector,
         leading: Leading,

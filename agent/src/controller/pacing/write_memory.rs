@@ -120,7 +120,7 @@ impl WriteMemory {
 
 /// Forgets, every [`FORGET_EVERY`], the writes older than
 /// [`REMEMBER_WRITES_FOR`]: the objects' ([`WriteMemory`]) and the
-/// Runtimes' statuses ([`super::status_pacer::StatusPacer`]). Runs until
+/// Runtimes' statuses ([`super::last_status_writes::LastStatusWrites`]). Runs until
 /// the controller's runtime stops.
 pub async fn forget_old_writes(ctx: std::sync::Arc<crate::controller::context::Context>) {
     let mut tick = tokio::time::interval(FORGET_EVERY);
@@ -129,7 +129,7 @@ pub async fn forget_old_writes(ctx: std::sync::Arc<crate::controller::context::C
         tick.tick().await;
         let now = Instant::now();
         ctx.pacing.written.forget_old(now);
-        ctx.pacing.status_pacer.forget_old(now);
+        ctx.pacing.last_status_writes.forget_old(now);
     }
 }
 

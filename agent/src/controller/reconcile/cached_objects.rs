@@ -69,19 +69,19 @@ enum Absence<'a> {
 
 /// What a store holds, as the apply step reads it: the kind itself, or a
 /// kept form of it (`reduce::KeptDeployment`) made whole.
-pub trait Held<K> {
+pub trait MadeWhole<K> {
     /// The object as a `K`.
-    fn held(obj: &Arc<Self>) -> Arc<K>;
+    fn made_whole(obj: &Arc<Self>) -> Arc<K>;
 }
 
-impl<K> Held<K> for K {
-    fn held(obj: &Arc<K>) -> Arc<K> {
+impl<K> MadeWhole<K> for K {
+    fn made_whole(obj: &Arc<K>) -> Arc<K> {
         obj.clone()
     }
 }
 
-impl Held<Deployment> for KeptDeployment {
-    fn held(obj: &Arc<Self>) -> Arc<Deployment> {
+impl MadeWhole<Deployment> for KeptDeployment {
+    fn made_whole(obj: &Arc<Self>) -> Arc<Deployment> {
         Arc::new(obj.whole())
     }
 }
@@ -105,7 +105,7 @@ where
         absence: Absence<'_>,
     ) -> Self
     where
-        S: Resource<DynamicType = ()> + Clone + Held<K> + 'static,
+        S: Resource<DynamicType = ()> + Clone + MadeWhole<K> + 'static,
         K: Default,
     {
         let mut read = Self::default();
@@ -166,7 +166,7 @@ where
 
     /// A store's object at `name`: a Runtime's own one (when bodies are
     /// kept) is never compared in its reduced form, only read first.
-    fn put<S: Held<K> + Resource>(
+    fn put<S: MadeWhole<K> + Resource>(
         &mut self,
         bodies: Option<&Bodies<K>>,
         name: String,
@@ -175,7 +175,7 @@ where
         if bodies.is_some() && owned_by_runtime(obj.meta()) {
             self.unread.insert(name.clone());
         }
-        self.by_name.insert(name, S::held(obj));
+        self.by_name.insert(name, S::made_whole(obj));
     }
 
     /// An object kept only as a corrupt body: its name and namespace, to

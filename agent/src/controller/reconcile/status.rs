@@ -32,13 +32,13 @@ use crate::controller::pacing::first_passes::FailedFirstPasses;
 
 /// The status the apiserver holds for `runtime` as far as the agent knows:
 /// the one it last wrote while the cache does not show that write yet (see
-/// [`crate::controller::pacing::status_pacer`]), else the cached one.
+/// [`crate::controller::pacing::last_status_writes`]), else the cached one.
 /// Borrowed from the cache in the common case: this runs on every
 /// reconcile.
 pub fn stored<'a>(ctx: &Context, runtime: &'a Runtime) -> Option<Cow<'a, RuntimeStatus>> {
     match ctx
         .pacing
-        .status_pacer
+        .last_status_writes
         .stored(&key(runtime), runtime.resource_version().as_deref())
     {
         Some(sent) => Some(Cow::Owned(sent)),
@@ -156,20 +156,26 @@ pub async fn publish(
         pacing(old, new_status, || first_pass_backlog(ctx))
     });
     let wait = pacing
-        .interval(|| ctx.pacing.status_pacer.progress_interval(now))
-        .and_then(|interval| ctx.pacing.status_pacer.wait(&key, now, interval));
+        .interval(|| ctx.pacing.last_status_writes.progress_interval(now))
+        .and_then(|interval| ctx.pacing.last_status_writes.wait(&key, now, interval));
     if wait.is_some() && pacing == Pacing::BehindBacklog {
         // Woken as soon as the backlog clears, not only at the interval's end.
-        ctx.pacing.held_status.hold(ObjectRef::from_obj(runtime));
+        ctx.pacing
+            .deferred_status
+            .defer(ObjectRef::from_obj(runtime));
     }
     if wait.is_none() {
         let produced = write_status(ctx, runtime, stored, new_status)
             .await
             .inspect_err(|_| ctx.pacing.failed_first_passes.failed(runtime))?;
         let from = runtime.resource_version();
-        ctx.pacing
-            .status_pacer
-            .wrote(&key, now, from.as_deref(), produced.as_deref(), new_status);
+        ctx.pacing.last_status_writes.wrote(
+            &key,
+            now,
+            from.as_deref(),
+            produced.as_deref(),
+            new_status,
+        );
     }
     Ok(wait)
 }
@@ -181,12 +187,12 @@ enum Pacing {
     AtOnce,
     /// Progress: at most once per [`context::PROGRESS_INTERVAL`], longer
     /// while many Runtimes roll out at once
-    /// ([`crate::controller::pacing::status_pacer::StatusPacer::progress_interval`]).
+    /// ([`crate::controller::pacing::last_status_writes::LastStatusWrites::progress_interval`]).
     Progress,
     /// Progress or a rollout transition while other Runtimes wait for
     /// their first pass: at most once per
     /// [`context::FIRST_PASS_PROGRESS_INTERVAL`], and woken when the
-    /// backlog clears ([`crate::controller::pacing::held_status`]).
+    /// backlog clears ([`crate::controller::pacing::deferred_status`]).
     BehindBacklog,
 }
 

@@ -12,7 +12,8 @@ use kube::{Resource, ResourceExt};
 
 use super::handover::{Scaled, hand_over_replicas, raise_from_zero};
 use super::{
-    ApplyOutcome, Governed, Held, Managed, Mode, Owner, Runs, delete_owned, ensure, run_jobs_once,
+    ApplyOutcome, Governed, HeldTarget, Managed, Mode, Owner, Runs, delete_owned, ensure,
+    run_jobs_once,
 };
 use crate::controller::context::Context;
 use crate::controller::reconcile::cached_objects::{Cached, Live};
@@ -40,7 +41,7 @@ use crate::controller::reconcile::cached_objects::{Cached, Live};
 /// only the protection runs — missing ConfigMap, ServiceAccount, Service,
 /// PodDisruptionBudget and NetworkPolicy are recreated from the current
 /// spec, forbidden drift is removed from those and from the Deployment,
-/// CronJobs and HPA (measured against [`Held::held`]: the pods keep their
+/// CronJobs and HPA (measured against [`HeldTarget::held_target`]: the pods keep their
 /// class, image and template, the replica count and the autoscaler's
 /// bounds as berth last applied them, whoever edits them meanwhile), a
 /// missing HPA berth last applied is recreated; nothing is created
@@ -250,7 +251,7 @@ async fn around_workloads(
 }
 
 /// The contract re-imposed on the live Deployment and CronJobs, nothing
-/// else: measured against [`Held::held`] (the rendered contract with the
+/// else: measured against [`HeldTarget::held_target`] (the rendered contract with the
 /// tenant's part as berth last applied it), never created.
 async fn correct_workloads(
     ctx: &Context,
@@ -379,7 +380,7 @@ struct Step<'a> {
 }
 
 impl Step<'_> {
-    async fn ensure<K: Managed + Governed + Held>(
+    async fn ensure<K: Managed + Governed + HeldTarget>(
         &self,
         cached: &Cached<K>,
         desired: &K,
@@ -402,7 +403,7 @@ struct OwnedSet<'a> {
 
 impl OwnedSet<'_> {
     /// [`OwnedSet::converge`] as a step of its own.
-    async fn converged<K: Managed + Governed + Held>(
+    async fn converged<K: Managed + Governed + HeldTarget>(
         &self,
         cached: &Cached<K>,
         desired: &[&K],
@@ -413,7 +414,7 @@ impl OwnedSet<'_> {
     }
 
     /// Applies `desired` and deletes the rest of the owned set.
-    async fn converge<K: Managed + Governed + Held>(
+    async fn converge<K: Managed + Governed + HeldTarget>(
         &self,
         cached: &Cached<K>,
         desired: &[&K],

@@ -43,12 +43,12 @@ mod delete;
 mod diff;
 mod frozen;
 mod handover;
-mod held;
+mod held_target;
 mod jobs;
 mod take_back;
 
 pub use diff::{Governed, contains, overlay, with_hash};
-pub use held::Held;
+pub use held_target::HeldTarget;
 
 use self::delete::delete_owned;
 use self::diff::{applied_hash, hash};
@@ -132,16 +132,16 @@ enum Mode {
     /// and a finished Job stays as it ran).
     CreateOnly,
     /// Held, a dependency: created when absent; when present, only what
-    /// the contract forbids is removed (against [`Held::held`]).
+    /// the contract forbids is removed (against [`HeldTarget::held_target`]).
     Protect,
     /// Held, a workload: never created; when present, only what the
-    /// contract forbids is removed (against [`Held::held`]).
+    /// contract forbids is removed (against [`HeldTarget::held_target`]).
     Correct,
 }
 
 /// What each mode may do, in one place (`ensure` asks these gates).
 impl Mode {
-    /// Measured against what the Runtime is held to ([`Held::held`]).
+    /// Measured against what the Runtime is held to ([`HeldTarget::held_target`]).
     fn held(self) -> bool {
         matches!(self, Mode::Protect | Mode::Correct)
     }
@@ -165,7 +165,7 @@ impl Mode {
 /// [`ensure_one`] on the heap: a reconcile joins a dozen of these (each
 /// holding typed and JSON copies of its object), and a debug build's
 /// tokio worker overflowed its stack when they were all inline.
-async fn ensure<K: Managed + Governed + Held>(
+async fn ensure<K: Managed + Governed + HeldTarget>(
     ctx: &Context,
     cached: &Cached<K>,
     rendered: &K,
@@ -180,7 +180,7 @@ async fn ensure<K: Managed + Governed + Held>(
 /// ([`read_live`]), choose what it is measured against, then — when it is
 /// this Runtime's or nothing is there — correct it or decide whether it
 /// needs applying ([`needs_apply`]), and apply it ([`apply_one`]).
-async fn ensure_one<K: Managed + Governed + Held>(
+async fn ensure_one<K: Managed + Governed + HeldTarget>(
     ctx: &Context,
     cached: &Cached<K>,
     rendered: &K,
@@ -201,7 +201,7 @@ async fn ensure_one<K: Managed + Governed + Held>(
             // that records nothing yet (written by an older agent): the
             // live object, as before.
             let recorded = owner.last_applied.and_then(|r| K::recorded(r, &at.name));
-            held = K::held(rendered, recorded.as_ref().unwrap_or(&live.typed));
+            held = K::held_target(rendered, recorded.as_ref().unwrap_or(&live.typed));
             &held
         }
         _ => rendered,

@@ -1,10 +1,10 @@
-//! Status writes held behind the first-pass backlog, and their release.
+//! Status writes deferred behind the first-pass backlog, and their release.
 //!
 //! While any Runtime still waits for its first reconcile at its generation,
 //! progress and a rollout's own transitions wait up to
 //! [`FIRST_PASS_PROGRESS_INTERVAL`](crate::controller::context::FIRST_PASS_PROGRESS_INTERVAL)
 //! (see `status::pacing`): those writes share the apiserver with
-//! the first passes (issue 32). A Runtime held so is remembered here, and
+//! the first passes (issue 32). A Runtime deferred so is remembered here, and
 //! woken as soon as no Runtime waits any more, so that the wait ends with
 //! the backlog rather than at the interval's end.
 
@@ -17,33 +17,33 @@ use futures::channel::mpsc::UnboundedSender;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::Notify;
 
-/// How often the backlog is looked at while writes are held: a scan of
+/// How often the backlog is looked at while writes are deferred: a scan of
 /// the Runtime cache.
 pub const BACKLOG_POLL: Duration = Duration::from_secs(2);
 
 /// The Runtimes whose status write waits behind the backlog.
 #[derive(Debug, Default)]
-pub struct HeldStatus {
+pub struct DeferredStatusWrites {
     keys: Mutex<HashSet<ObjectRef<Runtime>>>,
-    held: Notify,
+    deferred: Notify,
 }
 
-impl HeldStatus {
+impl DeferredStatusWrites {
     /// Remembers that `runtime`'s status write waits behind the backlog.
-    pub fn hold(&self, runtime: ObjectRef<Runtime>) {
+    pub fn defer(&self, runtime: ObjectRef<Runtime>) {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         keys.insert(runtime);
-        self.held.notify_one();
+        self.deferred.notify_one();
     }
 
-    /// Every Runtime held, forgotten here.
+    /// Every Runtime deferred, forgotten here.
     fn take(&self) -> Vec<ObjectRef<Runtime>> {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         keys.drain().collect()
     }
 
-    /// Runs until `wake` is closed: whenever writes are held, looks at
-    /// `backlog` every `poll` and, once it is clear, sends every held
+    /// Runs until `wake` is closed: whenever writes are deferred, looks at
+    /// `backlog` every `poll` and, once it is clear, sends every deferred
     /// Runtime to `wake` (the controller's `reconcile_on`).
     pub async fn release(
         &self,
@@ -52,7 +52,7 @@ impl HeldStatus {
         wake: UnboundedSender<ObjectRef<Runtime>>,
     ) {
         loop {
-            self.held.notified().await;
+            self.deferred.notified().await;
             loop {
                 tokio::time::sleep(poll).await;
                 if !backlog() {
@@ -70,7 +70,7 @@ impl HeldStatus {
 
 #[cfg(test)]
 mod tests {
-    use super::HeldStatus;
+    use super::DeferredStatusWrites;
     use futures::StreamExt;
     use kube::runtime::reflector::ObjectRef;
     use std::sync::Arc;
@@ -79,7 +79,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn held_runtimes_are_woken_once_the_backlog_clears() {
-        let held = Arc::new(HeldStatus::default());
+        let deferred = Arc::new(DeferredStatusWrites::default());
         let (tx, mut rx) = futures::channel::mpsc::unbounded();
         // The backlog clears on its third look.
         let looks = Arc::new(AtomicUsize::new(0));
@@ -88,12 +88,12 @@ mod tests {
             move || looks.fetch_add(1, Ordering::SeqCst) < 2
         };
         let task = {
-            let held = held.clone();
-            tokio::spawn(async move { held.release(backlog, Duration::from_secs(2), tx).await })
+            let deferred = deferred.clone();
+            tokio::spawn(async move { deferred.release(backlog, Duration::from_secs(2), tx).await })
         };
-        held.hold(ObjectRef::new("a").within("ns"));
-        held.hold(ObjectRef::new("b").within("ns"));
-        held.hold(ObjectRef::new("a").within("ns"));
+        deferred.defer(ObjectRef::new("a").within("ns"));
+        deferred.defer(ObjectRef::new("b").within("ns"));
+        deferred.defer(ObjectRef::new("a").within("ns"));
         tokio::time::sleep(Duration::from_secs(5)).await;
         assert!(
             rx.try_recv().is_err(),
@@ -114,11 +114,11 @@ mod tests {
         // Nothing held: the backlog is not looked at.
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert_eq!(looks.load(Ordering::SeqCst), 3);
-        // Held again later: woken again.
-        held.hold(ObjectRef::new("c").within("ns"));
+        // Deferred again later: woken again.
+        deferred.defer(ObjectRef::new("c").within("ns"));
         assert_eq!(rx.next().await.unwrap(), ObjectRef::new("c").within("ns"));
         drop(rx);
-        held.hold(ObjectRef::new("d").within("ns"));
+        deferred.defer(ObjectRef::new("d").within("ns"));
         task.await.expect("the release ends once nobody listens");
     }
 }

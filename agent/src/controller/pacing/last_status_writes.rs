@@ -8,7 +8,7 @@
 //! still saw the status from before the write (often none), so every
 //! condition looked new. While the cache lags, the status last written is
 //! what the apiserver holds as far as the agent knows, and a reconcile
-//! compares against it ([`StatusPacer::stored`]). A status someone else
+//! compares against it ([`LastStatusWrites::stored`]). A status someone else
 //! writes after that arrives with a newer resourceVersion and is compared
 //! as usual: a foreign edit is still restored.
 
@@ -27,10 +27,10 @@ use crate::controller::context::{
 /// The last status write of each Runtime, keyed `namespace/name`. Only
 /// entries younger than [`FIRST_PASS_PROGRESS_INTERVAL`] (the longer
 /// pacing interval) matter for pacing; older ones are dropped as the map
-/// grows and by [`StatusPacer::forget_old`]. The status sent is kept only
+/// grows and by [`LastStatusWrites::forget_old`]. The status sent is kept only
 /// until the cache shows the write, or for [`REMEMBER_WRITES_FOR`].
 #[derive(Debug, Default)]
-pub struct StatusPacer(Mutex<HashMap<String, LastWrite>>);
+pub struct LastStatusWrites(Mutex<HashMap<String, LastWrite>>);
 
 #[derive(Debug)]
 struct LastWrite {
@@ -49,7 +49,7 @@ struct Sent {
     status: RuntimeStatus,
 }
 
-impl StatusPacer {
+impl LastStatusWrites {
     /// How much longer a paced write of `key` must wait, when it may be
     /// written at most once per `interval` (`None`: write now).
     pub fn wait(&self, key: &str, now: Instant, interval: Duration) -> Option<Duration> {
@@ -157,7 +157,7 @@ fn stretched(active: usize) -> Duration {
 
 #[cfg(test)]
 mod tests {
-    use super::StatusPacer;
+    use super::LastStatusWrites;
     use crate::controller::context::{
         FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, PROGRESS_WRITES_PER_SECOND,
     };
@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn progress_waits_out_the_interval_after_the_last_write() {
-        let p = StatusPacer::default();
+        let p = LastStatusWrites::default();
         let t0 = Instant::now();
         let s = status(1);
         let wait = |key: &str, at: Instant| p.wait(key, at, PROGRESS_INTERVAL);
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn progress_slows_while_many_runtimes_roll_out_at_once() {
-        let p = StatusPacer::default();
+        let p = LastStatusWrites::default();
         let t0 = Instant::now();
         let s = status(1);
         assert_eq!(p.progress_interval(t0), PROGRESS_INTERVAL, "none written");
@@ -244,7 +244,7 @@ mod tests {
     #[test]
     fn what_no_longer_matters_is_forgotten() {
         use crate::controller::pacing::write_memory::REMEMBER_WRITES_FOR;
-        let p = StatusPacer::default();
+        let p = LastStatusWrites::default();
         let t0 = Instant::now();
         // The cache never caught up as far as the pacer knows: nothing
         // reconciled these Runtimes again after their last write.
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn the_status_written_stands_in_for_the_cache_until_the_cache_shows_it() {
-        let p = StatusPacer::default();
+        let p = LastStatusWrites::default();
         let t0 = Instant::now();
         assert_eq!(p.stored("ns/a", Some("7")), None, "never written");
         // Sent from 7, the write produced 10.

@@ -16,11 +16,11 @@ use kube::ResourceExt;
 /// survives a hold); for the workloads and their autoscaler, which must
 /// keep running as they are, the rendered contract with the tenant's part
 /// taken from a reference (`berth_shared::render::protect`): what berth
-/// last applied ([`Held::recorded`], the Runtime's `status.lastApplied`),
+/// last applied ([`HeldTarget::recorded`], the Runtime's `status.lastApplied`),
 /// or the live object when the status records nothing yet.
-pub trait Held: Clone {
+pub trait HeldTarget: Clone {
     /// The desired object while held, given the reference.
-    fn held(rendered: &Self, _reference: &Self) -> Self {
+    fn held_target(rendered: &Self, _reference: &Self) -> Self {
         rendered.clone()
     }
 
@@ -31,22 +31,22 @@ pub trait Held: Clone {
     }
 }
 
-impl Held for ConfigMap {}
-impl Held for ServiceAccount {}
-impl Held for Service {}
-impl Held for NetworkPolicy {}
-impl Held for PodDisruptionBudget {}
-impl Held for Job {}
-impl Held for Deployment {
-    fn held(rendered: &Self, reference: &Self) -> Self {
+impl HeldTarget for ConfigMap {}
+impl HeldTarget for ServiceAccount {}
+impl HeldTarget for Service {}
+impl HeldTarget for NetworkPolicy {}
+impl HeldTarget for PodDisruptionBudget {}
+impl HeldTarget for Job {}
+impl HeldTarget for Deployment {
+    fn held_target(rendered: &Self, reference: &Self) -> Self {
         protect::held_deployment(rendered, reference)
     }
     fn recorded(record: &LastApplied, _name: &str) -> Option<Self> {
         record.deployment.clone()
     }
 }
-impl Held for CronJob {
-    fn held(rendered: &Self, reference: &Self) -> Self {
+impl HeldTarget for CronJob {
+    fn held_target(rendered: &Self, reference: &Self) -> Self {
         protect::held_cron_job(rendered, reference)
     }
     fn recorded(record: &LastApplied, name: &str) -> Option<Self> {
@@ -57,8 +57,8 @@ impl Held for CronJob {
             .cloned()
     }
 }
-impl Held for HorizontalPodAutoscaler {
-    fn held(rendered: &Self, reference: &Self) -> Self {
+impl HeldTarget for HorizontalPodAutoscaler {
+    fn held_target(rendered: &Self, reference: &Self) -> Self {
         match &reference.spec {
             Some(spec) => protect::held_autoscaler(rendered, spec),
             None => rendered.clone(),
