@@ -111,10 +111,6 @@ fn no_modules_import_each_other_in_a_circle() {
                 NOT_YET,
             ),
             (
-                "modules {model::keys (own file), model::keys::command, model::keys::normal, model::keys::related, model::keys::review} form a circle",
-                NOT_YET,
-            ),
-            (
                 "modules {store (own file), store::classed, store::compact, store::index, store::ingest, store::kept, store::meta, store::slim, store::slim_apps, store::visit, store::wire} form a circle",
                 NOT_YET,
             ),

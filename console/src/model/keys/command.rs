@@ -7,7 +7,8 @@ use super::super::session::context_list;
 use super::super::{
     App, ClusterId, Effect, ListView, Located, Mode, ObjKey, RowRef, Scope, Screen,
 };
-use super::clean;
+// Text typed or pasted by the user, made safe to show.
+use berth_shared::sanitize::short as clean;
 
 pub(super) fn command_key(
     app: &mut App,

@@ -19,9 +19,6 @@ pub use command::{complete, run_command};
 pub use paste::on_paste;
 pub use review::{Retirement, TargetError, retire_target};
 
-/// Text typed or pasted by the user, made safe to show.
-use berth_shared::sanitize::short as clean;
-
 /// Handles one key.
 pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
     if key.kind == KeyEventKind::Release {

@@ -1,7 +1,8 @@
 //! Pasted text (bracketed paste).
 
 use super::super::{App, Effect, Mode, ReviewState};
-use super::clean;
+// Text typed or pasted by the user, made safe to show.
+use berth_shared::sanitize::short as clean;
 
 /// Most characters one paste adds (a paste is a name or two, not a file).
 const PASTE_MAX: usize = 256;

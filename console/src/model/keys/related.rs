@@ -42,7 +42,10 @@ fn grant(app: &mut App, cluster: ClusterId, name: &str) -> Vec<Effect> {
     match anchor_of(app, &cluster, name) {
         Some(a) => app.open(Screen::Relations(cluster, a)),
         None => {
-            app.ui.flash = Some(format!("no RuntimeGrant {}", super::clean(name)));
+            app.ui.flash = Some(format!(
+                "no RuntimeGrant {}",
+                berth_shared::sanitize::short(name)
+            ));
             Vec::new()
         }
     }

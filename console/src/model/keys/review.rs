@@ -4,9 +4,10 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::super::{App, ClusterId, Effect, Located, ObjKey, Object, ReviewState, RowRef};
-use super::clean;
+// Text typed or pasted by the user, made safe to show.
 use crate::retire::{Action, RetireError, confirmation, confirms};
 use crate::store::WORKLOAD_KINDS;
+use berth_shared::sanitize::short as clean;
 
 /// `R`, `S`, `D`, `P` on a row: opens the review of that retirement.
 pub(super) fn retire(app: &mut App, key: char) -> Vec<Effect> {
