@@ -9,16 +9,15 @@
 //! cluster-admin included; their metadata otherwise stays open, and a
 //! tenant's own Job is not berth's business.
 
-use berth_tests::harness::{self, restricted_client};
+use berth_tests::harness;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::setup::*;
-use crate::agent_support::{Agent, AgentOpts, binding, create_runtime, write_grants};
-use crate::support::webhook::{refusal, unique};
+use crate::agent_support::create_runtime;
+use crate::support::webhook::refusal;
 
 const JOB: &str = "web-job-migrate";
 const CRON: &str = "web-cron-nightly";
@@ -37,37 +36,12 @@ fn complete(job: &Job) -> bool {
 
 #[tokio::test]
 async fn a_runtimes_jobs_and_cronjobs_are_changed_by_the_agent_only() {
-    let id = unique("wlpj");
-    let (ns, class) = crate::agent_support::setup("wlp-jobs").await;
+    let s = UnderPolicy::start("wlp-jobs").await;
+    let (ns, bw, restricted) = (&s.ns, &s.grant, s.restricted.clone());
     let admin = ns.client.clone();
-    Api::<Namespace>::all(admin.clone())
-        .patch(
-            &ns.name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {LABEL: id}}})),
-        )
-        .await
-        .expect("label the namespace");
-    workload_rbac(&admin, &ns.name, &ns.name).await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
-    // The local agent sends as the admin, which the policy is told is the
-    // agent (as the controller-manager is).
-    let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
-    install_policy(&admin, &id, LOCAL_CONTROLLER_MANAGER, json!({})).await;
-    let restricted = restricted_client().await;
-    let probe = workload("Deployment", "probe", Some(&class));
-    harness::wait_for("the policy in force", WAIT, || {
-        let (restricted, ns, probe) = (restricted.clone(), ns.name.clone(), probe.clone());
-        async move {
-            matches!(create(&restricted, &ns, &probe, true).await,
-                Err(kube::Error::Api(s)) if s.message.contains("granted through berth"))
-        }
-    })
-    .await;
 
     create_runtime(
-        &ns,
+        ns,
         "web",
         json!({"runtimeProfile": bw, "replicas": 1,
                "schedules": [{"name": "nightly", "schedule": "0 3 * * *"}],
@@ -212,6 +186,6 @@ async fn a_runtimes_jobs_and_cronjobs_are_changed_by_the_agent_only() {
     assert_eq!(still.metadata.uid.as_deref(), Some(uid.as_str()));
     assert_eq!(still.spec.and_then(|s| s.ttl_seconds_after_finished), None);
 
-    drop(agent);
-    remove_policy(&admin, &id).await;
+    drop(s.agent);
+    remove_policy(&admin, &s.id).await;
 }

@@ -20,11 +20,11 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::CronJob;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{DeleteParams, Patch};
 use serde_json::{Value, json};
 
 use self::setup::*;
-use crate::support::webhook::{AGENT_USER, refusal, unique};
+use crate::support::webhook::{AGENT_USER, refusal};
 
 /// The restricted user and an intruder ServiceAccount are refused the
 /// granted class on every kind (create, and update that adds it); allowed
@@ -460,53 +460,20 @@ async fn a_workload_that_predates_the_policy_keeps_running_outside_berth() {
 /// that user here; the other tests use the shipped agent user.)
 #[tokio::test]
 async fn a_granted_runtime_rolls_out_under_the_policy_and_it_holds_with_the_agent_down() {
-    use crate::agent_support::{
-        Agent, AgentOpts, binding, create_runtime, server_pods, wait_condition, write_grants,
-    };
-    use k8s_openapi::api::core::v1::Namespace;
+    use crate::agent_support::{create_runtime, server_pods, wait_condition};
 
-    let id = unique("wlpa");
-    let (ns, class) = crate::agent_support::setup("wlp-agent").await;
+    let s = UnderPolicy::start("wlp-agent").await;
+    let (ns, class, bw, restricted) = (&s.ns, &s.class, &s.grant, &s.restricted);
     let admin = ns.client.clone();
-    Api::<Namespace>::all(admin.clone())
-        .patch(
-            &ns.name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {LABEL: id}}})),
-        )
-        .await
-        .expect("label the namespace");
-    workload_rbac(&admin, &ns.name, &ns.name).await;
-    let bw = format!("{}-bw", ns.name);
-    let grants = write_grants(&[binding(&bw, &class, "bounded-runc")]);
-    let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
-    // Every RuntimeGrant is a parameter (as shipped); only this namespace
-    // is checked.
-    install_policy(&admin, &id, LOCAL_CONTROLLER_MANAGER, json!({})).await;
-    let restricted = restricted_client().await;
-    let refused_now = || {
-        let (restricted, ns) = (restricted.clone(), ns.name.clone());
-        let probe = workload("Deployment", "probe", Some(&class));
-        async move {
-            matches!(create(&restricted, &ns, &probe, true).await,
-                Err(kube::Error::Api(s)) if s.message.contains("granted through berth"))
-        }
-    };
-    harness::wait_for(
-        "the policy in force with the agent's RuntimeGrant",
-        WAIT,
-        &refused_now,
-    )
-    .await;
 
     create_runtime(
-        &ns,
+        ns,
         "web",
         json!({"runtimeProfile": bw,
                "schedules": [{"name": "nightly", "schedule": "0 3 * * *"}]}),
     )
     .await;
-    wait_condition(&ns, "web", "Ready", "True", None).await;
+    wait_condition(ns, "web", "Ready", "True", None).await;
     let pods = harness::wait_for_value("web's pods on the granted class", WAIT, || {
         let ns = ns.clone();
         let class = class.clone();
@@ -537,35 +504,35 @@ async fn a_granted_runtime_rolls_out_under_the_policy_and_it_holds_with_the_agen
     );
     assert_refused(
         create(
-            &restricted,
+            restricted,
             &ns.name,
-            &workload("Pod", "copy", Some(&class)),
+            &workload("Pod", "copy", Some(class)),
             false,
         )
         .await,
         "restricted creates a Pod on the class with the agent running",
-        &class,
-        &bw,
+        class,
+        bw,
     );
 
-    drop(agent);
+    drop(s.agent);
     assert!(
-        refused_now().await,
+        policy_refuses(restricted, &ns.name, class).await,
         "the policy still refuses with the agent down"
     );
     assert_refused(
         create(
-            &restricted,
+            restricted,
             &ns.name,
-            &workload("Job", "copy", Some(&class)),
+            &workload("Job", "copy", Some(class)),
             false,
         )
         .await,
         "restricted creates a Job on the class with the agent down",
-        &class,
-        &bw,
+        class,
+        bw,
     );
-    remove_policy(&admin, &id).await;
+    remove_policy(&admin, &s.id).await;
 }
 
 /// Issue 52, item 6: the paths around the class the policy left open,

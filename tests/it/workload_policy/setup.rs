@@ -412,3 +412,73 @@ pub(super) async fn workload_rbac(admin: &Client, namespace: &str, intruder_ns: 
         .await
         .expect("role binding");
 }
+
+/// A namespace where the agent runs on a grant of its class, under the
+/// shipped policy (every RuntimeGrant a parameter; only this namespace
+/// checked), with the restricted user's workload RBAC there. The test
+/// agent sends as the admin, so the policy is told that user is the agent
+/// (as the local controller-manager is).
+pub(super) struct UnderPolicy {
+    pub id: String,
+    pub ns: TestNamespace,
+    pub class: String,
+    /// The grant's alias (the Runtime's `runtimeProfile`).
+    pub grant: String,
+    pub agent: crate::agent_support::Agent,
+    pub restricted: Client,
+}
+
+impl UnderPolicy {
+    /// Starts it, and waits until the policy is in force.
+    pub(super) async fn start(prefix: &str) -> Self {
+        use crate::agent_support::{Agent, AgentOpts, binding, write_grants};
+        use k8s_openapi::api::core::v1::Namespace;
+        use kube::api::Patch;
+
+        let id = unique(prefix);
+        let (ns, class) = crate::agent_support::setup(prefix).await;
+        let admin = ns.client.clone();
+        Api::<Namespace>::all(admin.clone())
+            .patch(
+                &ns.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {LABEL: id}}})),
+            )
+            .await
+            .expect("label the namespace");
+        workload_rbac(&admin, &ns.name, &ns.name).await;
+        let grant = format!("{}-bw", ns.name);
+        let grants = write_grants(&[binding(&grant, &class, "bounded-runc")]);
+        let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
+        install_policy(&admin, &id, LOCAL_CONTROLLER_MANAGER, json!({})).await;
+        let s = UnderPolicy {
+            id,
+            ns,
+            class,
+            grant,
+            agent,
+            restricted: restricted_client().await,
+        };
+        harness::wait_for(
+            "the policy in force with the agent's RuntimeGrant",
+            WAIT,
+            || s.refuses_now(),
+        )
+        .await;
+        s
+    }
+
+    /// Whether the policy now refuses the restricted user a Deployment on
+    /// the class.
+    pub(super) async fn refuses_now(&self) -> bool {
+        policy_refuses(&self.restricted, &self.ns.name, &self.class).await
+    }
+}
+
+/// Whether the policy refuses `restricted` a Deployment on `class` in
+/// `ns` (a dry run).
+pub(super) async fn policy_refuses(restricted: &Client, ns: &str, class: &str) -> bool {
+    let probe = workload("Deployment", "probe", Some(class));
+    matches!(create(restricted, ns, &probe, true).await,
+        Err(kube::Error::Api(s)) if s.message.contains("granted through berth"))
+}
