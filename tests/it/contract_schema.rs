@@ -393,6 +393,10 @@ async fn play(
                 let why = reason(&refusal.message);
                 report.refused(&why);
                 let mut p = placed.remove(0).pending;
+                // The reason shown for a path refused throughout is its
+                // best candidate's (the first of each placement), not the
+                // last one's: later variants fail for reasons of their own.
+                let best = attempt(p.tried).1 == 0;
                 let new: Vec<String> = refusal
                     .required
                     .into_iter()
@@ -408,7 +412,9 @@ async fn play(
                     // The same value again, with what it lacked.
                     p.fill.extend(new);
                 }
-                p.last = Some(why);
+                if best || p.last.is_none() {
+                    p.last = Some(why);
+                }
                 queue.push_front(vec![p]);
             }
             Ok(landed) => judge(agent, target, &landed, placed, report).await,
