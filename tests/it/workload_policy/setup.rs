@@ -324,6 +324,18 @@ pub(super) async fn wait_pods(ns: &TestNamespace, app: &str, class: &str, n: usi
 /// the binding narrowed to namespaces labelled `LABEL=id` and to the
 /// RuntimeGrants `params` selects.
 pub(super) async fn install_policy(admin: &Client, id: &str, agent: &str, params: Value) {
+    install_policy_excluding(admin, id, agent, params, json!([])).await;
+}
+
+/// [`install_policy`], the binding also excluding `exclude` (its
+/// `matchResources.excludeResourceRules`).
+pub(super) async fn install_policy_excluding(
+    admin: &Client,
+    id: &str,
+    agent: &str,
+    params: Value,
+    exclude: Value,
+) {
     let pp = PostParams::default();
     let mut policy = shipped("ValidatingAdmissionPolicy");
     policy["metadata"]["name"] = json!(id);
@@ -351,6 +363,7 @@ pub(super) async fn install_policy(admin: &Client, id: &str, agent: &str, params
     assert_eq!(binding["spec"]["paramRef"]["selector"], json!({}));
     binding["spec"]["paramRef"]["selector"] = params;
     binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] = json!({LABEL: id});
+    binding["spec"]["matchResources"]["excludeResourceRules"] = exclude;
     let policy: ValidatingAdmissionPolicy = serde_json::from_value(policy).expect("policy");
     let binding: ValidatingAdmissionPolicyBinding =
         serde_json::from_value(binding).expect("binding");
@@ -450,7 +463,16 @@ impl UnderPolicy {
         let grant = format!("{}-bw", ns.name);
         let grants = write_grants(&[binding(&grant, &class, "bounded-runc")]);
         let agent = Agent::start(AgentOpts::new(&ns.name, Some(&grants))).await;
-        install_policy(&admin, &id, LOCAL_CONTROLLER_MANAGER, json!({})).await;
+        // RuntimeClasses are cluster-scoped, so the namespace selector does
+        // not narrow them: with every RuntimeGrant a parameter, this
+        // binding would refuse every parallel test's class on a granted
+        // handler (CI saw it refuse another test's setup). The RuntimeClass
+        // rule is tested with a handler of its own
+        // (`resize_ownership_and_a_second_class_on_the_handler_are_refused`).
+        let no_classes = json!([{"apiGroups": ["node.k8s.io"], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["runtimeclasses"]}]);
+        install_policy_excluding(&admin, &id, LOCAL_CONTROLLER_MANAGER, json!({}), no_classes)
+            .await;
         let s = UnderPolicy {
             id,
             ns,
