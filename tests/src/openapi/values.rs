@@ -59,10 +59,6 @@ fn literals(name: &str) -> Vec<Value> {
     if lower.contains("host") {
         out.push("adversary.example");
     }
-    // A name is most often a DNS label (a container's, a volume's, a
-    // port's): every variant of a new list entry must be one, or the
-    // entry is refused for its name and the path it carries is never
-    // tried (the full sweep of 2026-12-06 lost hundreds of paths so).
     // Enums the schema does not list: a selector's or toleration's
     // operator, a container's restart policy.
     if lower == "operator" {
@@ -71,6 +67,10 @@ fn literals(name: &str) -> Vec<Value> {
     if lower == "restartpolicy" {
         out.extend(["Always", "OnFailure", "Never"]);
     }
+    // A name is most often a DNS label (a container's, a volume's, a
+    // port's): every variant of a new list entry must be one, or the
+    // entry is refused for its name and the path it carries is never
+    // tried (the full sweep of 2026-12-06 lost hundreds of paths so).
     if lower == "name" || lower.ends_with("name") {
         out.extend(["adversary", "adversary-b", "adversary-c"]);
     }
