@@ -373,7 +373,7 @@ async fn only_the_agent_writes_runtime_grants() {
         stored
             .status
             .and_then(|s| s.last_applied)
-            .and_then(|l| l.deployment)
+            .and_then(|l| l.parts().expect("the record parses").deployment)
             .and_then(|d| d.spec)
             .and_then(|s| s.replicas),
         Some(1),

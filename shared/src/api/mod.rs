@@ -11,6 +11,7 @@ mod attestation;
 pub mod condition;
 mod conditions;
 mod grant;
+mod last_applied;
 pub mod meta;
 mod pending;
 pub mod pod_annotations;
@@ -40,6 +41,7 @@ pub use grant::{
     GrantSource, NodeCoverage, ObjectRef, RuntimeGrant, RuntimeGrantSpec, RuntimeGrantStatus,
     WorkloadRef, coverage_summary,
 };
+pub use last_applied::{LastApplied, LastAppliedParts};
 pub use pending::{
     MAX_PENDING_PROBLEMS, PendingGrantsFile, PendingGrantsFileSpec, PendingProblem, PendingVerdict,
 };
@@ -52,8 +54,8 @@ pub use runtime::{
 };
 pub use runtime_jobs::{ConcurrencyPolicy, JobSpec, ScheduleSpec};
 pub use runtime_status::{
-    ExposureRef, IdentityStatus, JobRunStatus, LastApplied, MAX_EXPOSURE_REFS, ProfileState,
-    ProfileStatus, RolloutPhase, RolloutStatus, RuntimeStatus, UpgradeStatus,
+    ExposureRef, IdentityStatus, JobRunStatus, MAX_EXPOSURE_REFS, ProfileState, ProfileStatus,
+    RolloutPhase, RolloutStatus, RuntimeStatus, UpgradeStatus,
 };
 
 /// The API group of every berth resource.

@@ -1,14 +1,11 @@
 //! A Runtime's status: what the agent observed and decided for it, written
 //! only by the agent (docs/architecture.md §6).
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec;
-use k8s_openapi::api::batch::v1::CronJob;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::schema;
+use super::LastApplied;
 use crate::binding::Identity;
 
 /// What the agent observed and decided for a Runtime.
@@ -76,40 +73,6 @@ pub struct ExposureRef {
     /// Why: the `Exposed` reason it gives (`ForeignNetworkPolicy`,
     /// `ForeignService`, `ForeignEndpointSlice`, `Orphaned`).
     pub reason: String,
-}
-
-/// The tenant's part of a Runtime's workloads as the agent last applied
-/// it (`berth_shared::render::protect::last_applied`): the Deployment's
-/// replica count and the parts of its pod template the spec controls
-/// (labels and annotations, class, placement, grace period, image,
-/// command, arguments, resources, port numbers), the same of each
-/// CronJob with its schedule and Job limits, and the autoscaler's bounds
-/// and target. While the Runtime is held (Blocked, being deleted, a
-/// dependency not its own) its workloads are kept at this, whoever edits
-/// them (`kubectl scale`, an HPA's bounds, a template's image or
-/// annotations); everything else about them is the production contract.
-///
-/// Written by the agent only, through the status subresource (no tenant
-/// role names `runtimes/status`, and the shipped admission policy refuses
-/// anyone else's write of it): the party a hold is against cannot change
-/// what it is held to.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LastApplied {
-    /// The Deployment, reduced to its replica count and the tenant's part
-    /// of its pod template.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "schema::preserved_object")]
-    pub deployment: Option<Deployment>,
-    /// Each CronJob, reduced to its name, schedule, Job limits and the
-    /// tenant's part of its pod template.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "schema::preserved_list")]
-    pub cron_jobs: Vec<CronJob>,
-    /// The HorizontalPodAutoscaler's spec, when autoscaling was on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "schema::preserved_object")]
-    pub autoscaler: Option<HorizontalPodAutoscalerSpec>,
 }
 
 /// A one-time Job the agent created.

@@ -38,7 +38,7 @@ use k8s_openapi::api::core::v1::{Container, ContainerPort, PodSpec, PodTemplateS
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Rendered;
-use crate::api::LastApplied;
+use crate::api::LastAppliedParts;
 
 /// The rendered pod template with what the tenant's spec controls taken
 /// from `live`: the template's labels and annotations (pod metadata, the
@@ -144,13 +144,13 @@ pub fn autoscaler_stand_in(deployment: &Deployment) -> HorizontalPodAutoscaler {
     }
 }
 
-/// The record of what berth applied (`status.lastApplied`): each workload
-/// reduced to its tenant's part. Defined through the held functions
+/// The record of what berth applied (`status.lastApplied`, kept as
+/// [`crate::api::LastApplied`]): each workload reduced to its tenant's part. Defined through the held functions
 /// themselves (`held(skeleton, applied)`, a skeleton holding only the
 /// names they match by), so the record holds exactly what a hold takes
 /// from it: `held(rendered, record) == held(rendered, applied)`.
-pub fn last_applied(rendered: &Rendered) -> LastApplied {
-    LastApplied {
+pub fn last_applied(rendered: &Rendered) -> LastAppliedParts {
+    LastAppliedParts {
         deployment: Some(held_deployment(
             &skeleton_deployment(&rendered.deployment),
             &rendered.deployment,

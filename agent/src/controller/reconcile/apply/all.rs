@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use berth_shared::api::Runtime;
 use berth_shared::api::meta::controlled_by_uid as owned_by;
+use berth_shared::api::{LastApplied, Runtime};
 use berth_shared::render::{self, Rendered};
 use kube::{Resource, ResourceExt};
 
@@ -104,7 +104,13 @@ pub async fn apply_all(
         // Everything went out: what a hold keeps the workloads at from now
         // on (recorded in status). Otherwise the record stays as it was.
         if out.errors.is_empty() && out.conflicts.is_empty() {
-            out.last_applied = Some(render::protect::last_applied(rendered));
+            let parts = render::protect::last_applied(rendered);
+            match LastApplied::new(&parts) {
+                Ok(record) => out.last_applied = Some(record),
+                // Not expected (k8s-openapi's objects serialize): the
+                // record then stays as it was, and a hold keeps to it.
+                Err(error) => tracing::error!(%error, "status.lastApplied not recorded"),
+            }
         }
         out
     } else {
@@ -289,13 +295,16 @@ async fn held_autoscaler(
     mode: Mode,
 ) -> ApplyOutcome {
     let mut out = ApplyOutcome::default();
-    let recorded = owner.last_applied.and_then(|r| r.autoscaler.as_ref());
+    let recorded = owner
+        .last_applied
+        .and_then(|r| r.parts().ok())
+        .and_then(|p| p.autoscaler);
     let base = rendered
         .horizontal_pod_autoscaler
         .clone()
         .unwrap_or_else(|| render::protect::autoscaler_stand_in(&rendered.deployment));
     let (desired, mode) = match recorded {
-        Some(spec) => (render::protect::held_autoscaler(&base, spec), mode),
+        Some(spec) => (render::protect::held_autoscaler(&base, &spec), mode),
         None => (base, Mode::Correct),
     };
     ensure(ctx, &live.hpas, &desired, owner, mode, &mut out).await;

@@ -42,7 +42,7 @@ impl HeldTarget for Deployment {
         protect::held_deployment(rendered, reference)
     }
     fn recorded(record: &LastApplied, _name: &str) -> Option<Self> {
-        record.deployment.clone()
+        record.parts().ok()?.deployment
     }
 }
 impl HeldTarget for CronJob {
@@ -51,10 +51,11 @@ impl HeldTarget for CronJob {
     }
     fn recorded(record: &LastApplied, name: &str) -> Option<Self> {
         record
+            .parts()
+            .ok()?
             .cron_jobs
-            .iter()
+            .into_iter()
             .find(|c| c.name_any() == name)
-            .cloned()
     }
 }
 impl HeldTarget for HorizontalPodAutoscaler {
@@ -66,8 +67,9 @@ impl HeldTarget for HorizontalPodAutoscaler {
     }
     fn recorded(record: &LastApplied, _name: &str) -> Option<Self> {
         record
+            .parts()
+            .ok()?
             .autoscaler
-            .clone()
             .map(|spec| HorizontalPodAutoscaler {
                 spec: Some(spec),
                 ..Default::default()
