@@ -189,18 +189,16 @@ impl Drop for AgentProcess {
     }
 }
 
-/// GET `path` on 127.0.0.1:`port` (the agent's operations endpoints):
-/// (status code, body), `None` when nothing answers.
+/// GET `path` on 127.0.0.1:`port` (the agent's operations endpoints, a
+/// test's Prometheus): (status code, body), `None` when nothing answers.
+/// HTTP/1.0, so that no server answers with a chunked body (Go's does for
+/// an HTTP/1.1 request without a known length), which this reads raw.
 pub async fn http_get(port: u16, path: &str, timeout: Duration) -> Option<(u16, String)> {
     let path = path.to_string();
     tokio::task::spawn_blocking(move || {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
         s.set_read_timeout(Some(timeout)).ok()?;
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
+        write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
         let mut buf = Vec::new();
         // A timeout after a complete response is fine: use what arrived.
         let _ = s.read_to_end(&mut buf);
@@ -230,7 +228,6 @@ pub fn grant_status_writes(metrics: &str) -> f64 {
     })
 }
 
-/// Reconciles done so far.
 /// The canary Jobs the agent created (`berth_agent_canaries_started_total`).
 pub fn canaries_started(metrics: &str) -> f64 {
     metric_sum(metrics, "berth_agent_canaries_started_total", |_| true)
@@ -245,6 +242,7 @@ pub fn handler_nodes(metrics: &str, state: &str) -> f64 {
     })
 }
 
+/// Reconciles done so far.
 pub fn reconciles(metrics: &str) -> f64 {
     metric_sum(metrics, "berth_agent_reconciles_total", |_| true)
 }

@@ -4,12 +4,12 @@
 //! HTTP API on a loopback port, stopped on drop.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use berth_tests::bench::process::http_get;
 use berth_tests::harness::wait_for_value;
 use berth_tests::localcluster::binaries::{Binaries, pinned_version};
 use serde_json::Value;
@@ -153,21 +153,8 @@ impl Drop for Prometheus {
     }
 }
 
-/// GET over HTTP/1.0 (no chunked body to undo): (status, body).
+/// GET (status, body); the shared client speaks HTTP/1.0, so Go's
+/// server sends no chunked body.
 async fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let path = path.to_string();
-    tokio::task::spawn_blocking(move || {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-        write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf).ok()?;
-        let out = String::from_utf8_lossy(&buf).into_owned();
-        let code = out.split_whitespace().nth(1)?.parse().ok()?;
-        let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-        Some((code, body))
-    })
-    .await
-    .ok()
-    .flatten()
+    http_get(port, path, Duration::from_secs(10)).await
 }
