@@ -69,6 +69,11 @@ pub struct Metrics {
     pub canaries_enabled: Gauge,
     /// Canary Jobs created.
     pub canaries_started: Counter,
+    /// Seconds between two canaries of one pair, the budget's stretch
+    /// included.
+    pub canary_effective_period: Gauge,
+    /// The (class, node) pairs canaries attest.
+    pub canary_pairs: Gauge,
     /// Bindings loaded from the grants file.
     pub grants_loaded: Gauge,
     /// When the grants file was loaded.
@@ -187,8 +192,14 @@ impl Metrics {
                 "1 while this agent runs canary Jobs (leader, --canaries=on with --canary-image), 0 otherwise",
                 Gauge::default()),
             canaries_started: c.add("canaries_started", C, &[],
-                "Canary Jobs this agent created (one per granted class and node per --canary-period-seconds, and on a change)",
+                "Canary Jobs this agent created (one per granted class and node per effective period, and on a change; at most --canary-budget-per-hour in any hour)",
                 Counter::default()),
+            canary_effective_period: c.add("canary_effective_period_seconds", G, &[],
+                "Seconds between two canaries of one (class, node) pair (leader only): --canary-period-seconds, stretched to pairs × 3600 / --canary-budget-per-hour when every pair does not fit the budget; 0 while canaries are off",
+                Gauge::default()),
+            canary_pairs: c.add("canary_pairs", G, &[],
+                "(class, node) pairs the canaries attest (leader only): granted classes on the nodes that report their handler and are not skipped",
+                Gauge::default()),
             grants_loaded: c.add("grants_loaded", G, &[],
                 "Bindings loaded from the grants file",
                 Gauge::default()),

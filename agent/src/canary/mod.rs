@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use berth_shared::api::{AttestationState, HandlerAttestation, Runtime};
 use berth_shared::attest::job::DEFAULT_DEADLINE_SECONDS;
-use berth_shared::attest::{ClassVerdicts, Policy};
+use berth_shared::attest::{ClassVerdicts, Pace, Policy};
 use berth_shared::decide::Decision;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use kube::runtime::reflector::ObjectRef;
@@ -66,6 +66,43 @@ pub struct Flags {
     /// sandbox not created by then is reported as such.
     #[arg(long, env = "BERTH_CANARY_DEADLINE_SECONDS", default_value_t = DEFAULT_DEADLINE_SECONDS.unsigned_abs(), value_parser = clap::value_parser!(u64).range(10..=3600))]
     pub canary_deadline_seconds: u64,
+    /// Most canary Jobs created in any hour, cluster-wide, or `unlimited`.
+    /// When every (class, node) pair does not fit in it at the period,
+    /// each pair's period is stretched alike (docs/attestation.md).
+    #[arg(long, env = "BERTH_CANARY_BUDGET_PER_HOUR", default_value = "360")]
+    pub canary_budget_per_hour: Budget,
+    /// For the benchmark only, never in production: run canaries on
+    /// simulated (kwok) nodes too, whose "verified" proves nothing (kwok
+    /// marks a Job's pods Succeeded without running them). It lets the
+    /// benchmark measure what canaries cost at a size one real node cannot
+    /// carry. No environment variable and no chart value set it.
+    #[arg(long, hide = true)]
+    pub canary_attest_simulated_nodes_for_benchmark: bool,
+}
+
+/// `--canary-budget-per-hour`: a number of launches (1 to 1,000,000) or
+/// `unlimited`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget(pub Option<u32>);
+
+/// A budget that is neither a number from 1 to 1,000,000 nor `unlimited`.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "a canary budget is a number of canary Jobs an hour from 1 to 1000000, or `unlimited` (got {0:?})"
+)]
+pub struct BadBudget(String);
+
+impl std::str::FromStr for Budget {
+    type Err = BadBudget;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "unlimited" {
+            return Ok(Budget(None));
+        }
+        match s.parse::<u32>() {
+            Ok(n) if (1..=1_000_000).contains(&n) => Ok(Budget(Some(n))),
+            _ => Err(BadBudget(s.to_string())),
+        }
+    }
 }
 
 impl Flags {
@@ -86,13 +123,8 @@ impl Flags {
             period_seconds: secs(self.canary_period_seconds),
             max_active: usize::from(self.canary_max_active),
             deadline_seconds: secs(self.canary_deadline_seconds),
+            budget_per_hour: self.canary_budget_per_hour.0,
         }
-    }
-
-    /// `ttlSecondsAfterFinished` of a canary Job: three periods, so that
-    /// a restarted agent still finds each node's last evidence.
-    pub fn ttl_seconds(&self) -> i32 {
-        i32::try_from(self.canary_period_seconds.saturating_mul(3)).unwrap_or(i32::MAX)
     }
 }
 
@@ -101,6 +133,8 @@ impl Flags {
 pub struct Published {
     /// The policy in force (`None` until the first pass).
     pub policy: Option<Policy>,
+    /// The pace it keeps (the effective period).
+    pub pace: Pace,
     /// Every granted class that can be attested, by name.
     pub classes: BTreeMap<String, ClassVerdicts>,
 }
@@ -119,7 +153,9 @@ impl Published {
     /// first pass).
     pub fn status_of(&self, class: &str) -> Option<HandlerAttestation> {
         let policy = self.policy.as_ref()?;
-        self.classes.get(class).map(|v| v.status(policy))
+        self.classes
+            .get(class)
+            .map(|v| v.status(policy, &self.pace))
     }
 
     /// The (class, node) pairs whose canary fails.

@@ -6,8 +6,9 @@
 //! (`berth_shared::attest::attest_class`), publishes them to the reconcile
 //! and the grants publisher ([`super::Attestations`]), and creates the
 //! canary Jobs that are due (`berth_shared::attest::due`: never run, what
-//! they check changed, or a period since the last; one per (class, node),
-//! within `--canary-max-active`). Between periods it sends nothing: the
+//! they check changed, or an effective period since the last; one per
+//! (class, node), within `--canary-max-active` and
+//! `--canary-budget-per-hour`). Between periods it sends nothing: the
 //! reads are caches, and a pass that decides nothing new writes nothing.
 
 use std::collections::BTreeMap;
@@ -16,9 +17,10 @@ use std::time::{Duration, Instant};
 
 use berth_shared::api::AttestationState;
 use berth_shared::attest::job::{job_name, render};
+use berth_shared::attest::plan::BUDGET_WINDOW_SECONDS;
 use berth_shared::attest::{
-    CANARY_LABEL, CanaryClass, CanaryJob, CanaryNode, CanaryRecord, Launch, Outcome, attest_class,
-    due,
+    CANARY_LABEL, CanaryClass, CanaryJob, CanaryNode, CanaryRecord, Launch, Outcome, Pace, Started,
+    attest_class, due,
 };
 use berth_shared::decide::ObservedClass;
 use futures::StreamExt;
@@ -102,13 +104,26 @@ fn metrics(ctx: &Context, published: &Published) {
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
     }
-    ctx.metrics.canaries_enabled.set(i64::from(
-        published.policy.as_ref().is_some_and(|p| p.off.is_none()),
-    ));
+    let on = published.policy.as_ref().is_some_and(|p| p.off.is_none());
+    ctx.metrics.canaries_enabled.set(i64::from(on));
+    let pace = if on { published.pace } else { Pace::default() };
+    ctx.metrics
+        .canary_effective_period
+        .set(pace.effective_period_seconds);
+    ctx.metrics
+        .canary_pairs
+        .set(i64::try_from(pace.pairs).unwrap_or(i64::MAX));
 }
 
-/// Creates one canary Job; returns its record as running.
-async fn launch(ctx: &Context, flags: &Flags, l: &Launch, now: Timestamp) -> Option<CanaryRecord> {
+/// Creates one canary Job, expiring `ttl_seconds` after it finishes;
+/// returns its record as running.
+async fn launch(
+    ctx: &Context,
+    flags: &Flags,
+    l: &Launch,
+    ttl_seconds: i64,
+    now: Timestamp,
+) -> Option<CanaryRecord> {
     let name = job_name(&l.class.name, l.node.name(), now.as_second());
     let image = flags.canary_image.as_deref().unwrap_or_default();
     let job = render(&CanaryJob {
@@ -118,7 +133,7 @@ async fn launch(ctx: &Context, flags: &Flags, l: &Launch, now: Timestamp) -> Opt
         node: &l.node,
         image,
         subject: &l.subject,
-        ttl_seconds: flags.ttl_seconds(),
+        ttl_seconds: i32::try_from(ttl_seconds).unwrap_or(i32::MAX),
         deadline_seconds: i64::try_from(flags.canary_deadline_seconds).unwrap_or(i64::MAX),
     });
     let api: Api<Job> = Api::namespaced(ctx.client.clone(), &flags.canary_namespace);
@@ -171,10 +186,19 @@ pub async fn run(
         None => tracing::info!(
             namespace = %flags.canary_namespace,
             period = flags.canary_period_seconds,
+            budget_per_hour = ?policy.budget_per_hour,
             "canaries on"
         ),
     }
+    if flags.canary_attest_simulated_nodes_for_benchmark {
+        tracing::warn!(
+            "--canary-attest-simulated-nodes-for-benchmark: canaries run on simulated (kwok) nodes, whose verdicts prove nothing; for the benchmark only, never in production"
+        );
+    }
     let mut launched: Vec<(CanaryRecord, Instant)> = Vec::new();
+    // This agent's launches of the budget's window, whether or not their
+    // Jobs are still to be seen.
+    let mut started: Vec<Started> = Vec::new();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -188,7 +212,11 @@ pub async fn run(
             .nodes
             .state()
             .iter()
-            .map(|n| CanaryNode::from_node(n))
+            .map(|n| {
+                let mut node = CanaryNode::from_node(n);
+                node.simulated &= !flags.canary_attest_simulated_nodes_for_benchmark;
+                node
+            })
             .collect();
         let mut records: Vec<CanaryRecord> = jobs
             .as_ref()
@@ -205,8 +233,10 @@ pub async fn run(
         });
         records.extend(launched.iter().map(|(r, _)| r.clone()));
 
+        let pace = policy.pace(&classes, &nodes);
         let published = Published {
             policy: Some(policy.clone()),
+            pace,
             classes: classes
                 .iter()
                 .map(|c| (c.name.clone(), attest_class(c, &nodes, &records, &policy)))
@@ -234,8 +264,15 @@ pub async fn run(
             continue;
         }
         let now = Timestamp::now();
-        for l in due(&classes, &nodes, &records, &policy, now) {
-            if let Some(r) = launch(&ctx, &flags, &l, now).await {
+        let since = now.as_second() - BUDGET_WINDOW_SECONDS;
+        started.retain(|s| s.at.as_second() > since);
+        let ttl = policy.ttl_seconds(&pace);
+        for l in due(&classes, &nodes, &records, &started, &policy, now) {
+            if let Some(r) = launch(&ctx, &flags, &l, ttl, now).await {
+                started.push(Started {
+                    job: r.job.clone(),
+                    at: now,
+                });
                 launched.push((r, Instant::now()));
             }
         }

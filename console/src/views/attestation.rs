@@ -69,10 +69,10 @@ pub fn lines(d: &AttestationDetail, now: i64) -> Vec<Line<'static>> {
                 out.push(Line::raw(format!("  checks: {}", clean(&a.checks.join(", ")))));
             }
             out.push(Line::raw(format!(
-                "  class {}: {} (a canary every {}s)",
+                "  class {}: {} ({})",
                 clean(&d.class),
                 clean(&a.summary),
-                a.period_seconds
+                pace(a)
             )));
         }
     }
@@ -131,5 +131,17 @@ impl Component for AttestationView {
             )),
             lines(&d, app.now.as_second()),
         );
+    }
+}
+
+/// How often a node's canary runs: the period, or the budget's stretch of
+/// it (a verdict older than that is overdue, not fresh).
+fn pace(a: &berth_shared::api::HandlerAttestation) -> String {
+    match (a.effective_period_seconds, a.budget_per_hour) {
+        (Some(e), Some(b)) if e > a.period_seconds => format!(
+            "a canary every {e}s: the period of {}s stretched to fit the budget of {b} canaries an hour",
+            a.period_seconds
+        ),
+        _ => format!("a canary every {}s", a.period_seconds),
     }
 }

@@ -91,8 +91,16 @@ pub struct HandlerAttestation {
     /// Why not, when it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_reason: Option<String>,
-    /// Seconds between two canaries of one node.
+    /// Seconds between two canaries of one node, as configured.
     pub period_seconds: i64,
+    /// Seconds between two canaries of one node in fact: the period,
+    /// stretched so that every (class, node) pair of the cluster fits the
+    /// budget (max(period, pairs × 3600 / budget)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_period_seconds: Option<i64>,
+    /// Most canary launches an hour, cluster-wide (none: no cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_per_hour: Option<i64>,
     /// What each canary of this class checks (the same on every node).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,

@@ -21,7 +21,8 @@
 //! - [`record`]: what a canary Job says, read back ([`CanaryRecord`]);
 //! - [`verdicts`]: per class and node, verified / failing / unverified,
 //!   and the bounded status a RuntimeGrant carries;
-//! - [`plan`]: which canaries are due, within the concurrency cap.
+//! - [`plan`]: which canaries are due, within the concurrency cap and the
+//!   budget of launches per hour.
 
 pub mod checks;
 pub mod expect;
@@ -31,6 +32,8 @@ pub mod record;
 pub mod verdicts;
 
 #[cfg(test)]
+mod budget_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod verdict_tests;
@@ -38,7 +41,7 @@ mod verdict_tests;
 pub use checks::{Facts, Failure, SandboxSeen, run_checks};
 pub use expect::{CanaryClass, CanaryNode, SandboxKind};
 pub use job::{CanaryJob, render};
-pub use plan::{Launch, Policy, due};
+pub use plan::{Launch, Pace, Policy, Started, due};
 pub use record::{CanaryRecord, Cause, Outcome};
 pub use verdicts::{ClassVerdicts, NodeVerdict, attest_class};
 

@@ -55,6 +55,7 @@ pub(super) fn policy() -> Policy {
         period_seconds: 600,
         max_active: 4,
         deadline_seconds: 40,
+        budget_per_hour: None,
     }
 }
 

@@ -240,7 +240,7 @@ fn verdicts_per_node() {
     };
     let v = attest_class(&c, &nodes, &records, &off);
     assert!(v.nodes.values().all(|n| n.reason == reasons::CANARIES_OFF));
-    let s = v.status(&off);
+    let s = v.status(&off, &Pace::default());
     assert!(!s.canaries);
     assert_eq!(s.off_reason.as_deref(), Some("--canaries=off"));
 }
@@ -264,7 +264,7 @@ fn status_is_bounded_and_lists_failing_nodes_first() {
             cause: Cause::NoSandbox,
         },
     ));
-    let s = attest_class(&c, &nodes, &records, &policy()).status(&policy());
+    let s = attest_class(&c, &nodes, &records, &policy()).status(&policy(), &Pace::default());
     assert_eq!((s.verified, s.failing, s.unverified), (119, 1, 0));
     assert_eq!(s.nodes.len(), crate::api::MAX_ATTESTED_NODES);
     assert_eq!(s.unlisted, 70);
@@ -287,10 +287,10 @@ fn the_plan_runs_each_pair_once_per_period_within_the_cap() {
     let names = |l: Vec<Launch>| l.into_iter().map(|l| l.node.info.name).collect::<Vec<_>>();
     let cs = [c.clone()];
     // Never run: both real nodes, never the simulated one.
-    assert_eq!(names(due(&cs, &nodes, &[], &p, at(1000))), ["a", "b"]);
+    assert_eq!(names(due(&cs, &nodes, &[], &[], &p, at(1000))), ["a", "b"]);
     // One running on a: only b.
     let running = vec![record(&c, &a, 1000, Outcome::Running)];
-    assert_eq!(names(due(&cs, &nodes, &running, &p, at(1001))), ["b"]);
+    assert_eq!(names(due(&cs, &nodes, &running, &[], &p, at(1001))), ["b"]);
     // Both done: nothing within the period; both after it (and its spread).
     let done = vec![
         record(&c, &a, 1000, Outcome::Passed { at: Some(at(1010)) }),
@@ -304,9 +304,9 @@ fn the_plan_runs_each_pair_once_per_period_within_the_cap() {
             },
         ),
     ];
-    assert!(due(&cs, &nodes, &done, &p, at(1500)).is_empty());
+    assert!(due(&cs, &nodes, &done, &[], &p, at(1500)).is_empty());
     assert_eq!(
-        names(due(&cs, &nodes, &done, &p, at(1000 + 600 + 60))),
+        names(due(&cs, &nodes, &done, &[], &p, at(1000 + 600 + 60))),
         ["b", "a"],
         "failing first"
     );
@@ -315,15 +315,18 @@ fn the_plan_runs_each_pair_once_per_period_within_the_cap() {
         max_active: 1,
         ..p.clone()
     };
-    assert!(due(&cs, &nodes, &running, &capped, at(1001)).is_empty());
+    assert!(due(&cs, &nodes, &running, &[], &capped, at(1001)).is_empty());
     // A changed subject (the node's kernel moved) is due at once.
     let mut upgraded = a.clone();
     upgraded.kernel = Some("6.12.0".into());
-    assert_eq!(names(due(&cs, &[upgraded], &done, &p, at(1500))), ["a"]);
+    assert_eq!(
+        names(due(&cs, &[upgraded], &done, &[], &p, at(1500))),
+        ["a"]
+    );
     // Off: nothing.
     let off = Policy {
         off: Some("off".into()),
         ..p
     };
-    assert!(due(&cs, &nodes, &[], &off, at(1000)).is_empty());
+    assert!(due(&cs, &nodes, &[], &[], &off, at(1000)).is_empty());
 }

@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::expect::{CanaryClass, CanaryNode};
 use super::job::subject;
-use super::plan::Policy;
+use super::plan::{Pace, Policy};
 use super::reasons;
 use super::record::{CanaryRecord, Cause, Outcome};
 use crate::api::{
@@ -101,8 +101,8 @@ impl ClassVerdicts {
 
     /// The status a grant of this class carries: the counts, and at most
     /// [`MAX_ATTESTED_NODES`] nodes, failing first, then unverified, then
-    /// verified (by name within each).
-    pub fn status(&self, policy: &Policy) -> HandlerAttestation {
+    /// verified (by name within each), and the `pace` canaries keep.
+    pub fn status(&self, policy: &Policy, pace: &Pace) -> HandlerAttestation {
         let (verified, failing, unverified) = self.counts();
         let rank = |s: AttestationState| match s {
             AttestationState::Failing => 0,
@@ -128,6 +128,11 @@ impl ClassVerdicts {
             canaries: policy.off.is_none(),
             off_reason: policy.off.clone(),
             period_seconds: policy.period_seconds,
+            effective_period_seconds: policy
+                .off
+                .is_none()
+                .then_some(pace.effective_period_seconds),
+            budget_per_hour: policy.budget_per_hour.map(i64::from),
             checks: self.checks.clone(),
             verified: count(verified),
             failing: count(failing),

@@ -24,6 +24,7 @@ fn canaries_are_on_by_default_with_the_agents_image_and_a_deny_all_policy() {
         "--canary-namespace=$(POD_NAMESPACE)",
         "--canary-period-seconds=600",
         "--canary-max-active=4",
+        "--canary-budget-per-hour=360",
     ] {
         assert!(args.iter().any(|a| a == want), "{want}: {args:?}");
     }
@@ -67,10 +68,28 @@ fn canary_values_reach_the_flags_and_off_says_so() {
         "canaries.period=90s",
         "--set",
         "canaries.maxActive=2",
+        "--set",
+        "canaries.budgetPerHour=1000000",
     ]));
     let args = args_of(agent_container(&objs));
-    for want in ["--canary-period-seconds=90", "--canary-max-active=2"] {
+    for want in [
+        "--canary-period-seconds=90",
+        "--canary-max-active=2",
+        "--canary-budget-per-hour=1000000",
+    ] {
         assert!(args.iter().any(|a| a == want), "{want}: {args:?}");
+    }
+    let unlimited = objects(&template_ok(&["--set", "canaries.budgetPerHour=unlimited"]));
+    let args = args_of(agent_container(&unlimited));
+    assert!(
+        args.iter()
+            .any(|a| a == "--canary-budget-per-hour=unlimited"),
+        "{args:?}"
+    );
+    // The benchmark's flag is no value of the chart's: no rendering has it.
+    for objs in [&objs, &unlimited] {
+        let args = args_of(agent_container(objs));
+        assert!(!args.iter().any(|a| a.contains("simulated")), "{args:?}");
     }
 
     let off = objects(&template_ok(&["--set", "canaries.enabled=false"]));
@@ -97,4 +116,9 @@ fn canary_values_reach_the_flags_and_off_says_so() {
     }
     let err = template(&["--set", "canaries.maxActive=0"]).expect_err("maxActive 0");
     assert!(err.contains("maxActive"), "{err}");
+    // A budget of none, a negative one, or a word other than unlimited.
+    for bad in ["0", "-5", "1000001", "lots"] {
+        let err = template(&["--set", &format!("canaries.budgetPerHour={bad}")]).expect_err(bad);
+        assert!(err.contains("budgetPerHour"), "{bad}: {err}");
+    }
 }
