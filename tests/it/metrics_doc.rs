@@ -13,12 +13,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use berth_tests::harness::{self, wait_for_value};
-use k8s_openapi::api::batch::v1::CronJob;
-use kube::Api;
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, create_class, create_runtime, setup, wait_condition, write_grants,
+    Agent, AgentOpts, binding, create_runtime, setup, wait_condition, write_grants,
 };
 use crate::alerts::{alert_rules, dashboard_exprs};
 
@@ -165,25 +163,8 @@ async fn metrics_doc_live_scrape_matches_docs_dashboard_and_alerts() {
     // Granted; Blocked (a profile no binding grants); a CronJob berth does
     // not manage keeps a class no grant covers.
     create_runtime(&ns, "web", json!({"runtimeProfile": alias, "replicas": 1})).await;
-    create_runtime(
-        &ns,
-        "other",
-        json!({"service": "extra", "runtimeProfile": "nobody-grants-this"}),
-    )
-    .await;
-    let kept = format!("{}-kept", ns.name);
-    create_class(&ns.client, &kept, "kept-runc").await;
-    let cron: CronJob = serde_json::from_value(json!({"metadata": {"name": "report"},
-        "spec": {"schedule": "0 3 * * *", "suspend": true, "jobTemplate": {"spec": {"template": {
-            "spec": {"runtimeClassName": kept, "restartPolicy": "Never",
-                "containers": [{"name": "a", "image": "x"}]}}}}}}))
-    .expect("cronjob");
-    Api::<CronJob>::namespaced(ns.client.clone(), &ns.name)
-        .create(&Default::default(), &cron)
-        .await
-        .expect("cronjob");
+    let kept = crate::support::series_world::blocked_and_retained(&ns).await;
     wait_condition(&ns, "web", "Ready", "True", None).await;
-    wait_condition(&ns, "other", "Blocked", "True", None).await;
     // The grants file changes on disk into something the loader refuses:
     // pending, Invalid, never applied.
     std::fs::write(&grants, "this is [not a grants file").expect("rewrite grants");

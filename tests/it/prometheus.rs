@@ -21,8 +21,6 @@ mod server;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use k8s_openapi::api::batch::v1::CronJob;
-use kube::Api;
 use serde_json::{Value, json};
 
 use crate::agent_support::{
@@ -163,26 +161,9 @@ async fn prometheus_scrapes_the_documented_series_and_fires_the_shipped_alerts()
         json!({"service": "worker", "runtimeProfile": worker, "replicas": 1}),
     )
     .await;
-    create_runtime(
-        &ns,
-        "other",
-        json!({"service": "extra", "runtimeProfile": "nobody-grants-this"}),
-    )
-    .await;
-    let kept = format!("{}-kept", ns.name);
-    create_class(&ns.client, &kept, "kept-runc").await;
-    let cron: CronJob = serde_json::from_value(json!({"metadata": {"name": "report"},
-        "spec": {"schedule": "0 3 * * *", "suspend": true, "jobTemplate": {"spec": {"template": {
-            "spec": {"runtimeClassName": kept, "restartPolicy": "Never",
-                "containers": [{"name": "a", "image": "x"}]}}}}}}))
-    .expect("cronjob");
-    Api::<CronJob>::namespaced(ns.client.clone(), &ns.name)
-        .create(&Default::default(), &cron)
-        .await
-        .expect("cronjob");
+    crate::support::series_world::blocked_and_retained(&ns).await;
     wait_condition(&ns, "web", "Ready", "True", None).await;
     wait_condition(&ns, "worker", "Ready", "True", None).await;
-    wait_condition(&ns, "other", "Blocked", "True", None).await;
     std::fs::write(&both, "this is [not a grants file").expect("rewrite grants");
 
     // Every documented series, as Prometheus holds them.

@@ -4,4 +4,5 @@
 
 pub mod agent;
 pub mod berth;
+pub mod series_world;
 pub mod webhook;
