@@ -107,10 +107,6 @@ fn no_modules_import_each_other_in_a_circle() {
         &src(),
         &[
             (
-                "modules {model (own file), model::derived, model::fleet, model::session, model::ui} form a circle",
-                NOT_YET,
-            ),
-            (
                 "modules {store (own file), store::classed, store::compact, store::index, store::ingest, store::kept, store::meta, store::slim, store::slim_apps, store::visit, store::wire} form a circle",
                 NOT_YET,
             ),

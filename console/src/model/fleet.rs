@@ -12,7 +12,6 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::store::ClusterId;
 
-use super::App;
 use super::data::{Data, LeaderState, WatchState};
 use super::derived::ClusterRows;
 use super::screen::ListView;
@@ -72,62 +71,5 @@ impl Cluster {
     /// What its agent's Lease says at `now` (`lease` as configured).
     pub fn leader_state(&self, lease: &crate::store::ObjKey, now: Timestamp) -> LeaderState {
         self.data.leader_state(lease, now)
-    }
-}
-
-/// The fleet.
-impl App {
-    /// Whether more than one cluster is shown (the `CLUSTER` column).
-    pub fn fleet(&self) -> bool {
-        self.clusters.len() > 1
-    }
-
-    /// The cluster `id`, if it is one of the fleet.
-    pub fn cluster(&self, id: &ClusterId) -> Option<&Cluster> {
-        self.clusters.iter().find(|c| c.id == *id)
-    }
-
-    /// The position of cluster `id`.
-    pub fn cluster_index(&self, id: &ClusterId) -> Option<usize> {
-        self.clusters.iter().position(|c| c.id == *id)
-    }
-
-    /// Every cluster's id, in order.
-    pub fn cluster_ids(&self) -> Vec<ClusterId> {
-        self.clusters.iter().map(|c| c.id.clone()).collect()
-    }
-
-    /// The one cluster, when there is exactly one (never a pick among
-    /// several).
-    pub fn single(&self) -> Option<&Cluster> {
-        match self.clusters.as_slice() {
-            [one] => Some(one),
-            _ => None,
-        }
-    }
-
-    /// The contexts shown, as one line (`a,b,c`).
-    pub fn contexts_label(&self) -> String {
-        self.clusters
-            .iter()
-            .map(|c| c.id.shown())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    /// What the watchers of cluster `i` tag their events with now.
-    pub fn origin_of(&self, i: usize) -> super::Origin {
-        super::Origin {
-            cluster: self.clusters[i].id.clone(),
-            generation: self.session.generation,
-        }
-    }
-
-    /// Whether the agent is known not to run in cluster `c`.
-    pub fn stale_status(&self, c: &Cluster) -> bool {
-        matches!(
-            c.leader_state(&self.session.agent_lease, self.now),
-            LeaderState::Expired(_) | LeaderState::NoLease
-        )
     }
 }

@@ -8,6 +8,7 @@ use berth_shared::render::labels;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::ObjectMeta;
 
 use super::watches::GRACE_SECONDS;

@@ -1,15 +1,16 @@
 //! Which watches run in each cluster: the ones the screens of the stack
 //! need there (a list view's in every cluster, a screen about one
 //! cluster's object in that cluster only), started and stopped through
-//! each cluster's [`super::watches::WatchSet`]; a stopped watch's data
+//! each cluster's [`crate::model::watches::WatchSet`]; a stopped watch's data
 //! leaves that cluster's store and its part of the views goes with it.
 
 use std::collections::BTreeSet;
 
-use super::msg::Effect;
-use super::screen::{ListView, Screen};
-use super::watches::{self, WatchKey};
-use super::{App, Kind, WatchState};
+use super::App;
+use crate::model::msg::Effect;
+use crate::model::screen::{ListView, Screen};
+use crate::model::watches::{self, WatchKey};
+use crate::model::{Kind, WatchState};
 
 impl App {
     /// Watches every screen of the stack needs in cluster `i`, plus the
@@ -63,7 +64,7 @@ impl App {
 
     /// The effect that makes the I/O side run exactly cluster `i`'s
     /// watches.
-    pub(super) fn watch_effect_of(&self, i: usize) -> Effect {
+    pub(in crate::model) fn watch_effect_of(&self, i: usize) -> Effect {
         let c = &self.clusters[i];
         Effect::Watch(c.id.clone(), c.data.watch_set.running())
     }
@@ -79,7 +80,7 @@ impl App {
 
     /// Forgets a stopped watch of cluster `i` and what only it held: the
     /// kind's views show loading again there until a new watch lists it.
-    pub(super) fn drop_watch(&mut self, i: usize, key: &WatchKey) {
+    pub(in crate::model) fn drop_watch(&mut self, i: usize, key: &WatchKey) {
         if key.is_all() {
             for v in ListView::ALL {
                 if v.inputs().contains(&key.kind) {
