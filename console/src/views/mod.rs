@@ -2,11 +2,14 @@
 //! is the one generic [`list::List`]. Everything here reads the [`App`] and
 //! draws; nothing changes state. What fitted (page height, scroll limits,
 //! list offsets) is returned as a [`Viewport`], which the caller hands to
-//! the model as [`crate::model::Msg::Drawn`]. The top layer: nothing below
-//! imports it.
+//! the model as [`crate::model::Msg::Drawn`]. What the components share
+//! (the trait, `clean`, tone styles, the scrolled block) is in
+//! `component.rs`, not here, so no component imports this file, which
+//! names them all. The top layer: nothing below imports it.
 
 pub mod attestation;
 pub mod command;
+mod component;
 pub mod details;
 pub mod explain;
 pub mod findings;
@@ -34,26 +37,10 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::model::{App, ListView, RowTone, Screen, Viewport};
+use crate::model::{App, ListView, Screen, Viewport};
 
-/// One drawable part of the screen.
-pub trait Component {
-    /// Draws into `area`, noting in `fit` what its layout measured.
-    fn draw(&self, app: &App, frame: &mut Frame, area: Rect, fit: &mut Viewport);
-}
-
-/// Text typed by the user or taken from anywhere, made safe to draw.
-pub use berth_shared::sanitize::short as clean;
-
-/// The style of a row tone.
-pub fn tone_style(t: RowTone) -> Style {
-    match t {
-        RowTone::Normal => Style::new(),
-        RowTone::Problem => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
-        RowTone::Good => Style::new().fg(Color::Green),
-        RowTone::Warn => Style::new().fg(Color::Yellow),
-    }
-}
+pub(crate) use component::draw_scrolled;
+pub use component::{Component, clean, tone_style};
 
 /// Draws the whole app: view tabs, the current screen, the status bar, the
 /// command/filter line, and the help on top when open. Returns what fitted,
@@ -170,28 +157,4 @@ fn draw_tabs(app: &App, frame: &mut Frame, area: Rect) {
         ));
     }
     frame.render_widget(Line::from(spans), area);
-}
-
-/// A bordered block of text lines scrolled by `app.ui.scroll` (explain,
-/// findings, plan, details): records the page and the furthest scroll in
-/// `fit` and draws the visible lines.
-pub(crate) fn draw_scrolled(
-    app: &App,
-    frame: &mut Frame,
-    area: Rect,
-    fit: &mut Viewport,
-    block: ratatui::widgets::Block,
-    all: Vec<Line>,
-) {
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    fit.page = inner.height as usize;
-    fit.scroll_max = all.len().saturating_sub(inner.height as usize);
-    let start = app.ui.scroll.min(fit.scroll_max);
-    let visible: Vec<Line> = all
-        .into_iter()
-        .skip(start)
-        .take(inner.height as usize)
-        .collect();
-    frame.render_widget(ratatui::widgets::Paragraph::new(visible), inner);
 }
