@@ -10,11 +10,12 @@ use berth_shared::api::{LastApplied, Runtime};
 use berth_shared::render::{self, Rendered};
 use kube::{Resource, ResourceExt};
 
+use super::delete::delete_owned;
+use super::ensure::ensure;
 use super::handover::{Scaled, hand_over_replicas, raise_from_zero};
-use super::{
-    ApplyOutcome, Governed, HeldTarget, Managed, Mode, Owner, Runs, delete_owned, ensure,
-    run_jobs_once,
-};
+use super::jobs::{Runs, run_jobs_once};
+use super::outcome::{ApplyOutcome, Managed, Mode, Owner};
+use super::{Governed, HeldTarget};
 use crate::controller::context::Context;
 use crate::controller::reconcile::cached_objects::{Cached, Live};
 

@@ -9,11 +9,12 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
 
+use super::ApplyOutcome;
 use super::diff::{contains, with_hash};
-use super::{ApplyOutcome, owned_by};
 use crate::controller::context::{Context, FIELD_MANAGER};
 use crate::controller::reconcile::apply_error::{ApplyError, Step};
 use crate::controller::reconcile::cached_objects::Cached;
+use berth_shared::api::meta::controlled_by_uid as owned_by;
 
 /// Field manager that holds a Deployment's replica count while it passes
 /// from the agent to the HorizontalPodAutoscaler.

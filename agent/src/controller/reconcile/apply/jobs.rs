@@ -43,14 +43,15 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::{Resource, ResourceExt};
 use serde_json::Value;
 
+use super::delete::delete_owned;
 use super::diff::{applied_hash, with_hash};
-use super::{
-    ApplyOutcome, Mode, Owner, Planted, correct, delete_owned, ensure, owned_by, read_stored,
-};
+use super::ensure::{correct, ensure, read_stored};
+use super::outcome::{ApplyOutcome, Mode, Owner, Planted};
 use crate::controller::cache::stored::Stored;
 use crate::controller::context::Context;
 use crate::controller::reconcile::apply_error::{ApplyError, Step};
 use crate::controller::reconcile::cached_objects::Cached;
+use berth_shared::api::meta::controlled_by_uid as owned_by;
 
 /// Whose a Job at a one-time job's name is.
 #[derive(Debug, PartialEq, Eq)]
