@@ -650,11 +650,17 @@ async fn agent_contract_a_failed_step_names_itself_in_status_events_and_metrics(
             l.contains("kind=\"Deployment\"") && l.contains("reason=\"CorrectionFailed\"")
         })
     };
-    let metrics = agent.metrics().await;
-    assert!(
-        failures(&metrics) >= 1.0,
-        "apply_errors_total counts the failed step: {metrics}"
-    );
+    // Counted after the status is written, when the reconcile returns its
+    // error: the status can be seen first.
+    wait_for(
+        "apply_errors_total counts the failed step",
+        Duration::from_secs(20),
+        || {
+            let agent = &agent;
+            async move { failures(&agent.metrics().await) >= 1.0 }
+        },
+    )
+    .await;
     let warned = wait_for_value(
         "a Warning Event whose reason is the failed step",
         Duration::from_secs(20),
