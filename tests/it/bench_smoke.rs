@@ -37,6 +37,11 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         // window: writes at rest stay 0 with canaries on (issue 53).
         canaries: true,
         canary_period_seconds: 10,
+        // The canary-cost phase: windows off, on with a budget, on
+        // without, the canaries running on the kwok nodes (their pods
+        // completed by kwok's pod-complete Stage).
+        canary_budget_per_hour: "3600".into(),
+        canary_window_seconds: 20,
     };
     let report = bench::run(&opts).await;
     println!("{}", report.render());
@@ -62,6 +67,11 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
         "console model: watch event",
         "agent: canary Jobs created",
         "agent: canary Jobs per hour",
+        "canary cost: canaries off: agent CPU s",
+        "canary cost: canaries on, budget 3600/h: canary Jobs created",
+        "canary cost: canaries on, budget 3600/h: apiserver writes per canary",
+        "canary cost: canaries on, no budget: canary Jobs an hour",
+        "canary cost: canaries on, no budget: agent CPU s",
     ] {
         let f = figure(&report, name);
         assert!(f.measured.is_finite() && f.measured >= 0.0, "{name}: {f:?}");
@@ -118,6 +128,21 @@ async fn bench_smoke_measures_every_figure_at_a_small_size() {
             }
         }
     }
+    // Canaries ran on the kwok nodes, and Jobs completed (else the pair
+    // would stay running and none would follow within the window).
+    for run in ["budget 3600/h", "no budget"] {
+        let f = figure(
+            &report,
+            &format!("canary cost: canaries on, {run}: canary Jobs created"),
+        );
+        assert!(f.measured >= 1.0, "{f:?}\n{}", report.render());
+        // Besides the canaries' own writes, the agent wrote nothing.
+        let f = figure(
+            &report,
+            &format!("canary cost: canaries on, {run}: agent writes besides the canaries'"),
+        );
+        assert_eq!(f.measured, 0.0, "{}", report.render());
+    }
     // A contract at every size, counted by the apiserver.
     assert_eq!(
         report
@@ -159,6 +184,8 @@ async fn fleet_bench_smoke_measures_every_figure_at_a_small_size() {
         // No agent runs in the fleet's clusters.
         canaries: false,
         canary_period_seconds: 600,
+        canary_budget_per_hour: "360".into(),
+        canary_window_seconds: 300,
     };
     let report = bench::fleet::run(&opts).await;
     println!("{}", report.render());

@@ -15,7 +15,7 @@ use super::floor::Floor;
 use super::table::{Figure, Target, Unit};
 use super::wait::{Reached, has_condition, observed, until_runtimes, until_runtimes_or_count};
 use super::world::{self, Planned, Size};
-use super::{Options, apiserver_profile, cpu, process, progress, requests};
+use super::{Options, apiserver_profile, canary_cost, cpu, process, progress, requests};
 use berth_test_support::harness;
 
 /// Where the agent runs and on what.
@@ -53,6 +53,8 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
         concurrency: opts.concurrency,
         profile_dir: opts.profile.then(|| w.work.to_path_buf()),
         canary_period: opts.canaries.then_some(opts.canary_period_seconds),
+        canary_budget: None,
+        canaries_on_simulated_nodes: false,
     });
     let agent_started = Instant::now();
     let agent_cpu0 = cpu::sample(w.cluster_dir, Some(agent.pid()));
@@ -136,6 +138,8 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
         concurrency: opts.concurrency,
         profile_dir: None,
         canary_period: opts.canaries.then_some(opts.canary_period_seconds),
+        canary_budget: None,
+        canaries_on_simulated_nodes: false,
     });
     progress(
         started,
@@ -268,6 +272,9 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
             &agent_metrics_settled,
             &m1,
         ));
+        let (cost, last) = canary_cost::figures(w, &grants, agent).await;
+        figures.extend(cost);
+        agent = last;
     }
     AgentOutcome {
         figures,

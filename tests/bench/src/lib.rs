@@ -5,6 +5,7 @@
 
 mod agent_run;
 mod apiserver_profile;
+mod canary_cost;
 pub mod console;
 mod console_run;
 pub mod cpu;

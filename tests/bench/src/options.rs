@@ -97,4 +97,14 @@ pub struct Options {
     /// The agent's `--canary-period-seconds` with `--canaries`.
     #[arg(long, default_value_t = 600)]
     pub canary_period_seconds: u64,
+    /// With `--canaries`: the budget the canary-cost phase runs under
+    /// (`--canary-budget-per-hour`; a number, or `unlimited`). The phase
+    /// then also runs without a budget, to show what it saves.
+    #[arg(long, default_value = "360")]
+    pub canary_budget_per_hour: String,
+    /// With `--canaries`: the length of each measured window of the
+    /// canary-cost phase (canaries off, on with the budget, on without),
+    /// after a warm-up of its own.
+    #[arg(long, default_value_t = 300)]
+    pub canary_window_seconds: u64,
 }

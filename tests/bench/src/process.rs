@@ -105,6 +105,13 @@ pub struct AgentRun<'a> {
     pub profile_dir: Option<PathBuf>,
     /// Canaries on with this period (s), or off (no canary image).
     pub canary_period: Option<u64>,
+    /// With canaries: `--canary-budget-per-hour` (none: the agent's
+    /// default; an older agent knows no such flag).
+    pub canary_budget: Option<String>,
+    /// With canaries: run them on kwok's simulated nodes too
+    /// (`--canary-attest-simulated-nodes-for-benchmark`), to measure their
+    /// cost at a size one real node cannot carry.
+    pub canaries_on_simulated_nodes: bool,
 }
 
 /// The canary image the bench's agent names with `--canaries`: no node
@@ -135,11 +142,18 @@ impl AgentProcess {
         command
             .env_remove("BERTH_CANARIES")
             .env_remove("BERTH_CANARY_IMAGE")
-            .env_remove("BERTH_CANARY_PERIOD_SECONDS");
+            .env_remove("BERTH_CANARY_PERIOD_SECONDS")
+            .env_remove("BERTH_CANARY_BUDGET_PER_HOUR");
         if let Some(period) = run.canary_period {
             command
                 .args(["--canary-image", CANARY_IMAGE])
                 .args(["--canary-period-seconds", &period.to_string()]);
+            if let Some(budget) = &run.canary_budget {
+                command.args(["--canary-budget-per-hour", budget]);
+            }
+            if run.canaries_on_simulated_nodes {
+                command.arg("--canary-attest-simulated-nodes-for-benchmark");
+            }
         }
         let child = command
             .env("KUBECONFIG", run.kubeconfig)
@@ -231,6 +245,20 @@ pub fn grant_status_writes(metrics: &str) -> f64 {
 /// The canary Jobs the agent created (`berth_agent_canaries_started_total`).
 pub fn canaries_started(metrics: &str) -> f64 {
     metric_sum(metrics, "berth_agent_canaries_started_total", |_| true)
+}
+
+/// The effective period between two canaries of one pair
+/// (`berth_agent_canary_effective_period_seconds`) and the pairs attested
+/// (`berth_agent_canary_pairs`).
+pub fn canary_pace(metrics: &str) -> (f64, f64) {
+    (
+        metric_sum(
+            metrics,
+            "berth_agent_canary_effective_period_seconds",
+            |_| true,
+        ),
+        metric_sum(metrics, "berth_agent_canary_pairs", |_| true),
+    )
 }
 
 /// The granted (class, node) pairs whose canary verdict is `state`

@@ -92,6 +92,22 @@ fn is_request(key: &str) -> bool {
         .any(|p| key.starts_with(p))
 }
 
+impl Sample {
+    /// The count of one "VERB resource[/subresource]" (0 if none).
+    pub fn get(&self, key: &str) -> f64 {
+        self.0.get(key).copied().unwrap_or(0.0)
+    }
+
+    /// The writes whose "VERB resource[/subresource]" satisfies `keep`.
+    pub fn writes_where(&self, keep: impl Fn(&str) -> bool) -> f64 {
+        self.0
+            .iter()
+            .filter(|(k, _)| is_request(k) && is_write(k) && keep(k))
+            .map(|(_, v)| *v)
+            .fold(0.0, add)
+    }
+}
+
 /// The requests made between `a` and `b`.
 pub fn delta(a: &Sample, b: &Sample) -> Sample {
     Sample(
