@@ -15,7 +15,7 @@ use ratatui::backend::TestBackend;
 
 use berth_console::model::{App, Kind, ListView, Msg, update};
 use berth_console::testkit::{World, median, rss_kb};
-use berth_shared::testkit::world::Size;
+use berth_world::Size;
 
 /// Measured with the allocator that ships (console/src/main.rs): under
 /// glibc's malloc, `berth-bench` measured the allocator more than the

@@ -1,5 +1,5 @@
 //! The console's side of the test kit: the benchmark's world of scale S
-//! (`berth_shared::testkit::world`, the one `berth-bench` creates in a
+//! (`berth_world`, the one `berth-bench` creates in a
 //! cluster) taken into an [`App`] as its watches would deliver it, for the
 //! console's benchmarks (`console/benches/`) and the unit tests that need
 //! a big world. Compiled only for tests and with the `testkit` feature
@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use berth_shared::api::{Runtime, RuntimeGrant};
-use berth_shared::testkit::world::Size;
+use berth_world::Size;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;

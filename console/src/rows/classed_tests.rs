@@ -43,7 +43,7 @@ fn fixture_rows_are_those_of_every_workload() {
 #[test]
 fn a_small_synthetic_world_has_the_same_rows() {
     let world = crate::testkit::World {
-        size: berth_shared::testkit::world::Size {
+        size: berth_world::Size {
             runtimes: 120,
             replicas: 3,
             granted: 12,

@@ -1,12 +1,13 @@
 //! Builders for tests, in one place for every crate: the bindings,
 //! classes, nodes and Runtimes the unit tests of `shared`, the agent and the
-//! console are made of, the status tables' fixtures ([`status`]), the
-//! benchmark's world of scale S ([`world`]) that `berth-bench` creates in
-//! a cluster and the console's benchmarks build without one, and the
+//! console are made of, the status tables' fixtures ([`status`]) and the
 //! import-circle scan of every crate's layering test ([`layering`]).
 //!
 //! Compiled only for tests and for crates that ask for the `testkit`
-//! feature (as dev-dependencies do), never into a shipped binary.
+//! feature as a dev-dependency, never into a shipped binary: no crate of
+//! the workspace turns it on for its normal build (a workspace build
+//! unifies those features into the agent's). The benchmark's world, which
+//! `berth-bench` needs in its normal build, is its own crate, `berth-world`.
 //!
 //! Each builder takes what tests vary and fixes the rest to something
 //! plain; a test that needs more sets fields on what it gets back
@@ -16,7 +17,6 @@ pub mod layering;
 pub mod shop;
 pub mod status;
 pub mod worker;
-pub mod world;
 
 use std::collections::BTreeSet;
 

@@ -1,4 +1,4 @@
-//! The benchmark's world (`berth_shared::testkit::world`, the one the
+//! The benchmark's world (`berth_world`, the one the
 //! console's benchmarks build without a cluster): its classes, labeled
 //! namespaces and Runtimes (some granted, most on the default runtime) made
 //! in the cluster, and the grants file that grants them. Shared by the
@@ -11,9 +11,7 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 
-pub use berth_shared::testkit::world::{
-    APPLICATION, ENVIRONMENT, HANDLER, PROJECT, Planned, Size, class_name,
-};
+pub use berth_world::{APPLICATION, ENVIRONMENT, HANDLER, PROJECT, Planned, Size, class_name};
 
 use berth_test_support::grants_file::{self, TestBinding};
 use berth_test_support::harness;

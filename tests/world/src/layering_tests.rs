@@ -1,0 +1,10 @@
+//! No two modules of a folder import each other, directly or round a
+//! longer circle, nor does a folder's own file use a child that reaches
+//! back into it (the test kit's scan, `berth_shared::testkit::layering`,
+//! which names each circle and the imports round it).
+
+#[test]
+fn no_modules_import_each_other_in_a_circle() {
+    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    berth_shared::testkit::layering::assert_no_circles(env!("CARGO_PKG_NAME"), &src, &[]);
+}
