@@ -327,17 +327,7 @@ pub async fn review_request<L: Lookup>(
             "the request carries no object".into(),
         );
     };
-    let namespace = req
-        .namespace
-        .as_deref()
-        .or(new.metadata.namespace.as_deref())
-        .unwrap_or_default();
-    let name = new
-        .metadata
-        .name
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .unwrap_or(req.name.as_str());
+    let (namespace, name) = namespace_and_name(req, new);
     let view = match spec_of(new) {
         Ok(v) => v,
         Err(e) => {
@@ -409,6 +399,26 @@ pub async fn review_request<L: Lookup>(
         "admission review"
     );
     respond(req, verdict)
+}
+
+/// The Runtime's namespace (the request's, else the object's) and name
+/// (the object's, else the request's).
+fn namespace_and_name<'a>(
+    req: &'a AdmissionRequest<DynamicObject>,
+    new: &'a DynamicObject,
+) -> (&'a str, &'a str) {
+    let namespace = req
+        .namespace
+        .as_deref()
+        .or(new.metadata.namespace.as_deref())
+        .unwrap_or_default();
+    let name = new
+        .metadata
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(req.name.as_str());
+    (namespace, name)
 }
 
 /// What the review of one request reads: the namespace's labels (not for

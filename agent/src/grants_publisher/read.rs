@@ -98,38 +98,7 @@ pub(super) fn read(ctx: &Context, grants: &Store<RuntimeGrant>, file: FileState)
         }));
         retained_by_class(ctx, &workloads)
     };
-    let ns_labels: BTreeMap<String, BTreeMap<String, String>> = s
-        .namespaces
-        .state()
-        .iter()
-        .map(|n| (n.name_any(), n.metadata.labels.clone().unwrap_or_default()))
-        .collect();
-    let users =
-        s.runtimes
-            .state()
-            .iter()
-            .map(|r| {
-                let namespace = r.namespace().unwrap_or_default();
-                let empty = BTreeMap::new();
-                let labels = ns_labels.get(&namespace).unwrap_or(&empty);
-                let identity = decide::namespace_scope(&namespace, labels).ok().map(
-                    |(project, environment)| decide::Identity {
-                        project,
-                        environment,
-                        application: r.spec.application.clone(),
-                        service: r.spec.service.clone(),
-                    },
-                );
-                GrantUser {
-                    at: ApiObjectRef {
-                        namespace,
-                        name: r.name_any(),
-                    },
-                    profile: r.spec.runtime_profile.clone(),
-                    identity,
-                }
-            })
-            .collect();
+    let users = grant_users(ctx);
     Snapshot {
         file,
         grants: grants.state(),
@@ -152,6 +121,44 @@ pub(super) fn read(ctx: &Context, grants: &Store<RuntimeGrant>, file: FileState)
             loaded_at: Some(seconds(l.loaded_at)),
         }),
     }
+}
+
+/// Every Runtime as a grant's user: where it is, the profile it asks for
+/// and the identity its namespace's labels give it.
+fn grant_users(ctx: &Context) -> Vec<GrantUser> {
+    let s = &ctx.stores;
+    let ns_labels: BTreeMap<String, BTreeMap<String, String>> = s
+        .namespaces
+        .state()
+        .iter()
+        .map(|n| (n.name_any(), n.metadata.labels.clone().unwrap_or_default()))
+        .collect();
+    s.runtimes
+        .state()
+        .iter()
+        .map(|r| {
+            let namespace = r.namespace().unwrap_or_default();
+            let empty = BTreeMap::new();
+            let labels = ns_labels.get(&namespace).unwrap_or(&empty);
+            let identity =
+                decide::namespace_scope(&namespace, labels)
+                    .ok()
+                    .map(|(project, environment)| decide::Identity {
+                        project,
+                        environment,
+                        application: r.spec.application.clone(),
+                        service: r.spec.service.clone(),
+                    });
+            GrantUser {
+                at: ApiObjectRef {
+                    namespace,
+                    name: r.name_any(),
+                },
+                profile: r.spec.runtime_profile.clone(),
+                identity,
+            }
+        })
+        .collect()
 }
 
 /// Every workload no current grant covers, by the RuntimeClass it needs

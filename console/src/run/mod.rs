@@ -93,16 +93,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         // A frame the user waits for (a key press, an answer): drawn at once.
         let mut urgent = true;
         loop {
-            if app.ui.dirty && frames.ready(Instant::now(), urgent) {
-                let started = Instant::now();
-                draw(&mut app, &mut tui)?;
-                frames.drawn(started, started.elapsed());
-                app.ui.dirty = false;
-                urgent = false;
-                if panic_requested() {
-                    panic!("panic requested by {PANIC_ENV} (terminal restore test)");
-                }
-            }
+            draw_when_due(&mut app, &mut tui, &mut frames, &mut urgent)?;
             // Only watch events wait for a frame; with nothing to draw the
             // loop sleeps until a message comes (idle is no work).
             let due = app
@@ -161,6 +152,27 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     effects.stop();
     drop(tui);
     result
+}
+
+/// Draws a frame when the state changed and the limiter allows one now
+/// (at once when `urgent`); a drawn frame is no longer urgent.
+fn draw_when_due(
+    app: &mut App,
+    tui: &mut Tui,
+    frames: &mut FrameLimiter,
+    urgent: &mut bool,
+) -> Result<()> {
+    if app.ui.dirty && frames.ready(Instant::now(), *urgent) {
+        let started = Instant::now();
+        draw(app, tui)?;
+        frames.drawn(started, started.elapsed());
+        app.ui.dirty = false;
+        *urgent = false;
+        if panic_requested() {
+            panic!("panic requested by {PANIC_ENV} (terminal restore test)");
+        }
+    }
+    Ok(())
 }
 
 /// The console's state at start: the fleet's clusters, the session's

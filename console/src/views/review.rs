@@ -86,29 +86,7 @@ impl Component for ReviewView {
                     .map(|(t, s)| Line::styled(clean_long(&s), style(t)))
                     .collect();
                 let running = matches!(state, ReviewState::Running { .. });
-                let footer = if running {
-                    Line::raw("sending …")
-                } else if review.can_execute() {
-                    Line::from(vec![
-                        Span::styled(
-                            clean(&retire::prompt(review, app.fleet())),
-                            Style::new().add_modifier(Modifier::BOLD),
-                        ),
-                        Span::raw(clean(typed)),
-                        Span::styled("█", Style::new().fg(Color::Cyan)),
-                        Span::styled(
-                            "   Enter confirm · Esc cancel",
-                            Style::new().fg(Color::DarkGray),
-                        ),
-                    ])
-                } else if review.plan.nothing.is_some() {
-                    Line::styled("nothing to do · Esc close", style(Tone::Dim))
-                } else {
-                    Line::styled(
-                        "cannot be confirmed: the dry-run was refused · Esc close",
-                        style(Tone::Bad),
-                    )
-                };
+                let footer = ready_footer(review, typed, running, app.fleet());
                 (
                     format!(
                         " Review{}: {} ",
@@ -135,6 +113,34 @@ impl Component for ReviewView {
             body_area,
         );
         frame.render_widget(Paragraph::new(footer), footer_area);
+    }
+}
+
+/// The footer of a review that came back: sending, the confirmation
+/// prompt with what is typed so far, or why it cannot be confirmed.
+fn ready_footer(review: &retire::Review, typed: &str, running: bool, fleet: bool) -> Line<'static> {
+    if running {
+        Line::raw("sending …")
+    } else if review.can_execute() {
+        Line::from(vec![
+            Span::styled(
+                clean(&retire::prompt(review, fleet)),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(clean(typed)),
+            Span::styled("█", Style::new().fg(Color::Cyan)),
+            Span::styled(
+                "   Enter confirm · Esc cancel",
+                Style::new().fg(Color::DarkGray),
+            ),
+        ])
+    } else if review.plan.nothing.is_some() {
+        Line::styled("nothing to do · Esc close", style(Tone::Dim))
+    } else {
+        Line::styled(
+            "cannot be confirmed: the dry-run was refused · Esc close",
+            style(Tone::Bad),
+        )
     }
 }
 

@@ -5,7 +5,7 @@
 use k8s_openapi::jiff::Timestamp;
 
 use crate::analysis::{NodeInfo, Placement, Presence};
-use crate::api::{AttestationState, HandlerAttestation};
+use crate::api::{AttestationState, HandlerAttestation, NodeAttestation};
 
 use super::{Step, StepKind, Verdict};
 
@@ -58,34 +58,14 @@ pub(super) fn attestation_step(
     let (mut verified, mut failing, mut other) = (0, 0, 0);
     let mut details = Vec::new();
     for n in &eligible {
-        let line = match a.node(&n.name) {
-            Some(e) => {
-                match e.state {
-                    AttestationState::Verified => verified += 1,
-                    AttestationState::Failing => failing += 1,
-                    AttestationState::Unverified => other += 1,
-                }
-                let age = match (e.at.as_ref(), now) {
-                    (Some(at), Some(now)) => {
-                        format!(", {}s ago", (now.as_second() - at.0.as_second()).max(0))
-                    }
-                    _ => String::new(),
-                };
-                format!(
-                    "Node/{}: {} ({}{age}) {}",
-                    n.name,
-                    e.state.word(),
-                    e.reason,
-                    e.message
-                )
-            }
-            None => {
-                other += 1;
-                format!("Node/{}: not listed in the grant's status", n.name)
-            }
-        };
+        let entry = a.node(&n.name);
+        match entry.map(|e| &e.state) {
+            Some(AttestationState::Verified) => verified += 1,
+            Some(AttestationState::Failing) => failing += 1,
+            Some(AttestationState::Unverified) | None => other += 1,
+        }
         if details.len() < MAX_LISTED {
-            details.push(line);
+            details.push(node_line(&n.name, entry, now));
         }
     }
     if eligible.len() > MAX_LISTED {
@@ -117,4 +97,21 @@ pub(super) fn attestation_step(
         )
     };
     Step::new(StepKind::Attestation, verdict, reason, object).with_details(details)
+}
+
+/// One eligible node's line: what its canary saw, and how long ago.
+fn node_line(name: &str, entry: Option<&NodeAttestation>, now: Option<Timestamp>) -> String {
+    let Some(e) = entry else {
+        return format!("Node/{name}: not listed in the grant's status");
+    };
+    let age = match (e.at.as_ref(), now) {
+        (Some(at), Some(now)) => format!(", {}s ago", (now.as_second() - at.0.as_second()).max(0)),
+        _ => String::new(),
+    };
+    format!(
+        "Node/{name}: {} ({}{age}) {}",
+        e.state.word(),
+        e.reason,
+        e.message
+    )
 }

@@ -168,46 +168,7 @@ pub fn explain_runtime(f: &RuntimeFacts<'_>) -> Explanation {
         )),
     }
 
-    match &decision {
-        Decision::Granted { handler, .. } => {
-            let sched = rt.spec.scheduling.as_ref();
-            let placement = Placement {
-                node_selector: sched.map(|s| &s.node_selector),
-                affinity: sched.and_then(|s| s.affinity.as_ref()),
-                tolerations: sched.map_or(&[], |s| s.tolerations.as_slice()),
-            };
-            let (handlers, placement_step, _) = node_steps(f.nodes, &placement, handler);
-            steps.push(handlers);
-            steps.push(attestation_step(
-                f.nodes,
-                &placement,
-                handler,
-                decision_class(&decision),
-                f.attestation,
-                f.now,
-            ));
-            steps.push(placement_step);
-        }
-        Decision::NotRequested => {
-            steps.push(Step::skipped(StepKind::Handlers, "no handler needed"));
-            steps.push(Step::skipped(StepKind::Attestation, "no handler needed"));
-            steps.push(Step::skipped(StepKind::Placement, "no handler needed"));
-        }
-        _ => {
-            steps.push(Step::skipped(
-                StepKind::Handlers,
-                "the grant decision failed first",
-            ));
-            steps.push(Step::skipped(
-                StepKind::Attestation,
-                "the grant decision failed first",
-            ));
-            steps.push(Step::skipped(
-                StepKind::Placement,
-                "the grant decision failed first",
-            ));
-        }
-    }
+    steps.extend(handler_steps(f, &decision));
 
     steps.push(admission_step(f.admission));
     let verdicts = f
@@ -220,6 +181,42 @@ pub fn explain_runtime(f: &RuntimeFacts<'_>) -> Explanation {
         decision: decision.reason().to_string(),
         message: decision.message(),
         steps,
+    }
+}
+
+/// The handlers, attestation and placement steps: read from the nodes
+/// for a granted class; otherwise skipped, saying why.
+fn handler_steps(f: &RuntimeFacts<'_>, decision: &Decision) -> Vec<Step> {
+    let skipped = |why: &str| {
+        [
+            StepKind::Handlers,
+            StepKind::Attestation,
+            StepKind::Placement,
+        ]
+        .map(|kind| Step::skipped(kind, why))
+        .to_vec()
+    };
+    match decision {
+        Decision::Granted { handler, .. } => {
+            let sched = f.runtime.spec.scheduling.as_ref();
+            let placement = Placement {
+                node_selector: sched.map(|s| &s.node_selector),
+                affinity: sched.and_then(|s| s.affinity.as_ref()),
+                tolerations: sched.map_or(&[], |s| s.tolerations.as_slice()),
+            };
+            let (handlers, placement_step, _) = node_steps(f.nodes, &placement, handler);
+            let attestation = attestation_step(
+                f.nodes,
+                &placement,
+                handler,
+                decision_class(decision),
+                f.attestation,
+                f.now,
+            );
+            vec![handlers, attestation, placement_step]
+        }
+        Decision::NotRequested => skipped("no handler needed"),
+        _ => skipped("the grant decision failed first"),
     }
 }
 

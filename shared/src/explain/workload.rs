@@ -94,30 +94,7 @@ pub fn explain_workload(f: &WorkloadFacts<'_>) -> Explanation {
         .find(|c| c.metadata.name.as_deref() == Some(class_name));
     steps.push(class_step(class, class_name));
 
-    match class {
-        Some(c) => {
-            let only: Vec<NodeInfo>;
-            let nodes = match f.node_name {
-                Some(n) => {
-                    only = f.nodes.iter().filter(|x| x.name == n).cloned().collect();
-                    &only[..]
-                }
-                None => f.nodes,
-            };
-            let (handlers, placement, _) = node_steps(nodes, &f.placement, &c.handler);
-            steps.push(handlers);
-            steps.push(Step::skipped(
-                StepKind::Attestation,
-                "canaries attest granted classes: see `berth explain` of a Runtime, or the Handlers view",
-            ));
-            steps.push(placement);
-        }
-        None => {
-            steps.push(Step::skipped(StepKind::Handlers, "no class, no handler"));
-            steps.push(Step::skipped(StepKind::Attestation, "no class, no handler"));
-            steps.push(Step::skipped(StepKind::Placement, "no class, no handler"));
-        }
-    }
+    steps.extend(handler_steps(f, class.map(|c| c.handler.as_str())));
     steps.push(admission_step(f.admission));
 
     let (decision, message, cond) = match verdict.first() {
@@ -154,6 +131,38 @@ pub fn explain_workload(f: &WorkloadFacts<'_>) -> Explanation {
         message,
         steps,
     }
+}
+
+/// The handlers, attestation and placement steps of a workload on a class
+/// with `handler` (`None`: no such class): its node's, or every node's,
+/// handlers and placement; attestation is a granted class's (a Runtime's).
+fn handler_steps(f: &WorkloadFacts<'_>, handler: Option<&str>) -> Vec<Step> {
+    let Some(handler) = handler else {
+        return [
+            StepKind::Handlers,
+            StepKind::Attestation,
+            StepKind::Placement,
+        ]
+        .map(|kind| Step::skipped(kind, "no class, no handler"))
+        .to_vec();
+    };
+    let only: Vec<NodeInfo>;
+    let nodes = match f.node_name {
+        Some(n) => {
+            only = f.nodes.iter().filter(|x| x.name == n).cloned().collect();
+            &only[..]
+        }
+        None => f.nodes,
+    };
+    let (handlers, placement, _) = node_steps(nodes, &f.placement, handler);
+    vec![
+        handlers,
+        Step::skipped(
+            StepKind::Attestation,
+            "canaries attest granted classes: see `berth explain` of a Runtime, or the Handlers view",
+        ),
+        placement,
+    ]
 }
 
 /// The retained reason in words.

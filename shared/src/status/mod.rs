@@ -93,6 +93,31 @@ fn refused_annotations(rt: &Runtime) -> Option<String> {
     })
 }
 
+/// Degraded, or when it is not: True for pod annotations the spec asks
+/// for that berth refuses to put on the pods.
+fn degraded_or_refused(
+    o: &Observed<'_>,
+    phase: RolloutPhase,
+    handler: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    match refused_annotations(o.runtime) {
+        Some(message) if o.render_error.is_none() => {
+            let first = degraded(None, o.applied.as_ref(), phase, handler);
+            if first.status == "True" {
+                first
+            } else {
+                crate::api::condition::build(
+                    crate::api::condition_types::DEGRADED,
+                    true,
+                    crate::api::reasons::POD_ANNOTATION_REFUSED,
+                    message,
+                )
+            }
+        }
+        _ => degraded(o.render_error, o.applied.as_ref(), phase, handler),
+    }
+}
+
 /// The status to write (lastTransitionTimes not yet merged).
 pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
     let rt = o.runtime;
@@ -108,22 +133,7 @@ pub fn compute(o: &Observed<'_>) -> RuntimeStatus {
 
     let handler = handler_ready(rt, o.decision, o.nodes, o.attestation);
     let available = available(rt, o.deployment);
-    let degraded = match refused_annotations(rt) {
-        Some(message) if o.render_error.is_none() => {
-            let first = degraded(None, o.applied.as_ref(), phase, &handler);
-            if first.status == "True" {
-                first
-            } else {
-                crate::api::condition::build(
-                    crate::api::condition_types::DEGRADED,
-                    true,
-                    crate::api::reasons::POD_ANNOTATION_REFUSED,
-                    message,
-                )
-            }
-        }
-        _ => degraded(o.render_error, o.applied.as_ref(), phase, &handler),
-    };
+    let degraded = degraded_or_refused(o, phase, &handler);
     let ready = ready(&ReadyFacts {
         runtime: rt,
         decision: o.decision,

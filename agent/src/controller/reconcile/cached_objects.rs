@@ -262,6 +262,10 @@ pub struct Live {
 }
 
 /// Reads what `runtime`'s apply step compares against.
+///
+/// Long on purpose: a flat table, one read per managed kind with its own
+/// names, bodies, owner index and way of knowing a name is free, side by
+/// side so that a kind's row can be checked against the others'.
 pub fn read(stores: &Stores, runtime: &Runtime) -> Live {
     let ns = runtime.namespace().unwrap_or_default();
     let uid = runtime.uid().unwrap_or_default();

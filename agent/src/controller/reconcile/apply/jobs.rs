@@ -148,72 +148,17 @@ pub(super) async fn run_jobs_once(
         let ran = |r: &JobRunStatus| {
             r.template_hash == definition || legacy.as_deref() == Some(r.template_hash.as_str())
         };
-        let record = |uid: Option<String>| JobRunStatus {
-            name: entry.name.clone(),
-            job: job_name.clone(),
-            template_hash: definition.clone(),
-            uid,
+        let at = JobAt {
+            ns: &ns,
+            entry: &entry.name,
+            job: &job_name,
+            recorded,
+            definition: &definition,
+            desired: &desired_value,
         };
         match cached.any(&job_name) {
             Some(job) if owned_by(job.meta(), &uid) => {
-                let live = match cached.stored(&job_name) {
-                    Some(live) => live,
-                    None => match read_stored::<Job>(&ctx.client, &ns, &job_name).await {
-                        Ok(Some(live)) => live,
-                        Ok(None) => {
-                            records.extend(recorded.cloned());
-                            continue;
-                        }
-                        Err(source) => {
-                            let label = format!("Job/{job_name}");
-                            out.errors.push(ApplyError::new(label, Step::Read, source));
-                            records.extend(recorded.cloned());
-                            continue;
-                        }
-                    },
-                };
-                let deleting = live.meta().deletion_timestamp.is_some();
-                match whose(&live, recorded, &desired_value) {
-                    Whose::Planted(why) => {
-                        // Not taken as run: deleted; berth's own runs
-                        // (unless it ran already, as recorded).
-                        records.extend(recorded.cloned());
-                        if !deleting {
-                            tracing::warn!(job = %job_name, namespace = %ns, differences = ?why, "a planted Job at a one-time job's name; deleting it");
-                            out.planted.push(Planted {
-                                job: job_name.clone(),
-                                differences: why,
-                            });
-                            delete_owned(ctx, &live.typed, out).await;
-                        }
-                    }
-                    Whose::Berths
-                        if render::job_definition_hash(&live.typed).as_deref()
-                            == Some(definition.as_str()) =>
-                    {
-                        // Same definition: kept as it ran (or runs), its
-                        // mutable fields governed.
-                        records.push(record(live.meta().uid.clone()));
-                        if !deleting {
-                            govern(ctx, &live, &desired_value, out).await;
-                        }
-                    }
-                    Whose::Berths => {
-                        // Changed definition: the old Job goes first (a
-                        // Job's template is immutable), the new one is
-                        // created by a later reconcile. Held: kept, and its
-                        // mutable fields governed, until the hold ends.
-                        records.extend(recorded.cloned());
-                        match (runs, deleting) {
-                            (_, true) => {}
-                            (Runs::Held, false) => govern(ctx, &live, &desired_value, out).await,
-                            (Runs::Start, false) => {
-                                tracing::info!(job = %job_name, namespace = %ns, "job definition changed; replacing the old Job to run it once more");
-                                delete_owned(ctx, &live.typed, out).await;
-                            }
-                        }
-                    }
-                }
+                records.extend(owned_job(ctx, cached, &at, runs, out).await);
             }
             Some(_) if runs == Runs::Held => records.extend(recorded.cloned()),
             Some(_) => {
@@ -223,20 +168,113 @@ pub(super) async fn run_jobs_once(
             }
             None if recorded.is_some_and(ran) => {
                 // It ran; it is gone (TTL, deleted). Never again.
-                records.push(record(recorded.and_then(|r| r.uid.clone())));
+                records.push(at.record(recorded.and_then(|r| r.uid.clone())));
             }
             None if runs == Runs::Held => records.extend(recorded.cloned()),
             None => {
                 let before = out.created.len();
                 ensure(ctx, cached, desired, owner, Mode::CreateOnly, out).await;
                 match out.created.get(before..).and_then(|c| c.first()).cloned() {
-                    Some(created) => records.push(record(Some(created))),
+                    Some(created) => records.push(at.record(Some(created))),
                     None => records.extend(recorded.cloned()),
                 }
             }
         }
     }
     out.jobs = records;
+}
+
+/// One one-time job of the spec, rendered, as its record is made.
+struct JobAt<'a> {
+    ns: &'a str,
+    /// The entry's name in `spec.jobs`.
+    entry: &'a str,
+    /// The Job's name.
+    job: &'a str,
+    /// What the status recorded for it.
+    recorded: Option<&'a JobRunStatus>,
+    /// The rendered Job's definition hash.
+    definition: &'a str,
+    /// The rendered Job with its applied hash.
+    desired: &'a Value,
+}
+
+impl JobAt<'_> {
+    /// The record of a run of this definition by the Job `uid`.
+    fn record(&self, uid: Option<String>) -> JobRunStatus {
+        JobRunStatus {
+            name: self.entry.to_string(),
+            job: self.job.to_string(),
+            template_hash: self.definition.to_string(),
+            uid,
+        }
+    }
+}
+
+/// The Job at a one-time job's name is the Runtime's: kept and governed
+/// when it is berth's run of this definition, deleted when planted or (to
+/// run once more) of an older definition. Returns the job's record.
+async fn owned_job(
+    ctx: &Context,
+    cached: &Cached<Job>,
+    at: &JobAt<'_>,
+    runs: Runs,
+    out: &mut ApplyOutcome,
+) -> Option<JobRunStatus> {
+    let (ns, job_name, recorded) = (at.ns, at.job, at.recorded);
+    let live = match cached.stored(job_name) {
+        Some(live) => live,
+        None => match read_stored::<Job>(&ctx.client, ns, job_name).await {
+            Ok(Some(live)) => live,
+            Ok(None) => return recorded.cloned(),
+            Err(source) => {
+                let label = format!("Job/{job_name}");
+                out.errors.push(ApplyError::new(label, Step::Read, source));
+                return recorded.cloned();
+            }
+        },
+    };
+    let deleting = live.meta().deletion_timestamp.is_some();
+    match whose(&live, recorded, at.desired) {
+        Whose::Planted(why) => {
+            // Not taken as run: deleted; berth's own runs (unless it ran
+            // already, as recorded).
+            if !deleting {
+                tracing::warn!(job = %job_name, namespace = %ns, differences = ?why, "a planted Job at a one-time job's name; deleting it");
+                out.planted.push(Planted {
+                    job: job_name.to_string(),
+                    differences: why,
+                });
+                delete_owned(ctx, &live.typed, out).await;
+            }
+            recorded.cloned()
+        }
+        Whose::Berths
+            if render::job_definition_hash(&live.typed).as_deref() == Some(at.definition) =>
+        {
+            // Same definition: kept as it ran (or runs), its mutable
+            // fields governed.
+            if !deleting {
+                govern(ctx, &live, at.desired, out).await;
+            }
+            Some(at.record(live.meta().uid.clone()))
+        }
+        Whose::Berths => {
+            // Changed definition: the old Job goes first (a Job's template
+            // is immutable), the new one is created by a later reconcile.
+            // Held: kept, and its mutable fields governed, until the hold
+            // ends.
+            match (runs, deleting) {
+                (_, true) => {}
+                (Runs::Held, false) => govern(ctx, &live, at.desired, out).await,
+                (Runs::Start, false) => {
+                    tracing::info!(job = %job_name, namespace = %ns, "job definition changed; replacing the old Job to run it once more");
+                    delete_owned(ctx, &live.typed, out).await;
+                }
+            }
+            recorded.cloned()
+        }
+    }
 }
 
 /// Undoes a foreign change to berth's Job's mutable fields, in one write.
