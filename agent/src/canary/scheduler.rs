@@ -65,7 +65,7 @@ fn granted_classes(ctx: &Context) -> Vec<CanaryClass> {
 }
 
 /// The canary Jobs of the namespace, cached (label-selected: a few per
-/// (class, node)).
+/// (class, node)), cut down to what a [`CanaryRecord`] reads.
 fn watch_jobs(ctx: &Context, namespace: &str, notify: Arc<Notify>) -> Store<Job> {
     let (store, writer) = reflector::store();
     let api: Api<Job> = Api::namespaced(ctx.client.clone(), namespace);
@@ -73,7 +73,9 @@ fn watch_jobs(ctx: &Context, namespace: &str, notify: Arc<Notify>) -> Store<Job>
     let config = watches.config().labels(&format!("{CANARY_LABEL}=true"));
     let stream = watches
         .watch(api, config)
-        .modify(crate::controller::strip)
+        // Only what a record reads is kept: every pair's last few Jobs stay
+        // for three effective periods, thousands of them at S.
+        .modify(berth_shared::attest::keep_what_the_record_reads)
         .reflect(writer)
         .inspect(move |_| notify.notify_one())
         .applied_objects();

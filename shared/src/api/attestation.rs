@@ -112,7 +112,8 @@ pub struct HandlerAttestation {
     pub unverified: i32,
     /// `2 verified, 1 failing` (the printer column).
     pub summary: String,
-    /// The nodes, failing first, at most [`MAX_ATTESTED_NODES`].
+    /// The nodes, failing first, at most [`MAX_ATTESTED_NODES`]; none when
+    /// canaries are off (every node counted is unverified, for `offReason`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 50))]
     pub nodes: Vec<NodeAttestation>,

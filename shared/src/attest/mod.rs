@@ -42,7 +42,7 @@ pub use checks::{Facts, Failure, SandboxSeen, run_checks};
 pub use expect::{CanaryClass, CanaryNode, SandboxKind};
 pub use job::{CanaryJob, render};
 pub use plan::{Launch, Pace, Policy, Started, due};
-pub use record::{CanaryRecord, Cause, Outcome};
+pub use record::{CanaryRecord, Cause, Outcome, keep_what_the_record_reads};
 pub use verdicts::{ClassVerdicts, NodeVerdict, attest_class};
 
 /// Label on every canary Job and its pods (value `true`): what the

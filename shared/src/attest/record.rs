@@ -167,3 +167,40 @@ impl CanaryRecord {
         !matches!(self.outcome, Outcome::Running)
     }
 }
+
+/// Cuts a canary Job down to what [`CanaryRecord::from_job`] reads (its
+/// name, namespace, creation time, berth's three canary annotations, and
+/// its Complete and Failed conditions), for the agent's cache of its
+/// canary Jobs. Each pair keeps a few finished Jobs for three effective
+/// periods (the evidence a restarted agent reads), so with the budget at
+/// S (3,800 pairs) the namespace holds about 11,000 of them; whole, each
+/// carries the pod template, the contract and the pod failure policy.
+pub fn keep_what_the_record_reads(job: &mut Job) {
+    let meta = &mut job.metadata;
+    meta.labels = None;
+    meta.owner_references = None;
+    meta.managed_fields = None;
+    meta.finalizers = None;
+    if let Some(a) = meta.annotations.as_mut() {
+        a.retain(|k, _| {
+            [CLASS_ANNOTATION, NODE_ANNOTATION, SUBJECT_ANNOTATION].contains(&k.as_str())
+        });
+    }
+    job.spec = None;
+    if let Some(status) = job.status.take() {
+        let conditions = status.conditions.map(|c| {
+            c.into_iter()
+                .filter(|c| matches!(c.type_.as_str(), "Complete" | "Failed") && c.status == "True")
+                .map(|c| k8s_openapi::api::batch::v1::JobCondition {
+                    last_probe_time: None,
+                    ..c
+                })
+                .collect()
+        });
+        job.status = Some(k8s_openapi::api::batch::v1::JobStatus {
+            conditions,
+            completion_time: status.completion_time,
+            ..Default::default()
+        });
+    }
+}

@@ -243,6 +243,70 @@ fn verdicts_per_node() {
     let s = v.status(&off, &Pace::default());
     assert!(!s.canaries);
     assert_eq!(s.off_reason.as_deref(), Some("--canaries=off"));
+    // Every node counted, none listed: the off reason stands for them all.
+    assert_eq!((s.verified, s.failing, s.unverified), (0, 0, 9));
+    assert!(s.nodes.is_empty(), "{:?}", s.nodes);
+    assert_eq!(s.unlisted, 9);
+}
+
+/// The agent caches its canary Jobs cut down: every kind of Job reads back
+/// as the same record, and the cut one is a small part of the whole.
+#[test]
+fn a_cut_canary_job_reads_back_as_the_whole_one() {
+    let k = rules()
+        .iter()
+        .position(|r| *r == Rule::Check(Failure::KernelIsHost))
+        .expect("rule");
+    let mut passed = job_with("unused", "unused");
+    if let Some(c) = passed.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+        c[0].type_ = "Complete".into();
+        c.push(JobCondition {
+            type_: "SuccessCriteriaMet".into(),
+            status: "True".into(),
+            ..Default::default()
+        });
+    }
+    let mut running = job_with("unused", "unused");
+    running.status = Some(JobStatus {
+        active: Some(1),
+        ..Default::default()
+    });
+    let jobs = [
+        job_with(
+            "PodFailurePolicy",
+            &format!(
+                "Container canary for pod berth-system/x failed with exit code 10 matching FailJob rule at index {k}"
+            ),
+        ),
+        job_with(
+            "DeadlineExceeded",
+            "Job was active longer than specified deadline",
+        ),
+        job_with(
+            "BackoffLimitExceeded",
+            "Job has reached the specified backoff limit",
+        ),
+        passed,
+        running,
+    ];
+    for whole in jobs {
+        let mut cut = whole.clone();
+        keep_what_the_record_reads(&mut cut);
+        let record = CanaryRecord::from_job(&whole).expect("a canary");
+        assert_eq!(CanaryRecord::from_job(&cut), Some(record));
+        let size = |j: &Job| serde_json::to_vec(j).expect("json").len();
+        println!(
+            "canary Job as JSON: {} bytes whole, {} cut",
+            size(&whole),
+            size(&cut)
+        );
+        assert!(
+            size(&cut) * 4 < size(&whole),
+            "cut {} bytes of {}",
+            size(&cut),
+            size(&whole)
+        );
+    }
 }
 
 #[test]

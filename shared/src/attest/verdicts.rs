@@ -1,7 +1,7 @@
 //! Per class and node: verified, failing or unverified, from the canary
 //! Jobs; and the bounded status a RuntimeGrant carries.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -101,7 +101,9 @@ impl ClassVerdicts {
 
     /// The status a grant of this class carries: the counts, and at most
     /// [`MAX_ATTESTED_NODES`] nodes, failing first, then unverified, then
-    /// verified (by name within each), and the `pace` canaries keep.
+    /// verified (by name within each), and the `pace` canaries keep. With
+    /// canaries off it lists no node: `offReason` says why all are
+    /// unverified.
     pub fn status(&self, policy: &Policy, pace: &Pace) -> HandlerAttestation {
         let (verified, failing, unverified) = self.counts();
         let rank = |s: AttestationState| match s {
@@ -109,7 +111,14 @@ impl ClassVerdicts {
             AttestationState::Unverified => 1,
             AttestationState::Verified => 2,
         };
-        let mut ordered: Vec<(&String, &NodeVerdict)> = self.nodes.iter().collect();
+        // Canaries off: every node is unverified for the one reason the
+        // status states once (offReason); a list of them says nothing more,
+        // and every grant of the class would carry it.
+        let mut ordered: Vec<(&String, &NodeVerdict)> = if policy.off.is_some() {
+            Vec::new()
+        } else {
+            self.nodes.iter().collect()
+        };
         ordered.sort_by_key(|(name, v)| (rank(v.state), *name));
         let listed: Vec<NodeAttestation> = ordered
             .iter()
@@ -234,6 +243,12 @@ pub fn attest_class(
         checks: class.checks(),
         nodes: BTreeMap::new(),
     };
+    // The class's records by node, once: a pass judges every pair, and
+    // with the budget at S the namespace holds thousands of canary Jobs.
+    let mut by_node: HashMap<&str, Vec<&CanaryRecord>> = HashMap::new();
+    for r in records.iter().filter(|r| r.class == class.name) {
+        by_node.entry(r.node.as_str()).or_default().push(r);
+    }
     for node in nodes.iter().filter(|n| n.info.reports(&class.handler)) {
         let verdict = if let Some(off) = &policy.off {
             NodeVerdict::unverified(reasons::CANARIES_OFF, format!("canaries are off: {off}"))
@@ -246,10 +261,7 @@ pub fn attest_class(
             NodeVerdict::unverified(reasons::SKIPPED, format!("skipped: {skip}"))
         } else {
             let current = subject(class, node, &policy.image);
-            let of_pair: Vec<&CanaryRecord> = records
-                .iter()
-                .filter(|r| r.class == class.name && r.node == node.name())
-                .collect();
+            let of_pair = by_node.get(node.name()).map_or(&[][..], Vec::as_slice);
             let latest = of_pair
                 .iter()
                 .filter(|r| r.finished() && r.subject == current)

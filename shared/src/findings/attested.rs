@@ -55,10 +55,17 @@ pub(super) fn attested(i: &Inputs<'_>) -> Vec<Finding> {
                 let e = why.entry(n.reason.as_str()).or_insert((0, &n.message));
                 e.0 += 1;
             }
-            let reasons: Vec<String> = why
+            let mut reasons: Vec<String> = why
                 .iter()
                 .map(|(reason, (n, message))| format!("{n} {reason} ({message})"))
                 .collect();
+            // Canaries off, no node is listed: the one reason is the status's.
+            if !a.canaries {
+                reasons.push(format!(
+                    "canaries are off: {}",
+                    a.off_reason.as_deref().unwrap_or("no reason given")
+                ));
+            }
             out.push(Finding::new(
                 FindingKind::HandlerUnverified,
                 vec![format!("RuntimeClass/{class}")],

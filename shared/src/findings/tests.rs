@@ -494,4 +494,25 @@ fn handler_failing_and_unverified() {
         "{}",
         f[1].message
     );
+    // Canaries off: no node is listed; the finding gives the one reason.
+    w.attestations.insert(
+        class.clone(),
+        HandlerAttestation {
+            canaries: false,
+            off_reason: Some("the agent runs with --canaries=off".into()),
+            unverified: 3,
+            unlisted: 3,
+            ..Default::default()
+        },
+    );
+    let f = run(&w);
+    assert_eq!(kinds(&f), [FindingKind::HandlerUnverified]);
+    assert!(
+        f[0].message.starts_with("3 node(s)")
+            && f[0].message.ends_with(
+                "have no canary evidence: canaries are off: the agent runs with --canaries=off"
+            ),
+        "{}",
+        f[0].message
+    );
 }
