@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use berth_shared::api::{AttestationState, HandlerAttestation, Runtime};
 use berth_shared::attest::job::DEFAULT_DEADLINE_SECONDS;
-use berth_shared::attest::{ClassVerdicts, Pace, Policy};
+use berth_shared::attest::{Cadence, ClassVerdicts, Policy};
 use berth_shared::decide::Decision;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use kube::runtime::reflector::ObjectRef;
@@ -133,8 +133,8 @@ impl Flags {
 pub struct Published {
     /// The policy in force (`None` until the first pass).
     pub policy: Option<Policy>,
-    /// The pace it keeps (the effective period).
-    pub pace: Pace,
+    /// The cadence it keeps (the effective period).
+    pub cadence: Cadence,
     /// Every granted class that can be attested, by name.
     pub classes: BTreeMap<String, ClassVerdicts>,
 }
@@ -155,7 +155,7 @@ impl Published {
         let policy = self.policy.as_ref()?;
         self.classes
             .get(class)
-            .map(|v| v.status(policy, &self.pace))
+            .map(|v| v.status(policy, &self.cadence))
     }
 
     /// The (class, node) pairs whose canary fails.

@@ -19,8 +19,8 @@ use berth_shared::api::AttestationState;
 use berth_shared::attest::job::{job_name, render};
 use berth_shared::attest::plan::BUDGET_WINDOW_SECONDS;
 use berth_shared::attest::{
-    CANARY_LABEL, CanaryClass, CanaryJob, CanaryNode, CanaryRecord, Launch, Outcome, Pace, Started,
-    attest_class, due,
+    CANARY_LABEL, Cadence, CanaryClass, CanaryJob, CanaryNode, CanaryRecord, Launch, Outcome,
+    Started, attest_class, due,
 };
 use berth_shared::decide::ObservedClass;
 use futures::StreamExt;
@@ -108,13 +108,17 @@ fn metrics(ctx: &Context, published: &Published) {
     }
     let on = published.policy.as_ref().is_some_and(|p| p.off.is_none());
     ctx.metrics.canaries_enabled.set(i64::from(on));
-    let pace = if on { published.pace } else { Pace::default() };
+    let cadence = if on {
+        published.cadence
+    } else {
+        Cadence::default()
+    };
     ctx.metrics
         .canary_effective_period
-        .set(pace.effective_period_seconds);
+        .set(cadence.effective_period_seconds);
     ctx.metrics
         .canary_pairs
-        .set(i64::try_from(pace.pairs).unwrap_or(i64::MAX));
+        .set(i64::try_from(cadence.pairs).unwrap_or(i64::MAX));
 }
 
 /// Creates one canary Job, expiring `ttl_seconds` after it finishes;
@@ -160,6 +164,31 @@ async fn launch(
         created: Some(now),
         outcome: Outcome::Running,
     })
+}
+
+/// Publishes a pass's verdicts: the metrics, the grants' status (when
+/// anything changed) and a reconcile of every Runtime on a class whose
+/// failing nodes changed (its HandlerReady reads them).
+fn publish(ctx: &Context, attestations: &Attestations, publisher: &Wake, published: Published) {
+    metrics(ctx, &published);
+    let (changed, failing) = attestations.publish(published);
+    if changed {
+        publisher.wake();
+    }
+    if failing.is_empty() {
+        return;
+    }
+    tracing::info!(classes = ?failing, "failing canaries changed: reconciling the Runtimes on those classes");
+    for rt in ctx.stores.runtimes.state().iter() {
+        let class = rt
+            .status
+            .as_ref()
+            .and_then(|s| s.profile.as_ref())
+            .and_then(|p| p.class.as_ref());
+        if class.is_some_and(|c| failing.contains(c)) {
+            attestations.wake(ObjectRef::from_obj(&**rt));
+        }
+    }
 }
 
 /// Runs until the process ends (the leader only).
@@ -235,40 +264,23 @@ pub async fn run(
         });
         records.extend(launched.iter().map(|(r, _)| r.clone()));
 
-        let pace = policy.pace(&classes, &nodes);
+        let cadence = policy.cadence(&classes, &nodes);
         let published = Published {
             policy: Some(policy.clone()),
-            pace,
+            cadence,
             classes: classes
                 .iter()
                 .map(|c| (c.name.clone(), attest_class(c, &nodes, &records, &policy)))
                 .collect(),
         };
-        metrics(&ctx, &published);
-        let (changed, failing) = attestations.publish(published);
-        if changed {
-            publisher.wake();
-        }
-        if !failing.is_empty() {
-            tracing::info!(classes = ?failing, "failing canaries changed: reconciling the Runtimes on those classes");
-            for rt in ctx.stores.runtimes.state().iter() {
-                let class = rt
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.profile.as_ref())
-                    .and_then(|p| p.class.as_ref());
-                if class.is_some_and(|c| failing.contains(c)) {
-                    attestations.wake(ObjectRef::from_obj(&**rt));
-                }
-            }
-        }
+        publish(&ctx, &attestations, &publisher, published);
         if policy.off.is_some() {
             continue;
         }
         let now = Timestamp::now();
         let since = now.as_second() - BUDGET_WINDOW_SECONDS;
         started.retain(|s| s.at.as_second() > since);
-        let ttl = policy.ttl_seconds(&pace);
+        let ttl = policy.ttl_seconds(&cadence);
         for l in due(&classes, &nodes, &records, &started, &policy, now) {
             if let Some(r) = launch(&ctx, &flags, &l, ttl, now).await {
                 started.push(Started {

@@ -232,7 +232,7 @@ fn run_controller(
         .owns_stream(sa_s)
         .owns_stream(svc_s)
         // Status-only updates paced per Deployment (see `wake::deployment_status`).
-        .owns_stream(wake::deployment_status::paced(dep_s, context::PROGRESS_INTERVAL))
+        .owns_stream(wake::deployment_status::throttled(dep_s, context::PROGRESS_INTERVAL))
         // Their status is not read: a status-only update wakes nothing.
         .owns_stream(pdb_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))
         .owns_stream(np_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))

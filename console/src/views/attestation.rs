@@ -72,7 +72,7 @@ pub fn lines(d: &AttestationDetail, now: i64) -> Vec<Line<'static>> {
                 "  class {}: {} ({})",
                 clean(&d.class),
                 clean(&a.summary),
-                pace(a)
+                cadence(a)
             )));
         }
     }
@@ -136,7 +136,7 @@ impl Component for AttestationView {
 
 /// How often a node's canary runs: the period, or the budget's stretch of
 /// it (a verdict older than that is overdue, not fresh).
-fn pace(a: &berth_shared::api::HandlerAttestation) -> String {
+fn cadence(a: &berth_shared::api::HandlerAttestation) -> String {
     match (a.effective_period_seconds, a.budget_per_hour) {
         (Some(e), Some(b)) if e > a.period_seconds => format!(
             "a canary every {e}s: the period of {}s stretched to fit the budget of {b} canaries an hour",

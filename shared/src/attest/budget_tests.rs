@@ -38,7 +38,7 @@ fn simulate(
     let mut t = 0;
     while t <= until {
         let nodes = nodes_at(t);
-        let ttl = p.ttl_seconds(&p.pace(classes, &nodes));
+        let ttl = p.ttl_seconds(&p.cadence(classes, &nodes));
         let records: Vec<CanaryRecord> = all
             .iter()
             .filter(|r| {
@@ -121,12 +121,12 @@ fn budgeted(per_hour: u32) -> Policy {
 fn the_effective_period_fits_every_pair_in_the_budget() {
     let p = budgeted(360);
     // S: 20 classes × 200 nodes.
-    assert_eq!(p.pace_of(4000).effective_period_seconds, 40_000);
+    assert_eq!(p.cadence_of(4000).effective_period_seconds, 40_000);
     // Few pairs: the period itself.
-    assert_eq!(p.pace_of(10).effective_period_seconds, 600);
-    assert_eq!(p.pace_of(60).effective_period_seconds, 600);
-    assert_eq!(p.pace_of(61).effective_period_seconds, 610);
-    assert_eq!(policy().pace_of(4000).effective_period_seconds, 600);
+    assert_eq!(p.cadence_of(10).effective_period_seconds, 600);
+    assert_eq!(p.cadence_of(60).effective_period_seconds, 600);
+    assert_eq!(p.cadence_of(61).effective_period_seconds, 610);
+    assert_eq!(policy().cadence_of(4000).effective_period_seconds, 600);
     // The burst: the concurrency cap (4), earned back in 4 × 3600 / 360.
     assert_eq!((p.burst(), p.burst_window_seconds()), (Some(4), Some(40)));
     // A budget below the burst: the budget itself, once an hour.
@@ -136,9 +136,9 @@ fn the_effective_period_fits_every_pair_in_the_budget() {
         (Some(2), Some(3600))
     );
     // Jobs outlive the budget's hour, so a new leader counts them.
-    assert_eq!(p.ttl_seconds(&p.pace_of(10)), 3600);
-    assert_eq!(p.ttl_seconds(&p.pace_of(4000)), 120_000);
-    assert_eq!(policy().ttl_seconds(&policy().pace_of(10)), 1800);
+    assert_eq!(p.ttl_seconds(&p.cadence_of(10)), 3600);
+    assert_eq!(p.ttl_seconds(&p.cadence_of(4000)), 120_000);
+    assert_eq!(policy().ttl_seconds(&policy().cadence_of(10)), 1800);
 }
 
 #[test]
@@ -146,8 +146,11 @@ fn the_budget_caps_launches_every_hour_and_every_pair_still_gets_its_turn() {
     // 100 pairs at a 600 s period want 600 launches an hour; 60 allowed.
     let (classes, nodes) = world(50);
     let p = budgeted(60);
-    let pace = p.pace(&classes, &nodes);
-    assert_eq!((pace.pairs, pace.effective_period_seconds), (100, 6000));
+    let cadence = p.cadence(&classes, &nodes);
+    assert_eq!(
+        (cadence.pairs, cadence.effective_period_seconds),
+        (100, 6000)
+    );
     let hours = 8;
     let all = simulate(&classes, &|_| nodes.clone(), &p, hours * 3600);
 
@@ -264,8 +267,8 @@ fn the_budget_counts_jobs_a_new_leader_sees_and_launches_whose_jobs_are_gone() {
 fn the_status_shows_the_effective_period_and_the_budget() {
     let (classes, nodes) = world(50);
     let p = budgeted(60);
-    let pace = p.pace(&classes, &nodes);
-    let s = attest_class(&classes[0], &nodes, &[], &p).status(&p, &pace);
+    let cadence = p.cadence(&classes, &nodes);
+    let s = attest_class(&classes[0], &nodes, &[], &p).status(&p, &cadence);
     assert_eq!(s.period_seconds, 600);
     assert_eq!(s.effective_period_seconds, Some(6000));
     assert_eq!(s.budget_per_hour, Some(60));
@@ -273,6 +276,6 @@ fn the_status_shows_the_effective_period_and_the_budget() {
         off: Some("off".into()),
         ..p
     };
-    let s = attest_class(&classes[0], &nodes, &[], &off).status(&off, &pace);
+    let s = attest_class(&classes[0], &nodes, &[], &off).status(&off, &cadence);
     assert_eq!(s.effective_period_seconds, None);
 }

@@ -41,7 +41,7 @@ mod verdict_tests;
 pub use checks::{Facts, Failure, SandboxSeen, run_checks};
 pub use expect::{CanaryClass, CanaryNode, SandboxKind};
 pub use job::{CanaryJob, render};
-pub use plan::{Launch, Pace, Policy, Started, due};
+pub use plan::{Cadence, Launch, Policy, Started, due};
 pub use record::{CanaryRecord, Cause, Outcome, keep_what_the_record_reads};
 pub use verdicts::{ClassVerdicts, NodeVerdict, attest_class};
 

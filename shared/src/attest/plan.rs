@@ -9,7 +9,7 @@
 //! ([`Policy::burst`]) in any [`Policy::burst_window_seconds`], so a spent
 //! budget frees a little at a time rather than once an hour. Rather than
 //! starve some pairs, it stretches every pair's period alike to
-//! [`Pace::effective_period_seconds`] = max(period, pairs × 3600 /
+//! [`Cadence::effective_period_seconds`] = max(period, pairs × 3600 /
 //! budget): what the budget can carry, each pair in turn, the longest ago
 //! first. A change (a pair never run, or whose subject changed) is still
 //! due at once and goes first, and counts against the budget like any
@@ -63,41 +63,44 @@ impl Policy {
         Some((burst.saturating_mul(BUDGET_WINDOW_SECONDS) + budget - 1) / budget)
     }
 
-    /// The pace of `pairs` (class, node) pairs under this policy.
-    pub fn pace_of(&self, pairs: usize) -> Pace {
+    /// The cadence of `pairs` (class, node) pairs under this policy.
+    pub fn cadence_of(&self, pairs: usize) -> Cadence {
         let stretched = self.budget_per_hour.map_or(0, |budget| {
             let pairs = i64::try_from(pairs).unwrap_or(i64::MAX);
             let budget = i64::from(budget.max(1));
             (pairs.saturating_mul(BUDGET_WINDOW_SECONDS) + budget - 1) / budget
         });
-        Pace {
+        Cadence {
             pairs,
             effective_period_seconds: self.period_seconds.max(stretched),
         }
     }
 
-    /// The pace of these classes and nodes ([`attestable`] pairs).
-    pub fn pace(&self, classes: &[CanaryClass], nodes: &[CanaryNode]) -> Pace {
-        self.pace_of(attestable(classes, nodes).count())
+    /// The cadence of these classes and nodes ([`attestable`] pairs).
+    pub fn cadence(&self, classes: &[CanaryClass], nodes: &[CanaryNode]) -> Cadence {
+        self.cadence_of(attestable(classes, nodes).count())
     }
 
-    /// `ttlSecondsAfterFinished` of a canary Job at `pace`: three
+    /// `ttlSecondsAfterFinished` of a canary Job at `cadence`: three
     /// effective periods, so that a restarted agent still finds each
     /// node's last evidence, and at least the budget's window, so that it
     /// still counts the last hour's launches.
-    pub fn ttl_seconds(&self, pace: &Pace) -> i64 {
+    pub fn ttl_seconds(&self, cadence: &Cadence) -> i64 {
         let window = if self.budget_per_hour.is_some() {
             BUDGET_WINDOW_SECONDS
         } else {
             0
         };
-        pace.effective_period_seconds.saturating_mul(3).max(window)
+        cadence
+            .effective_period_seconds
+            .saturating_mul(3)
+            .max(window)
     }
 }
 
 /// How often each pair is attested.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Pace {
+pub struct Cadence {
     /// The (class, node) pairs canaries attest.
     pub pairs: usize,
     /// Seconds between two canaries of one pair: the period, stretched so
@@ -195,7 +198,7 @@ pub fn spread(class: &str, node: &str, period_seconds: i64) -> i64 {
 /// The canaries due now, most urgent first (never run or changed, then
 /// failing, then the longest ago), within the cap on unfinished canaries
 /// and the budget; each pair once per effective period
-/// ([`Policy::pace`]). `started`: this agent's own launches of the last
+/// ([`Policy::cadence`]). `started`: this agent's own launches of the last
 /// hour (the budget counts them with the Jobs in `records`).
 pub fn due(
     classes: &[CanaryClass],
@@ -216,7 +219,7 @@ pub fn due(
     if room == 0 {
         return Vec::new();
     }
-    let period = policy.pace(classes, nodes).effective_period_seconds;
+    let period = policy.cadence(classes, nodes).effective_period_seconds;
     let mut by_pair: HashMap<(&str, &str), Vec<&CanaryRecord>> = HashMap::new();
     for r in records {
         by_pair

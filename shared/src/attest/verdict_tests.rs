@@ -240,7 +240,7 @@ fn verdicts_per_node() {
     };
     let v = attest_class(&c, &nodes, &records, &off);
     assert!(v.nodes.values().all(|n| n.reason == reasons::CANARIES_OFF));
-    let s = v.status(&off, &Pace::default());
+    let s = v.status(&off, &Cadence::default());
     assert!(!s.canaries);
     assert_eq!(s.off_reason.as_deref(), Some("--canaries=off"));
     // Every node counted, none listed: the off reason stands for them all.
@@ -328,7 +328,7 @@ fn status_is_bounded_and_lists_failing_nodes_first() {
             cause: Cause::NoSandbox,
         },
     ));
-    let s = attest_class(&c, &nodes, &records, &policy()).status(&policy(), &Pace::default());
+    let s = attest_class(&c, &nodes, &records, &policy()).status(&policy(), &Cadence::default());
     assert_eq!((s.verified, s.failing, s.unverified), (119, 1, 0));
     assert_eq!(s.nodes.len(), crate::api::MAX_ATTESTED_NODES);
     assert_eq!(s.unlisted, 70);

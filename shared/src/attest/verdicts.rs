@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::expect::{CanaryClass, CanaryNode};
 use super::job::subject;
-use super::plan::{Pace, Policy};
+use super::plan::{Cadence, Policy};
 use super::reasons;
 use super::record::{CanaryRecord, Cause, Outcome};
 use crate::api::{
@@ -101,10 +101,10 @@ impl ClassVerdicts {
 
     /// The status a grant of this class carries: the counts, and at most
     /// [`MAX_ATTESTED_NODES`] nodes, failing first, then unverified, then
-    /// verified (by name within each), and the `pace` canaries keep. With
+    /// verified (by name within each), and the `cadence` canaries keep. With
     /// canaries off it lists no node: `offReason` says why all are
     /// unverified.
-    pub fn status(&self, policy: &Policy, pace: &Pace) -> HandlerAttestation {
+    pub fn status(&self, policy: &Policy, cadence: &Cadence) -> HandlerAttestation {
         let (verified, failing, unverified) = self.counts();
         let rank = |s: AttestationState| match s {
             AttestationState::Failing => 0,
@@ -140,7 +140,7 @@ impl ClassVerdicts {
             effective_period_seconds: policy
                 .off
                 .is_none()
-                .then_some(pace.effective_period_seconds),
+                .then_some(cadence.effective_period_seconds),
             budget_per_hour: policy.budget_per_hour.map(i64::from),
             checks: self.checks.clone(),
             verified: count(verified),

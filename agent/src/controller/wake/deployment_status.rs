@@ -1,4 +1,4 @@
-//! Paces the reconciles an owned Deployment's status wakes (issue 14).
+//! Throttles the reconciles an owned Deployment's status wakes (issue 14).
 //!
 //! The Deployment controller rewrites a Deployment's status for nearly
 //! every pod of a rollout (replicas, updated, ready, available), and each
@@ -29,7 +29,7 @@ use kube::Resource;
 use super::triggers::spec_fingerprint;
 use crate::controller::cache::object_key::ObjectKey;
 
-/// What the pace remembers of one object.
+/// What the throttle remembers of one object.
 struct Seen<K> {
     fingerprint: Option<u64>,
     /// When an update of it last passed.
@@ -42,8 +42,8 @@ struct Seen<K> {
     held: Option<Box<(K, (Instant, u64))>>,
 }
 
-/// The pure pacing decision, driven by the caller's clock.
-pub struct Pace<K: Resource<DynamicType = ()>> {
+/// The pure throttling decision, driven by the caller's clock.
+pub struct StatusUpdateThrottle<K: Resource<DynamicType = ()>> {
     interval: Duration,
     seen: HashMap<ObjectKey, Seen<K>>,
     /// Held objects by the instant they fall due (`seq` keeps two holds
@@ -55,11 +55,11 @@ pub struct Pace<K: Resource<DynamicType = ()>> {
     pruned_at: usize,
 }
 
-impl<K> Pace<K>
+impl<K> StatusUpdateThrottle<K>
 where
     K: Resource<DynamicType = ()> + Clone,
 {
-    /// A pace letting one status-only update per object through per
+    /// A throttle letting one status-only update per object through per
     /// `interval`.
     pub fn new(interval: Duration) -> Self {
         Self {
@@ -72,7 +72,7 @@ where
     }
 
     /// Offers an update at `now`: `Some` passes it at once, `None` holds
-    /// it (it passes from [`Pace::take_due`]).
+    /// it (it passes from [`StatusUpdateThrottle::take_due`]).
     pub fn offer(&mut self, obj: K, now: Instant) -> Option<K> {
         self.prune(now);
         let fingerprint = spec_fingerprint(&obj);
@@ -158,10 +158,10 @@ where
     }
 }
 
-/// `stream` with status-only updates paced per object (see the module
+/// `stream` with status-only updates throttled per object (see the module
 /// header). The stream is polled by a task of its own, so a cache it
 /// feeds stays current while updates are held; errors pass at once.
-pub fn paced<K, E, S>(stream: S, interval: Duration) -> impl Stream<Item = Result<K, E>> + Send
+pub fn throttled<K, E, S>(stream: S, interval: Duration) -> impl Stream<Item = Result<K, E>> + Send
 where
     K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
     E: Send + 'static,
@@ -170,9 +170,9 @@ where
     let (mut tx, rx) = futures::channel::mpsc::channel(256);
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
-        let mut pace = Pace::new(interval);
+        let mut throttle = StatusUpdateThrottle::new(interval);
         loop {
-            let due = pace.next_due();
+            let due = throttle.next_due();
             let wake = async move {
                 match due {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -183,7 +183,7 @@ where
                 item = stream.next() => {
                     let out = match item {
                         None => return,
-                        Some(Ok(obj)) => pace.offer(obj, Instant::now()).map(Ok),
+                        Some(Ok(obj)) => throttle.offer(obj, Instant::now()).map(Ok),
                         Some(Err(e)) => Some(Err(e)),
                     };
                     if let Some(out) = out
@@ -193,7 +193,7 @@ where
                     }
                 }
                 () = wake => {
-                    for obj in pace.take_due(Instant::now()) {
+                    for obj in throttle.take_due(Instant::now()) {
                         if tx.send(Ok(obj)).await.is_err() {
                             return;
                         }
@@ -240,21 +240,24 @@ mod tests {
     #[test]
     fn status_updates_of_one_object_pass_once_per_interval_and_the_newest_is_never_lost() {
         let t0 = Instant::now();
-        let mut pace = Pace::new(INTERVAL);
-        assert!(pace.offer(dep("web", 1, 0), t0).is_some(), "a new object");
-        assert!(pace.offer(dep("web", 1, 1), t0 + secs(1)).is_none());
-        assert!(pace.offer(dep("web", 1, 2), t0 + secs(2)).is_none());
-        assert_eq!(pace.next_due(), Some(t0 + INTERVAL));
-        assert!(pace.take_due(t0 + secs(4)).is_empty(), "not due yet");
-        let due = pace.take_due(t0 + INTERVAL);
+        let mut throttle = StatusUpdateThrottle::new(INTERVAL);
+        assert!(
+            throttle.offer(dep("web", 1, 0), t0).is_some(),
+            "a new object"
+        );
+        assert!(throttle.offer(dep("web", 1, 1), t0 + secs(1)).is_none());
+        assert!(throttle.offer(dep("web", 1, 2), t0 + secs(2)).is_none());
+        assert_eq!(throttle.next_due(), Some(t0 + INTERVAL));
+        assert!(throttle.take_due(t0 + secs(4)).is_empty(), "not due yet");
+        let due = throttle.take_due(t0 + INTERVAL);
         assert_eq!(due.iter().map(ready).collect::<Vec<_>>(), [Some(2)]);
-        assert_eq!(pace.next_due(), None);
+        assert_eq!(throttle.next_due(), None);
         // Within the next interval: held again, due an interval after the
         // trailing pass.
-        assert!(pace.offer(dep("web", 1, 3), t0 + secs(6)).is_none());
-        assert_eq!(pace.next_due(), Some(t0 + INTERVAL + INTERVAL));
+        assert!(throttle.offer(dep("web", 1, 3), t0 + secs(6)).is_none());
+        assert_eq!(throttle.next_due(), Some(t0 + INTERVAL + INTERVAL));
         // After a quiet interval an update passes at once.
-        let mut quiet = Pace::new(INTERVAL);
+        let mut quiet = StatusUpdateThrottle::new(INTERVAL);
         assert!(quiet.offer(dep("web", 1, 0), t0).is_some());
         assert!(quiet.offer(dep("web", 1, 1), t0 + INTERVAL).is_some());
     }
@@ -262,32 +265,32 @@ mod tests {
     #[test]
     fn anything_but_status_passes_at_once_and_supersedes_what_is_held() {
         let t0 = Instant::now();
-        let mut pace = Pace::new(INTERVAL);
-        assert!(pace.offer(dep("web", 1, 0), t0).is_some());
-        assert!(pace.offer(dep("web", 1, 1), t0 + secs(1)).is_none());
+        let mut throttle = StatusUpdateThrottle::new(INTERVAL);
+        assert!(throttle.offer(dep("web", 1, 0), t0).is_some());
+        assert!(throttle.offer(dep("web", 1, 1), t0 + secs(1)).is_none());
         // The spec changed (a foreign edit): repaired now, not in 4 s.
-        let edited = pace.offer(dep("web", 2, 1), t0 + secs(2));
+        let edited = throttle.offer(dep("web", 2, 1), t0 + secs(2));
         assert_eq!(edited.map(|d| d.metadata.generation), Some(Some(2)));
         assert!(
-            pace.take_due(t0 + INTERVAL).is_empty(),
+            throttle.take_due(t0 + INTERVAL).is_empty(),
             "the older held status is superseded"
         );
         let mut deleting = dep("web", 2, 1);
         deleting.metadata.deletion_timestamp = Some(Time(Default::default()));
-        assert!(pace.offer(deleting, t0 + secs(6)).is_some());
+        assert!(throttle.offer(deleting, t0 + secs(6)).is_some());
     }
 
     #[test]
-    fn objects_are_paced_apart() {
+    fn objects_are_throttled_apart() {
         let t0 = Instant::now();
-        let mut pace = Pace::new(INTERVAL);
+        let mut throttle = StatusUpdateThrottle::new(INTERVAL);
         for name in ["a", "b"] {
-            assert!(pace.offer(dep(name, 1, 0), t0).is_some());
+            assert!(throttle.offer(dep(name, 1, 0), t0).is_some());
         }
-        assert!(pace.offer(dep("b", 1, 1), t0 + secs(3)).is_none());
-        assert!(pace.offer(dep("a", 1, 1), t0 + secs(1)).is_none());
-        assert!(pace.offer(dep("c", 1, 0), t0 + secs(1)).is_some());
-        let due = pace.take_due(t0 + INTERVAL);
+        assert!(throttle.offer(dep("b", 1, 1), t0 + secs(3)).is_none());
+        assert!(throttle.offer(dep("a", 1, 1), t0 + secs(1)).is_none());
+        assert!(throttle.offer(dep("c", 1, 0), t0 + secs(1)).is_some());
+        let due = throttle.take_due(t0 + INTERVAL);
         let mut names: Vec<_> = due.iter().map(|d| d.metadata.name.clone()).collect();
         names.sort();
         assert_eq!(names, [Some("a".to_string()), Some("b".to_string())]);
@@ -296,22 +299,22 @@ mod tests {
     #[test]
     fn forgotten_objects_do_not_pile_up_and_held_ones_are_kept() {
         let t0 = Instant::now();
-        let mut pace = Pace::new(INTERVAL);
-        assert!(pace.offer(dep("busy", 1, 0), t0).is_some());
-        assert!(pace.offer(dep("busy", 1, 1), t0 + secs(1)).is_none());
+        let mut throttle = StatusUpdateThrottle::new(INTERVAL);
+        assert!(throttle.offer(dep("busy", 1, 0), t0).is_some());
+        assert!(throttle.offer(dep("busy", 1, 1), t0 + secs(1)).is_none());
         // A thousand objects seen once each, ten a second.
         let end = t0 + Duration::from_millis(100 * 1000);
         for i in 0..1000u64 {
             let name = format!("gone-{i}");
             let at = t0 + Duration::from_millis(100 * i);
-            assert!(pace.offer(dep(&name, 1, 0), at).is_some());
+            assert!(throttle.offer(dep(&name, 1, 0), at).is_some());
         }
         assert!(
-            pace.remembered() < 200,
+            throttle.remembered() < 200,
             "pruned as it grows: {}",
-            pace.remembered()
+            throttle.remembered()
         );
-        let due = pace.take_due(end);
+        let due = throttle.take_due(end);
         assert_eq!(due.iter().map(ready).collect::<Vec<_>>(), [Some(1)]);
     }
 
@@ -326,21 +329,25 @@ mod tests {
             "a map entry takes {entry} bytes, a Deployment {object}"
         );
         let t0 = Instant::now();
-        let mut pace = Pace::new(INTERVAL);
+        let mut throttle = StatusUpdateThrottle::new(INTERVAL);
         for i in 0..2000u64 {
-            assert!(pace.offer(dep(&format!("d-{i}"), 1, 0), t0).is_some());
+            assert!(throttle.offer(dep(&format!("d-{i}"), 1, 0), t0).is_some());
         }
         // An interval later, the burst is forgotten and its table shrunk
         // to what is still remembered.
         for i in 0..100u64 {
             let at = t0 + INTERVAL + secs(1);
-            assert!(pace.offer(dep(&format!("later-{i}"), 1, 0), at).is_some());
+            assert!(
+                throttle
+                    .offer(dep(&format!("later-{i}"), 1, 0), at)
+                    .is_some()
+            );
         }
         assert!(
-            pace.seen.capacity() < 512,
+            throttle.seen.capacity() < 512,
             "capacity {} for {} remembered",
-            pace.seen.capacity(),
-            pace.remembered()
+            throttle.seen.capacity(),
+            throttle.remembered()
         );
     }
 }
