@@ -7,7 +7,7 @@
 //! where its spec or labels differ, the rest retired or pruned) → status
 //! (written only where it differs).
 //!
-//! A pass runs when something it reads changed ([`trigger`]: grants,
+//! A pass runs when something it reads changed ([`crate::signals::publisher_triggers`]: grants,
 //! RuntimeClasses, Nodes, Namespaces' identity labels, Runtimes' profiles
 //! and states, workloads' RuntimeClasses), when the grants file on disk
 //! changed (checked every `--grants-interval-seconds`: the file has no
@@ -31,9 +31,7 @@ use crate::controller::reconcile::status;
 
 use self::read::{Snapshot, file_state, read};
 
-pub mod fingerprint;
 mod read;
-pub mod trigger;
 
 pub use berth_shared::api::meta::PUBLISHED_BY_LABEL;
 
@@ -314,7 +312,7 @@ pub async fn run(
     ctx: Arc<Context>,
     grants: Store<RuntimeGrant>,
     interval: Duration,
-    wake: trigger::Wake,
+    wake: crate::signals::publisher_triggers::Wake,
 ) {
     if grants.wait_until_ready().await.is_err() {
         return;

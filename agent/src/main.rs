@@ -23,6 +23,7 @@ mod pending_grants;
 #[cfg(feature = "profile")]
 mod profile;
 mod run;
+mod signals;
 
 use clap::{CommandFactory, Parser, Subcommand};
 

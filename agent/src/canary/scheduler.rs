@@ -4,7 +4,7 @@
 //! granted classes, the nodes and the canary Jobs of its namespace from
 //! caches, computes every (class, node) verdict
 //! (`berth_shared::attest::attest_class`), publishes them to the reconcile
-//! and the grants publisher ([`super::Attestations`]), and creates the
+//! and the grants publisher ([`Attestations`]), and creates the
 //! canary Jobs that are due (`berth_shared::attest::due`: never run, what
 //! they check changed, or an effective period since the last; one per
 //! (class, node), within `--canary-max-active` and
@@ -32,10 +32,11 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use tokio::sync::Notify;
 
-use super::{Attestations, Flags, Published};
+use super::Flags;
 use crate::controller::context::Context;
-use crate::grants_publisher::trigger::Wake;
 use crate::metrics::HandlerNodeLabels;
+use crate::signals::attestations::{Attestations, Published};
+use crate::signals::publisher_triggers::Wake;
 
 /// How often the loop looks, when no canary Job changed.
 const TICK: Duration = Duration::from_secs(5);

@@ -207,7 +207,7 @@ pub struct Context {
     pub pacing: super::pacing::Memories,
     /// What the canaries saw of each granted handler (`crate::canary`):
     /// `HandlerReady` and the grants' `status.attestation` read it.
-    pub attestations: Arc<crate::canary::Attestations>,
+    pub attestations: Arc<crate::signals::attestations::Attestations>,
 }
 
 /// How long a status change that only moves counts or messages may wait

@@ -50,10 +50,10 @@ pub struct Started {
 /// What the controller shares with the rest of the agent.
 pub struct Shared<'a> {
     /// Wakes the grants publisher (the caches feed it).
-    pub wake: &'a crate::grants_publisher::trigger::Wake,
+    pub wake: &'a crate::signals::publisher_triggers::Wake,
     /// What the canaries saw (`crate::canary`): `HandlerReady` reads it,
     /// and its changes wake the Runtimes of the classes concerned.
-    pub attestations: Arc<crate::canary::Attestations>,
+    pub attestations: Arc<crate::signals::attestations::Attestations>,
 }
 
 /// Builds caches and the controller: the caches, the context every

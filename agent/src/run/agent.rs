@@ -215,7 +215,7 @@ impl Agent {
     fn lead(&self, args: &RunArgs, grants: Arc<context::Grants>, streaming_lists: bool) -> Leading {
         // What wakes the grants publisher (fed by the caches, and the
         // RuntimeGrant watch below).
-        let wake = grants_publisher::trigger::Wake::default();
+        let wake = crate::signals::publisher_triggers::Wake::default();
         let recorder = Recorder::new(
             self.client.clone(),
             Reporter {
@@ -226,7 +226,7 @@ impl Agent {
         // How every cache watches, and what their first lists received (the
         // controller's caches, the grants' and the canaries').
         let watches = controller::cache::watches::Watches::new(streaming_lists);
-        let attestations = crate::canary::Attestations::new();
+        let attestations = crate::signals::attestations::Attestations::new();
         let started = controller::start(
             self.client.clone(),
             grants,
@@ -382,7 +382,7 @@ fn sync_timeout(args: &RunArgs) -> Duration {
 fn watch_grants(
     client: &kube::Client,
     watches: &controller::cache::watches::Watches,
-    wake: &grants_publisher::trigger::Wake,
+    wake: &crate::signals::publisher_triggers::Wake,
 ) -> kube::runtime::reflector::Store<RuntimeGrant> {
     use futures::StreamExt;
     use kube::runtime::WatchStreamExt;

@@ -4,6 +4,7 @@
 //! listed ([`unsynced`]).
 
 pub mod bodies;
+mod grant_fingerprint;
 pub mod list_progress;
 pub mod list_strategy;
 pub mod object_key;

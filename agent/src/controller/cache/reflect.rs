@@ -21,7 +21,7 @@ use super::bodies::Bodies;
 use super::owner_index;
 use super::reduce;
 use super::stored::Stored;
-use crate::grants_publisher::trigger::Changes;
+use crate::signals::publisher_triggers::Changes;
 
 /// What sees every event of a cache right after its store applied it:
 /// the grants publisher's [`Changes`], the exposure check's orphans

@@ -34,10 +34,10 @@ use super::watches::Watches;
 use crate::controller::context::{self, Stores};
 use crate::controller::reconcile::exposure::{self, OrphanObserver, Surroundings};
 
+use super::grant_fingerprint as fingerprint;
 use super::reflect::drain;
 use super::{bodies, owner_index, reduce, taken_names};
-use crate::grants_publisher::fingerprint;
-use crate::grants_publisher::trigger::{Changes, Wake};
+use crate::signals::publisher_triggers::{Changes, Wake};
 
 /// The caches built, with the streams the controller consumes.
 pub struct Caches {

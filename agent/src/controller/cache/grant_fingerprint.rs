@@ -1,5 +1,5 @@
 //! What the grants publisher reads of each kind, as a fingerprint string
-//! (see [`super::trigger::Changes`]): a change of it is a change that may
+//! (see [`crate::signals::publisher_triggers::Changes`]): a change of it is a change that may
 //! change a grant's status, the published set, or the publisher's gauges.
 
 use berth_shared::analysis::{NodeInfo, Workload};
@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::core::PartialObjectMeta;
 
-use crate::controller::cache::reduce::{KeptDeployment, KeptReplicaSet};
+use super::reduce::{KeptDeployment, KeptReplicaSet};
 
 /// A workload with a RuntimeClass, as the retained analysis sees it, with
 /// its counts reduced to "any": a rollout's ready counts move all the
