@@ -3,33 +3,21 @@
 //! phase, an idle window with no writes, its memory, and a RuntimeClass
 //! deletion reaching the Runtimes' status.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::Api;
 use kube::api::DeleteParams;
-use kube::{Api, Client};
 
+use super::agent_world::AgentWorld;
 use super::figures::{agent_rss_figure, cpu_figures, growth_figures};
 use super::floor::Floor;
 use super::table::{Figure, Target, Unit};
 use super::wait::{Reached, has_condition, observed, until_runtimes, until_runtimes_or_count};
-use super::world::{self, Planned, Size};
-use super::{Options, apiserver_profile, canary_cost, cpu, process, progress, requests};
+use super::world;
+use super::{apiserver_profile, canary_cost, cpu, process, progress, requests};
 use berth_test_support::harness;
-
-/// Where the agent runs and on what.
-pub struct AgentWorld<'a> {
-    pub started: Instant,
-    pub opts: &'a Options,
-    pub size: &'a Size,
-    pub plan: &'a [Planned],
-    pub client: &'a Client,
-    pub cluster_dir: &'a Path,
-    pub kubeconfig: &'a Path,
-    pub agent_bin: &'a Path,
-    pub work: &'a Path,
-}
 
 /// The agent's figures, and the (restarted) agent still running, with
 /// its grants file (for `--hold-seconds`).

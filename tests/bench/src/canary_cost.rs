@@ -19,7 +19,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::agent_run::AgentWorld;
+use super::agent_world::AgentWorld;
 use super::table::{Figure, Target, Unit};
 use super::{cpu, process, progress, requests};
 

@@ -4,6 +4,7 @@
 //! are noisy). See docs/benchmark.md.
 
 mod agent_run;
+mod agent_world;
 mod apiserver_profile;
 mod canary_cost;
 pub mod console;
@@ -24,7 +25,8 @@ pub mod world;
 
 use std::time::{Duration, Instant};
 
-use agent_run::{AgentOutcome, AgentWorld, agent_figures};
+use agent_run::{AgentOutcome, agent_figures};
+use agent_world::AgentWorld;
 use berth_test_support::harness;
 use console_run::console_figures;
 use table::Figure;
