@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use crate::support::webhook::*;
 
+mod replicas;
+
 const SCOPE: &str = "project = \"demo\", environment = \"production\", application = \"analytics\", service = \"worker\"";
 
 #[tokio::test]

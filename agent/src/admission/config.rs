@@ -238,10 +238,23 @@ pub async fn apply(
     .map(|_| ())
 }
 
+/// Most writes [`apply_merged`] tries: every round that conflicts means
+/// another replica's write landed, so a handful of replicas starting at once
+/// all get through well within it.
+const MERGE_ATTEMPTS: u32 = 12;
+
 /// Applies the configuration with a caBundle merged from the published one
 /// and `own_cas` (see [`super::certs::merge_bundle`]), so that several
-/// replicas with their own CAs can share one configuration. The write is
-/// conditional on the resourceVersion read, retried on conflict.
+/// replicas with their own CAs can share one configuration.
+///
+/// Every write is conditional on what was read, so no replica's CA is ever
+/// lost to another's stale read: an existing configuration is applied with
+/// the resourceVersion read (a conflict means re-read and merge again), and
+/// a missing one is first created empty with a plain create, which fails
+/// when another replica created it meanwhile (server-side apply would create
+/// it unconditionally, and two replicas starting at once would each publish
+/// only their own CA). Returns once the apiserver stores a bundle holding
+/// every CA of `own_cas` (merge_bundle always keeps this agent's own).
 pub async fn apply_merged(
     client: &Client,
     spec: &WebhookConfigSpec,
@@ -250,25 +263,34 @@ pub async fn apply_merged(
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let mut attempt = 0;
     loop {
-        let live = api.get_opt(&spec.name).await?;
-        let live_bundle = live.as_ref().and_then(|l| {
-            l.webhooks
-                .as_ref()?
-                .iter()
-                .find(|w| w.name == WEBHOOK_NAME)?
-                .client_config
-                .ca_bundle
-                .as_ref()
-                .map(|b| String::from_utf8_lossy(&b.0).into_owned())
-        });
+        attempt += 1;
+        let Some(live) = api.get_opt(&spec.name).await? else {
+            let empty = ValidatingWebhookConfiguration {
+                metadata: ObjectMeta {
+                    name: Some(spec.name.clone()),
+                    ..Default::default()
+                },
+                webhooks: None,
+            };
+            let params = kube::api::PostParams {
+                field_manager: Some(FIELD_MANAGER.to_string()),
+                ..Default::default()
+            };
+            match api.create(&params, &empty).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 409 => {}
+                Err(e) => return Err(e),
+            }
+            continue;
+        };
         let bundle = super::certs::merge_bundle(
-            live_bundle.as_deref(),
+            stored_bundle(&live).as_deref(),
             own_cas,
             std::time::SystemTime::now(),
         );
         let obj = desired(spec, Some(&bundle));
         let mut metadata = obj.metadata;
-        metadata.resource_version = live.and_then(|l| l.metadata.resource_version);
+        metadata.resource_version = live.metadata.resource_version;
         let patch = serde_json::json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
@@ -284,12 +306,22 @@ pub async fn apply_merged(
             .await
         {
             Ok(_) => return Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 409 && attempt < 5 => {
-                attempt += 1;
-            }
+            Err(kube::Error::Api(status)) if status.code == 409 && attempt < MERGE_ATTEMPTS => {}
             Err(e) => return Err(e),
         }
     }
+}
+
+/// The caBundle the apiserver stores for berth's webhook (PEM).
+fn stored_bundle(live: &ValidatingWebhookConfiguration) -> Option<String> {
+    live.webhooks
+        .as_ref()?
+        .iter()
+        .find(|w| w.name == WEBHOOK_NAME)?
+        .client_config
+        .ca_bundle
+        .as_ref()
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! The agent once started: connect, serve, stand by, lead, keep leading, stop
 //! (the order `super` gives).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -172,17 +171,24 @@ impl Agent {
             .map_err(|e| eyre!("admission webhook: {e}"))?;
         config.cert_expiry = Some(self.metrics.webhook_certificate_expiry.clone());
         let bindings: Arc<[berth_shared::decide::GrantBinding]> = grants.bindings.clone().into();
-        let client = self.client.clone();
+        // Started means this replica's CA is stored in the webhook
+        // configuration: only then may it report ready and join the
+        // Service, or the apiserver routed here could not verify it. A
+        // webhook that cannot start stops the agent with the reason.
+        let started = admission::start(
+            config,
+            bindings,
+            self.grant_set.clone(),
+            self.client.clone(),
+        )
+        .await
+        .map_err(|e| eyre!("admission webhook on {listen}: {e}"))?;
         let stop = self.stopped();
         let serving = self.readiness.clone();
-        let grant_set = self.grant_set.clone();
         self.tasks.spawn(async move {
-            if let Err(e) = admission::serve(config, bindings, grant_set, client, stop).await {
-                serving.set(false);
-                tracing::error!(error = %e, "admission webhook stopped");
-            }
+            started.serve(stop).await;
+            serving.set(false);
         });
-        wait_for_port(listen).await;
         Ok(())
     }
 
@@ -406,23 +412,6 @@ fn default_identity() -> String {
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "agent".to_string());
     format!("{host}-{}", std::process::id())
-}
-
-/// Waits (bounded) until something accepts connections on `addr`, so the
-/// replica reports ready only once the webhook listens.
-async fn wait_for_port(addr: SocketAddr) {
-    let probe = if addr.ip().is_unspecified() {
-        SocketAddr::from(([127, 0, 0, 1], addr.port()))
-    } else {
-        addr
-    };
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(probe).await.is_ok() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    tracing::warn!(%addr, "the admission webhook is not listening yet");
 }
 
 /// Resolves when SIGTERM or SIGINT arrives.
