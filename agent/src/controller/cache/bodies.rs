@@ -179,7 +179,7 @@ where
 {
     /// Applies one watch event (the whole object, before the reduction).
     pub fn observe(&self, event: &watcher::Event<Stored<K>>) {
-        let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let mut s = berth_shared::sync::write(&self.state);
         match event {
             watcher::Event::Init => s.relist = Some(HashMap::new()),
             watcher::Event::InitApply(obj) => s.set(obj, true),
@@ -198,7 +198,7 @@ where
 
     /// The whole object `ns`/`name`, if a body is kept for it.
     pub fn get(&self, ns: &str, name: &str) -> Option<Stored<K>> {
-        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let s = berth_shared::sync::read(&self.state);
         let body = s.current.get(&Key::new(ns, name))?;
         expand(body, s.dictionary.as_ref()?)
     }
@@ -206,14 +206,14 @@ where
     /// Whether a body is kept for `ns`/`name` (one that [`Bodies::get`]
     /// does not give back is corrupt: read the object instead).
     pub fn holds(&self, ns: &str, name: &str) -> bool {
-        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let s = berth_shared::sync::read(&self.state);
         s.current.contains_key(&Key::new(ns, name))
     }
 
     /// Makes the body of `ns`/`name` unreadable (tests).
     #[cfg(test)]
     pub fn corrupt(&self, ns: &str, name: &str) {
-        let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let mut s = berth_shared::sync::write(&self.state);
         if let Some(body) = s.current.get_mut(&Key::new(ns, name)) {
             *body = b"\xff\xff\xff\x00not lz4".as_slice().into();
         }
@@ -228,7 +228,7 @@ where
     /// The size of the body kept for `obj` (tests).
     #[cfg(test)]
     pub fn bytes(&self, obj: &K) -> usize {
-        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let s = berth_shared::sync::read(&self.state);
         s.current.get(&Key::of(obj.meta())).map_or(0, |b| b.len())
     }
 }

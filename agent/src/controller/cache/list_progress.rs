@@ -26,15 +26,13 @@ impl ListProgress {
     /// The counter of the caches of `plural` (two watches of one kind
     /// share it: they list the same resource with the same permissions).
     pub fn counter(&self, plural: &str) -> Arc<AtomicU64> {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         map.entry(plural.to_string()).or_default().clone()
     }
 
     /// Every cache's count so far.
     pub fn snapshot(&self) -> BTreeMap<String, u64> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        berth_shared::sync::lock(&self.0)
             .iter()
             .map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed)))
             .collect()

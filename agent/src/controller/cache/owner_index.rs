@@ -102,7 +102,7 @@ where
 {
     /// Applies one watch event (after the store applied it).
     pub fn apply(&self, event: &watcher::Event<K>) {
-        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let mut state = berth_shared::sync::write(&self.state);
         match event {
             watcher::Event::Apply(obj) => state.live.insert(obj.meta()),
             watcher::Event::Delete(obj) => state.live.remove(&Key::of(obj.meta())),
@@ -117,7 +117,7 @@ where
     /// The objects in `store` whose controller has `uid`.
     pub fn controlled_by(&self, store: &Store<K>, uid: &str) -> Vec<Arc<K>> {
         let keys: Vec<ObjectRef<K>> = {
-            let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+            let state = berth_shared::sync::read(&self.state);
             state
                 .live
                 .by_owner
@@ -134,14 +134,14 @@ where
     /// The keys of the objects whose controller has `uid` (as last seen:
     /// the reader checks the controller on the object it then reads).
     pub fn keys_of(&self, uid: &str) -> Vec<Key> {
-        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let state = berth_shared::sync::read(&self.state);
         state.live.by_owner.get(uid).cloned().unwrap_or_default()
     }
 
     /// Number of indexed objects.
     #[cfg(test)]
     pub fn indexed(&self) -> usize {
-        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let state = berth_shared::sync::read(&self.state);
         state.live.owner_of.len()
     }
 }

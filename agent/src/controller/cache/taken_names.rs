@@ -38,7 +38,7 @@ pub struct NameIndex(Arc<RwLock<State>>);
 impl NameIndex {
     /// Applies one watch event.
     pub fn apply<K: kube::Resource>(&self, event: &watcher::Event<K>) {
-        let mut s = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut s = berth_shared::sync::write(&self.0);
         match event {
             watcher::Event::Apply(obj) => {
                 s.live.insert(ObjectKey::of(obj.meta()));
@@ -60,7 +60,7 @@ impl NameIndex {
     /// Whether no object of any owner is at `ns/name`: `false` also while
     /// the first list is not complete (unknown is not free).
     pub fn is_free(&self, ns: &str, name: &str) -> bool {
-        let s = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let s = berth_shared::sync::read(&self.0);
         s.listed && !s.live.contains(&ObjectKey::new(ns, name))
     }
 }

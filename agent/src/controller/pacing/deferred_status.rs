@@ -31,14 +31,14 @@ pub struct DeferredStatusWrites {
 impl DeferredStatusWrites {
     /// Remembers that `runtime`'s status write waits behind the backlog.
     pub fn defer(&self, runtime: ObjectRef<Runtime>) {
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keys = berth_shared::sync::lock(&self.keys);
         keys.insert(runtime);
         self.deferred.notify_one();
     }
 
     /// Every Runtime deferred, forgotten here.
     fn take(&self) -> Vec<ObjectRef<Runtime>> {
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keys = berth_shared::sync::lock(&self.keys);
         keys.drain().collect()
     }
 

@@ -30,14 +30,14 @@ pub struct FailedFirstPasses(Mutex<HashMap<String, Option<i64>>>);
 impl FailedFirstPasses {
     /// The status write of `runtime` at its generation failed.
     pub fn failed(&self, runtime: &Runtime) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         map.insert(key(runtime), runtime.metadata.generation);
     }
 
     /// Whether any of `runtimes` (the cache) still waits for its first
     /// pass at its generation and has not failed one there.
     pub fn any_awaiting<'a>(&self, runtimes: impl IntoIterator<Item = &'a Runtime>) -> bool {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         if map.is_empty() {
             return runtimes.into_iter().any(awaiting_first_pass);
         }

@@ -53,7 +53,7 @@ impl LastStatusWrites {
     /// How much longer a paced write of `key` must wait, when it may be
     /// written at most once per `interval` (`None`: write now).
     pub fn wait(&self, key: &str, now: Instant, interval: Duration) -> Option<Duration> {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let map = berth_shared::sync::lock(&self.0);
         let last = map.get(key)?;
         interval
             .checked_sub(now.saturating_duration_since(last.at))
@@ -67,7 +67,7 @@ impl LastStatusWrites {
     /// [`PROGRESS_WRITES_PER_SECOND`], and never beyond
     /// [`FIRST_PASS_PROGRESS_INTERVAL`]. Transitions are not paced by it.
     pub fn progress_interval(&self, now: Instant) -> Duration {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let map = berth_shared::sync::lock(&self.0);
         let active = map
             .values()
             .filter(|w| now.saturating_duration_since(w.at) < FIRST_PASS_PROGRESS_INTERVAL)
@@ -80,7 +80,7 @@ impl LastStatusWrites {
     /// something newer), compare with the cache. Once the cache has caught
     /// up the status sent is forgotten.
     pub fn stored(&self, key: &str, cached_version: Option<&str>) -> Option<RuntimeStatus> {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         let last = map.get_mut(key)?;
         let sent = last.sent.as_ref()?;
         if cache_lags(
@@ -105,7 +105,7 @@ impl LastStatusWrites {
         produced: Option<&str>,
         status: &RuntimeStatus,
     ) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         if map.len() >= 1024 {
             map.retain(|_, w| now.saturating_duration_since(w.at) < FIRST_PASS_PROGRESS_INTERVAL);
         }
@@ -128,7 +128,7 @@ impl LastStatusWrites {
     /// last status of every Runtime), and whole entries older than
     /// [`FIRST_PASS_PROGRESS_INTERVAL`], which no pacing interval reaches.
     pub fn forget_old(&self, now: Instant) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         map.retain(|_, w| {
             let age = now.saturating_duration_since(w.at);
             if age >= REMEMBER_WRITES_FOR {
@@ -143,7 +143,7 @@ impl LastStatusWrites {
     /// with the status sent.
     #[cfg(test)]
     fn remembered(&self) -> (usize, usize) {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let map = berth_shared::sync::lock(&self.0);
         (map.len(), map.values().filter(|w| w.sent.is_some()).count())
     }
 }

@@ -68,7 +68,7 @@ impl WriteMemory {
     /// with it yet: the cached version is the one the write was sent from,
     /// or any version older than the one the write produced.
     pub fn already_sent(&self, key: &str, cached_version: Option<&str>, sent: &str) -> bool {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let map = berth_shared::sync::lock(&self.0);
         map.get(key).is_some_and(|w| {
             w.hash == sent && cache_lags(cached_version, w.from.as_deref(), w.produced.as_deref())
         })
@@ -83,7 +83,7 @@ impl WriteMemory {
         produced_version: Option<&str>,
         sent: &str,
     ) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         map.insert(
             key.to_string(),
             SentWrite {
@@ -99,14 +99,14 @@ impl WriteMemory {
     /// cache that still lacks it lags (or someone deleted it since), so it
     /// is read before anything is sent again.
     pub fn created(&self, key: &str) -> bool {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let map = berth_shared::sync::lock(&self.0);
         map.get(key).is_some_and(|w| w.from.is_none())
     }
 
     /// Forgets at `now` the writes sent [`REMEMBER_WRITES_FOR`] ago or
     /// earlier, and the table's room for them.
     pub fn forget_old(&self, now: Instant) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         map.retain(|_, w| now.saturating_duration_since(w.at) < REMEMBER_WRITES_FOR);
         map.shrink_to_fit();
     }
@@ -114,7 +114,7 @@ impl WriteMemory {
     /// How many writes are remembered.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+        berth_shared::sync::lock(&self.0).len()
     }
 }
 

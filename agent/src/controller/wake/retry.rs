@@ -15,7 +15,7 @@ pub struct Backoff(Mutex<HashMap<ObjectRef<Runtime>, u32>>);
 impl Backoff {
     /// Counts one more failure of `key`; how long until it is tried again.
     pub fn fail(&self, key: ObjectRef<Runtime>) -> Duration {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         let n = map.entry(key).or_insert(0);
         *n = n.saturating_add(1);
         let secs = 2u64.saturating_pow((*n).min(8)).min(300);
@@ -23,7 +23,7 @@ impl Backoff {
     }
     /// Forgets `key`'s failures (it reconciled).
     pub fn reset(&self, key: &ObjectRef<Runtime>) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = berth_shared::sync::lock(&self.0);
         map.remove(key);
     }
 }

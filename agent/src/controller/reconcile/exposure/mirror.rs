@@ -76,7 +76,7 @@ impl<T: PartialEq> Mirror<T> {
         event: &watcher::Event<K>,
         keep: impl Fn(&K) -> Option<T>,
     ) -> Vec<Box<str>> {
-        let mut s = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut s = berth_shared::sync::write(&self.0);
         match event {
             watcher::Event::Apply(obj) => {
                 let (ns, name) = key(obj);
@@ -127,7 +127,7 @@ impl<T: PartialEq> Mirror<T> {
 impl<T> Mirror<T> {
     /// Calls `f` with each kept object of `ns` (name order).
     pub fn each_in(&self, ns: &str, mut f: impl FnMut(&str, &T)) {
-        let s = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let s = berth_shared::sync::read(&self.0);
         if let Some(names) = s.live.get(ns) {
             for (name, t) in names {
                 f(name, t);
@@ -137,13 +137,13 @@ impl<T> Mirror<T> {
 
     /// Whether the first list completed.
     pub fn listed(&self) -> bool {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).listed
+        berth_shared::sync::read(&self.0).listed
     }
 
     /// How many objects are kept.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        let s = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let s = berth_shared::sync::read(&self.0);
         s.live.values().map(BTreeMap::len).sum()
     }
 
