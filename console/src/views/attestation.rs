@@ -130,6 +130,7 @@ impl Component for AttestationView {
                 super::clean(node)
             )),
             lines(&d, app.now.as_second()),
+            super::Overflow::Clip,
         );
     }
 }

@@ -29,9 +29,18 @@ pub fn tone_style(t: RowTone) -> Style {
     }
 }
 
+/// What a line wider than the block does ([`draw_scrolled`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Overflow {
+    /// It is cut at the border.
+    Clip,
+    /// It goes on in the next row (the scroll still counts lines).
+    Wrap,
+}
+
 /// A bordered block of text lines scrolled by `app.ui.scroll` (explain,
-/// findings, plan, details): records the page and the furthest scroll in
-/// `fit` and draws the visible lines.
+/// findings, plan, details, attestation, the handler matrix): the block,
+/// then [`draw_scrolled_unbordered`] inside it.
 pub(crate) fn draw_scrolled(
     app: &App,
     frame: &mut Frame,
@@ -39,16 +48,37 @@ pub(crate) fn draw_scrolled(
     fit: &mut Viewport,
     block: ratatui::widgets::Block,
     all: Vec<Line>,
+    overflow: Overflow,
 ) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    fit.page = inner.height as usize;
-    fit.scroll_max = all.len().saturating_sub(inner.height as usize);
+    draw_scrolled_unbordered(app, frame, inner, fit, all, overflow);
+}
+
+/// Text lines scrolled by `app.ui.scroll` filling `area` (a bordered
+/// block's inside, or the part of a screen under its header, as in the
+/// rollout): records the page and the furthest scroll in `fit` and draws
+/// the visible lines, cut or wrapped at the edge as `overflow` says.
+pub(crate) fn draw_scrolled_unbordered(
+    app: &App,
+    frame: &mut Frame,
+    area: Rect,
+    fit: &mut Viewport,
+    all: Vec<Line>,
+    overflow: Overflow,
+) {
+    fit.page = area.height as usize;
+    fit.scroll_max = all.len().saturating_sub(area.height as usize);
     let start = app.ui.scroll.min(fit.scroll_max);
     let visible: Vec<Line> = all
         .into_iter()
         .skip(start)
-        .take(inner.height as usize)
+        .take(area.height as usize)
         .collect();
-    frame.render_widget(ratatui::widgets::Paragraph::new(visible), inner);
+    let text = ratatui::widgets::Paragraph::new(visible);
+    let text = match overflow {
+        Overflow::Clip => text,
+        Overflow::Wrap => text.wrap(ratatui::widgets::Wrap { trim: false }),
+    };
+    frame.render_widget(text, area);
 }

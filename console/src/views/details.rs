@@ -115,6 +115,7 @@ impl Component for DetailsView {
             fit,
             Block::bordered().title(title),
             lines(app),
+            super::Overflow::Clip,
         );
     }
 }

@@ -84,6 +84,7 @@ impl Component for ExplainView {
             fit,
             Block::bordered().title(title),
             lines(app),
+            super::Overflow::Clip,
         );
     }
 }

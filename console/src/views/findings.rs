@@ -104,6 +104,7 @@ impl Component for FindingsView {
             fit,
             Block::bordered().title(" Findings: worst first (berth check prints the same) "),
             lines(app),
+            super::Overflow::Clip,
         );
     }
 }

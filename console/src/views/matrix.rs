@@ -11,11 +11,11 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, Wrap};
+use ratatui::widgets::Block;
 
 use berth_shared::matrix::{Matrix, MatrixCell};
 
-use super::{Component, clean, tone_style};
+use super::{Component, Overflow, clean, tone_style};
 use crate::model::{App, RowTone, Viewport};
 use crate::rows::matrix::{LEGEND, group_heading, locate, matrices};
 
@@ -245,8 +245,8 @@ impl Component for MatrixView {
         }
         title.push_str("; Enter: a cell's canary ");
         let block = Block::bordered().title(title);
-        let inner = block.inner(area);
-        frame.render_widget(block, area);
+        // The block draws itself in draw_scrolled; its inside is as wide here.
+        let width = block.inner(area).width as usize;
         let mut all = Vec::new();
         for (k, (id, m)) in ms.iter().enumerate() {
             if app.fleet() {
@@ -258,19 +258,11 @@ impl Component for MatrixView {
             let cell = selected
                 .filter(|(of, _)| *of == k)
                 .map(|(_, row)| (row, app.ui.matrix_cell.1));
-            all.extend(lines(m, inner.width as usize, cell, app.now.as_second()));
+            all.extend(lines(m, width, cell, app.now.as_second()));
             if app.fleet() {
                 all.push(Line::raw(""));
             }
         }
-        fit.page = inner.height as usize;
-        fit.scroll_max = all.len().saturating_sub(inner.height as usize);
-        let start = app.ui.scroll.min(fit.scroll_max);
-        let visible: Vec<Line> = all
-            .into_iter()
-            .skip(start)
-            .take(inner.height as usize)
-            .collect();
-        frame.render_widget(Paragraph::new(visible).wrap(Wrap { trim: false }), inner);
+        super::draw_scrolled(app, frame, area, fit, block, all, Overflow::Wrap);
     }
 }

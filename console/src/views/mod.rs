@@ -39,8 +39,8 @@ use ratatui::text::{Line, Span};
 
 use crate::model::{App, ListView, Screen, Viewport};
 
-pub(crate) use component::draw_scrolled;
 pub use component::{Component, clean, tone_style};
+pub(crate) use component::{Overflow, draw_scrolled, draw_scrolled_unbordered};
 
 /// Draws the whole app: view tabs, the current screen, the status bar, the
 /// command/filter line, and the help on top when open. Returns what fitted,

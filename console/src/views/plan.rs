@@ -87,6 +87,7 @@ impl Component for PlanView {
                 _ => " Plan: the pending grants file, on the next agent restart ".to_string(),
             }),
             lines(app),
+            super::Overflow::Clip,
         );
     }
 }

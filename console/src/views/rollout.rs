@@ -102,15 +102,7 @@ impl Component for RolloutView {
         } else {
             vec![Line::raw(LOADING)]
         };
-        fit.scroll_max = lines.len().saturating_sub(rest.height as usize);
-        let start = app.ui.scroll.min(fit.scroll_max);
-        let visible: Vec<Line> = lines
-            .into_iter()
-            .skip(start)
-            .take(rest.height as usize)
-            .collect();
-        fit.page = rest.height as usize;
-        frame.render_widget(Paragraph::new(visible), rest);
+        super::draw_scrolled_unbordered(app, frame, rest, fit, lines, super::Overflow::Clip);
     }
 }
 
