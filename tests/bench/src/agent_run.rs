@@ -136,23 +136,9 @@ pub async fn agent_figures(w: &AgentWorld<'_>, floor: &Floor) -> AgentOutcome {
             opts.idle_resync_seconds
         ),
     );
-    let first_pass = Instant::now();
-    loop {
-        let m = agent.metrics().await;
-        if process::reconciles(&m) >= w.size.runtimes as f64 {
-            break;
-        }
-        assert!(
-            !agent.exited(),
-            "the agent exited; see {}",
-            agent.log.display()
-        );
-        assert!(
-            first_pass.elapsed() < Duration::from_secs(1800),
-            "the restarted agent did not reconcile every Runtime in 30 min"
-        );
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    agent
+        .await_first_pass(w.size.runtimes, false, "the restarted agent")
+        .await;
     progress(started, "idle window");
     tokio::time::sleep(Duration::from_secs(opts.idle_resync_seconds)).await;
     let m0 = agent.metrics().await;

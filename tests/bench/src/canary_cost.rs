@@ -17,7 +17,7 @@
 //! agent's writes at rest besides the canaries': none.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::agent_world::AgentWorld;
 use super::table::{Figure, Target, Unit};
@@ -81,24 +81,13 @@ async fn window(
         },
         canaries_on_simulated_nodes: matches!(canaries, Canaries::On { .. }),
     });
-    let begun = Instant::now();
-    loop {
-        let m = agent.metrics().await;
-        if agent.is_leading().await && process::reconciles(&m) >= w.size.runtimes as f64 {
-            break;
-        }
-        assert!(
-            !agent.exited(),
-            "the agent exited; see {}",
-            agent.log.display()
-        );
-        assert!(
-            begun.elapsed() < Duration::from_secs(1800),
-            "the agent ({}) did not lead and reconcile every Runtime in 30 min",
-            canaries.label()
-        );
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    agent
+        .await_first_pass(
+            w.size.runtimes,
+            true,
+            &format!("the agent ({})", canaries.label()),
+        )
+        .await;
     // The canaries' first burst and the first pass's tail.
     tokio::time::sleep(Duration::from_secs(
         (opts.canary_window_seconds / 2).min(60),

@@ -4,7 +4,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use berth_localcluster::procfs;
 
@@ -193,6 +193,35 @@ impl AgentProcess {
 
     pub fn exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Waits, looking every second, until the agent has reconciled
+    /// `runtimes` Runtimes and, with `must_lead`, leads with synced caches:
+    /// its first pass over the world. Panics if the agent exits (naming
+    /// its log) or takes 30 min (naming `who`).
+    pub async fn await_first_pass(&mut self, runtimes: usize, must_lead: bool, who: &str) {
+        let begun = Instant::now();
+        loop {
+            let m = self.metrics().await;
+            if (!must_lead || self.is_leading().await) && reconciles(&m) >= runtimes as f64 {
+                return;
+            }
+            assert!(
+                !self.exited(),
+                "the agent exited; see {}",
+                self.log.display()
+            );
+            assert!(
+                begun.elapsed() < Duration::from_secs(1800),
+                "{who} did not {} every Runtime in 30 min",
+                if must_lead {
+                    "lead and reconcile"
+                } else {
+                    "reconcile"
+                }
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
     }
 }
 
