@@ -21,6 +21,7 @@ use crate::agent_support::{
     Agent, AgentOpts, Granted, binding, binding_for_service, create_runtime, setup, setup_granted,
     wait_condition, wait_reconciles, write_grants,
 };
+use crate::support::unmanaged::create_suspended_cronjob;
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -486,15 +487,7 @@ async fn agent_semantics_retained_workloads_of_a_removed_grant_stay_published() 
         .create(&Default::default(), &sts)
         .await
         .expect("statefulset");
-    let cron: CronJob = serde_json::from_value(json!({"metadata": {"name": "report"},
-        "spec": {"schedule": "0 3 * * *", "suspend": true, "jobTemplate": {"spec": {"template": {
-            "spec": {"runtimeClassName": class, "restartPolicy": "Never",
-                "containers": [{"name": "a", "image": "x"}]}}}}}}))
-    .expect("cronjob");
-    Api::<CronJob>::namespaced(ns.client.clone(), &ns.name)
-        .create(&Default::default(), &cron)
-        .await
-        .expect("cronjob");
+    create_suspended_cronjob(&ns, "report", &class).await;
 
     // The binding leaves the file (agent restarted with no grants).
     agent.kill();
