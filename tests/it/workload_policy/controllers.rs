@@ -10,7 +10,7 @@ use kube::api::{DeleteParams, Patch};
 use serde_json::{Value, json};
 
 use super::setup::*;
-use crate::support::webhook::{AGENT_USER, refusal};
+use crate::support::webhook::AGENT_USER;
 
 /// A Deployment the agent creates on the granted class really gets its
 /// ReplicaSet and Pods from the controllers under the policy; nobody can
@@ -82,7 +82,7 @@ async fn controllers_create_the_pods_of_berth_workloads() {
     // `kubectl debug` on one of berth's pods: an ephemeral container with
     // any image would run in the granted sandbox.
     let pod_name = pods[0].metadata.name.clone().expect("pod name");
-    let (code, msg) = refusal(
+    assert_refused_saying(
         Api::<Pod>::namespaced(restricted.clone(), ns)
             .patch_subresource(
                 "ephemeralcontainers",
@@ -93,11 +93,7 @@ async fn controllers_create_the_pods_of_berth_workloads() {
             )
             .await,
         "restricted adds an ephemeral container to a pod of web",
-    );
-    assert_eq!(code, 403, "{msg}");
-    assert!(
-        msg.contains("may not change the pod spec of a Pod"),
-        "{msg}"
+        "may not change the pod spec of a Pod",
     );
     // The same for a Job claiming a CronJob of the agent's (what `kubectl
     // create job --from=cronjob/…` sends).
@@ -137,7 +133,7 @@ async fn controllers_create_the_pods_of_berth_workloads() {
     wait_pods(&s.ns, "web", granted, 3).await;
     // ... but may not change the pod spec berth rendered (no drift window
     // on the class while the agent is down).
-    let (code, msg) = refusal(
+    assert_refused_saying(
         Api::<Deployment>::namespaced(restricted.clone(), ns)
             .patch(
                 "web",
@@ -147,11 +143,7 @@ async fn controllers_create_the_pods_of_berth_workloads() {
             )
             .await,
         "restricted changes web's image",
-    );
-    assert_eq!(code, 403, "{msg}");
-    assert!(
-        msg.contains("may not change the pod spec of a Deployment"),
-        "{msg}"
+        "may not change the pod spec of a Deployment",
     );
     // The controller-manager's identity (here the admin's) without an
     // owner: not a controller acting for anything.
@@ -195,7 +187,7 @@ async fn a_workload_that_predates_the_policy_keeps_running_outside_berth() {
     let legacy_pods = wait_pods(&s.ns, "legacy", granted, 2).await;
     let pods = Api::<Pod>::namespaced(restricted.clone(), ns);
     let legacy_pod = legacy_pods[0].metadata.name.clone().expect("name");
-    let (code, msg) = refusal(
+    assert_refused_saying(
         pods.patch(
             &legacy_pod,
             &patch_params(false),
@@ -204,11 +196,7 @@ async fn a_workload_that_predates_the_policy_keeps_running_outside_berth() {
         )
         .await,
         "restricted changes the image of a legacy pod",
-    );
-    assert_eq!(code, 403, "{msg}");
-    assert!(
-        msg.contains("may not change the pod spec of a Pod"),
-        "{msg}"
+        "may not change the pod spec of a Pod",
     );
     admitted(
         deployments
@@ -223,7 +211,7 @@ async fn a_workload_that_predates_the_policy_keeps_running_outside_berth() {
     );
     // Its pod spec is another matter: a new image on the granted class is
     // refused like a new workload, for its own pods too.
-    let (code, msg) = refusal(
+    assert_refused_saying(
         deployments
             .patch(
                 "legacy",
@@ -233,13 +221,9 @@ async fn a_workload_that_predates_the_policy_keeps_running_outside_berth() {
             )
             .await,
         "restricted changes the legacy Deployment's image",
-    );
-    assert_eq!(code, 403, "{msg}");
-    assert!(
-        msg.contains(&format!(
+        &format!(
             "RuntimeClass {granted} is granted through berth (RuntimeGrant {grant}): berth-restricted may not change the pod spec of a Deployment"
-        )),
-        "{msg}"
+        ),
     );
 
     // The console's Retained view marks it.

@@ -138,21 +138,37 @@ pub(super) fn patch_params(dry_run: bool) -> PatchParams {
     }
 }
 
-/// Refused by this policy (403, its message), for `who` creating `kind`.
+/// Refused by this policy (403) as a granted class, for `what`: the
+/// message names `class`, its RuntimeGrant and the runtimeProfile to ask
+/// for instead.
 pub(super) fn assert_refused<T: std::fmt::Debug>(
     result: Result<T, kube::Error>,
     what: &str,
     class: &str,
     grant: &str,
 ) {
-    let (code, msg) = refusal(result, what);
-    assert_eq!(code, 403, "{what}: {msg}");
+    let msg = assert_refused_saying(
+        result,
+        what,
+        &format!("RuntimeClass {class} is granted through berth (RuntimeGrant {grant})"),
+    );
     assert!(
-        msg.contains(&format!(
-            "RuntimeClass {class} is granted through berth (RuntimeGrant {grant})"
-        )) && msg.contains(&format!("spec.runtimeProfile: {grant}")),
+        msg.contains(&format!("spec.runtimeProfile: {grant}")),
         "{what}: {msg}"
     );
+}
+
+/// Refused (403) with a message that says `says`, for `what`; the message,
+/// for what else it must say.
+pub(super) fn assert_refused_saying<T: std::fmt::Debug>(
+    result: Result<T, kube::Error>,
+    what: &str,
+    says: &str,
+) -> String {
+    let (code, msg) = refusal(result, what);
+    assert_eq!(code, 403, "{what}: {msg}");
+    assert!(msg.contains(says), "{what}: {msg}");
+    msg
 }
 
 pub(super) fn admitted<T>(result: Result<T, kube::Error>, what: &str) -> T {
