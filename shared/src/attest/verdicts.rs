@@ -245,9 +245,12 @@ pub fn attest_class(
     };
     // The class's records by node, once: a pass judges every pair, and
     // with the budget at S the namespace holds thousands of canary Jobs.
+    // Not built when no record will be read (canaries off, claim invalid).
     let mut by_node: HashMap<&str, Vec<&CanaryRecord>> = HashMap::new();
-    for r in records.iter().filter(|r| r.class == class.name) {
-        by_node.entry(r.node.as_str()).or_default().push(r);
+    if policy.off.is_none() && class.invalid.is_none() {
+        for r in records.iter().filter(|r| r.class == class.name) {
+            by_node.entry(r.node.as_str()).or_default().push(r);
+        }
     }
     for node in nodes.iter().filter(|n| n.info.reports(&class.handler)) {
         let verdict = if let Some(off) = &policy.off {
