@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::support::webhook::*;
 
-mod replicas;
+pub(crate) mod replicas;
 
 const SCOPE: &str = "project = \"demo\", environment = \"production\", application = \"analytics\", service = \"worker\"";
 

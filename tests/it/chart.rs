@@ -53,7 +53,7 @@ fn helm_path() -> &'static Path {
 
 /// `helm ARGS` with its cache, config and data kept under the target
 /// directory (nothing written to the user's home).
-fn helm(args: &[&str]) -> Output {
+pub(crate) fn helm(args: &[&str]) -> Output {
     let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("helm-home");
     Command::new(helm_path())
         .args(args)
@@ -77,7 +77,7 @@ pub(crate) fn stdout_of(what: &str, out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn chart_arg() -> String {
+pub(crate) fn chart_arg() -> String {
     chart().display().to_string()
 }
 

@@ -41,7 +41,7 @@ fn on_path(tool: &str) -> bool {
 /// True when the image tools are here. Otherwise: under CI a failure, else
 /// a skip with the reason written to stderr (past the test harness's
 /// output capture, so that it shows).
-fn tools_present(test: &str) -> bool {
+pub(crate) fn tools_present(test: &str) -> bool {
     let mut missing: Vec<&str> = ["buildah", "podman", "readelf", "strip"]
         .into_iter()
         .filter(|t| !on_path(t))
@@ -83,13 +83,29 @@ fn head_commit() -> String {
 }
 
 #[derive(Debug)]
-struct Built {
+pub(crate) struct Built {
     /// `localhost/berth-agent:it-<pid>`.
-    reference: String,
+    pub(crate) reference: String,
+    /// The same image as an OCI archive (`BERTH_IMAGE_ARCHIVE`), what the
+    /// as-shipped test imports into the real node's containerd.
+    pub(crate) archive: PathBuf,
 }
 
-/// Removes the images of earlier test processes that are gone.
+/// Removes the images (and their archives) of earlier test processes that
+/// are gone.
 fn remove_stale_images() {
+    if let Ok(entries) = std::fs::read_dir(env!("CARGO_TARGET_TMPDIR")) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name
+                .strip_prefix("berth-agent-image-")
+                .and_then(|r| r.strip_suffix(".oci.tar"))
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
     let Ok(out) = Command::new("podman")
         .args(["images", "--format", "{{.Repository}}:{{.Tag}}", REPOSITORY])
         .output()
@@ -109,7 +125,7 @@ fn remove_stale_images() {
 
 /// The image, built once per test process by `assets/image/build.sh` with
 /// the cargo and target directory of this test run.
-fn image() -> &'static Built {
+pub(crate) fn image() -> &'static Built {
     static IMAGE: OnceLock<Built> = OnceLock::new();
     IMAGE.get_or_init(|| {
         remove_stale_images();
@@ -118,6 +134,8 @@ fn image() -> &'static Built {
             .parent()
             .expect("<target>")
             .to_path_buf();
+        let archive = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("berth-agent-image-{}.oci.tar", std::process::id()));
         let mut cmd = Command::new("bash");
         // Without the CARGO_* variables cargo sets for this test process:
         // some crates record them at build time, and a value that differs
@@ -134,7 +152,7 @@ fn image() -> &'static Built {
             .arg(&reference)
             .env("CARGO_TARGET_DIR", &target)
             .env_remove("BERTH_AGENT_STATIC_BIN")
-            .env_remove("BERTH_IMAGE_ARCHIVE")
+            .env("BERTH_IMAGE_ARCHIVE", &archive)
             .current_dir(root());
         if let Some(cargo) = std::env::var_os("CARGO") {
             // build.sh runs `cargo`: the one running these tests.
@@ -147,7 +165,7 @@ fn image() -> &'static Built {
         }
         let out = run("assets/image/build.sh", &mut cmd);
         stdout_of("assets/image/build.sh", &out);
-        Built { reference }
+        Built { reference, archive }
     })
 }
 

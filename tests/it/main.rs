@@ -15,6 +15,7 @@ mod agent_pods;
 mod agent_reconcile;
 mod agent_semantics;
 mod alerts;
+mod as_shipped;
 mod assets;
 mod autoscale_zero;
 mod bench_smoke;

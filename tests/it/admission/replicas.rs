@@ -69,8 +69,13 @@ fn spawn_replica(bin: &Path, grants: &Path, config_name: &str, url: &str, port: 
 }
 
 /// Whether a TLS client trusting exactly `bundle` (what the apiserver
-/// stores) verifies the certificate served on `port` for 127.0.0.1.
-async fn verifies(bundle: &str, port: u16) -> Result<(), String> {
+/// stores) verifies the certificate served at `addr` for `name`, as the
+/// apiserver would.
+pub(crate) async fn verifies(
+    bundle: &str,
+    addr: SocketAddr,
+    name: ServerName<'static>,
+) -> Result<(), String> {
     let mut roots = RootCertStore::empty();
     for der in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
         let der = der.map_err(|e| format!("stored bundle: {e}"))?;
@@ -82,15 +87,25 @@ async fn verifies(bundle: &str, port: u16) -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let tcp = tokio::net::TcpStream::connect(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+    let tcp = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    let name = ServerName::IpAddress(Ipv4Addr::LOCALHOST.into());
     tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
         .map(|_| ())
         .map_err(|e| format!("handshake: {e}"))
+}
+
+/// The caBundle the apiserver stores for the configuration's first webhook.
+pub(crate) fn stored_bundle(config: &ValidatingWebhookConfiguration) -> String {
+    config
+        .webhooks
+        .as_ref()
+        .and_then(|w| w.first())
+        .and_then(|w| w.client_config.ca_bundle.as_ref())
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -137,17 +152,13 @@ async fn replicas_starting_at_once_are_each_verifiable_once_serving() {
     // before any periodic re-apply (60 s) could have repaired a lost CA.
     let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let stored = vwcs.get(&config_name).await.expect("configuration");
-    let bundle = stored
-        .webhooks
-        .as_ref()
-        .and_then(|w| w.first())
-        .and_then(|w| w.client_config.ca_bundle.as_ref())
-        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
-        .unwrap_or_default();
+    let bundle = stored_bundle(&stored);
     let cas = bundle.matches("BEGIN CERTIFICATE").count();
     let mut failures = Vec::new();
     for r in &replicas {
-        if let Err(e) = verifies(&bundle, r.port).await {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, r.port));
+        let name = ServerName::IpAddress(Ipv4Addr::LOCALHOST.into());
+        if let Err(e) = verifies(&bundle, addr, name).await {
             failures.push(format!("replica on {}: {e}\n{}", r.port, r.log_text()));
         }
     }

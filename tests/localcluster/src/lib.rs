@@ -239,6 +239,12 @@ impl LocalCluster {
             "--v=1".into(),
         ];
         if opts.real_nodes > 0 {
+            // A webhook's Service is called at a Ready endpoint (the pod's
+            // IP, on the node's bridge: reachable from this machine), not
+            // at its ClusterIP, which only kube-proxy's rules would route:
+            // the apiserver's one service resolver, also used by CRD
+            // conversion webhooks and aggregated APIs.
+            apiserver_args.push("--enable-aggregator-routing=true".into());
             // `kubectl logs/exec` reach a real kubelet at its InternalIP
             // (an address on this machine), as `kube-apiserver-kubelet-client`:
             // the kubelet authorizes it by a SubjectAccessReview, which its

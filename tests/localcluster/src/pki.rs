@@ -17,6 +17,12 @@ use super::Error;
 /// (`apiserver-kubelet-client.crt`), kubeadm's name for it.
 pub const KUBELET_CLIENT_USER: &str = "kube-apiserver-kubelet-client";
 
+/// The `kubernetes` Service's ClusterIP: the first address of the Service
+/// range (`--service-cluster-ip-range=10.96.0.0/16`). The apiserver's
+/// certificate names it; pods on a real node dial it
+/// (`realnode::service_proxy`).
+pub const KUBERNETES_SERVICE_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 96, 0, 1);
+
 /// A PEM certificate and its PEM private key.
 #[derive(Debug, Clone)]
 pub struct CertAndKey {
@@ -109,6 +115,14 @@ impl Pki {
             .subject_alt_names
             .push(SanType::IpAddress(std::net::IpAddr::V4(
                 std::net::Ipv4Addr::LOCALHOST,
+            )));
+        // The `kubernetes` Service's ClusterIP, as in a real cluster's
+        // certificate: what a pod on a real node dials (in-cluster config,
+        // `KUBERNETES_SERVICE_HOST`; see `realnode::service_proxy`).
+        serving
+            .subject_alt_names
+            .push(SanType::IpAddress(std::net::IpAddr::V4(
+                KUBERNETES_SERVICE_IP,
             )));
         serving
             .distinguished_name

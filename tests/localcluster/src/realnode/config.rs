@@ -166,7 +166,8 @@ state = {state}
 
 /// The CNI network: a bridge the node created itself, without a gateway or
 /// masquerade, so the plugin enables no forwarding and writes no iptables
-/// rule; pods reach only addresses on the bridge (the node and each other).
+/// rule; pods reach only addresses on the bridge (the node and each other)
+/// and the `kubernetes` Service's ClusterIP, which is the node's too.
 /// portmap is built but left out: it writes iptables rules for host ports.
 pub fn cni(l: &NodeLayout) -> String {
     serde_json::json!({
@@ -185,6 +186,13 @@ pub fn cni(l: &NodeLayout) -> String {
                     "subnet": l.subnet(),
                     "rangeStart": increment(l.node_ip, 1).to_string(),
                 }]],
+                // The one address off the subnet a pod reaches: the
+                // `kubernetes` Service, an address of this machine on the
+                // bridge (see `service_proxy`); no default route.
+                "routes": [{
+                    "dst": format!("{}/32", crate::pki::KUBERNETES_SERVICE_IP),
+                    "gw": l.node_ip.to_string(),
+                }],
                 "dataDir": l.state.join("cni-ipam").display().to_string(),
             }
         }]

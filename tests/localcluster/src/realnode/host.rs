@@ -125,7 +125,8 @@ pub fn restore_sysctls(forget: bool) -> Vec<String> {
     changed
 }
 
-/// Creates the node's bridge with its address (the node IP), up.
+/// Creates the node's bridge with its address (the node IP) and the
+/// `kubernetes` Service's, up.
 pub fn create_bridge(l: &NodeLayout) -> Result<(), Error> {
     run(
         "creating the bridge",
@@ -137,6 +138,19 @@ pub fn create_bridge(l: &NodeLayout) -> Result<(), Error> {
             "addr",
             "add",
             &format!("{}/24", l.node_ip),
+            "dev",
+            &l.bridge,
+        ]),
+    )?;
+    // The `kubernetes` Service's ClusterIP as an address of this machine
+    // (on the node's own bridge, gone with it): a pod's packet to it is
+    // delivered locally, to `service_proxy`, and nothing is forwarded.
+    run(
+        "giving the bridge the kubernetes Service's address",
+        Command::new("ip").args([
+            "addr",
+            "add",
+            &format!("{}/32", crate::pki::KUBERNETES_SERVICE_IP),
             "dev",
             &l.bridge,
         ]),

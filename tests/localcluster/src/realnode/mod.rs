@@ -13,6 +13,7 @@ pub mod breakage;
 pub mod config;
 pub mod host;
 mod images;
+pub mod service_proxy;
 pub mod start;
 
 use std::net::Ipv4Addr;
@@ -48,6 +49,10 @@ pub struct RealNodesInfo {
     /// demo says so instead of failing the whole node.
     #[serde(default)]
     pub agent_image_missing: Option<String>,
+    /// containerd's `ctr`, for importing more images into the nodes
+    /// ([`RealNodesInfo::import_image`]).
+    #[serde(default)]
+    pub ctr: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -81,6 +86,23 @@ impl RealNodesInfo {
             (_, Some(why)) => Err(NoCanaryImage::DidNotBuild(why.clone())),
             _ => Err(NoCanaryImage::NotAsked),
         }
+    }
+
+    /// Imports the OCI archive `archive` into every real node's containerd
+    /// and returns its image by digest (`REPOSITORY@sha256:…`, a name the
+    /// CRI resolves without a registry), as the test app's is.
+    pub fn import_image(&self, archive: &Path) -> Result<String, crate::Error> {
+        let ctr = self.ctr.as_deref().ok_or_else(|| crate::Error::Start {
+            component: "ctr".into(),
+            detail: "real-nodes.json names no ctr (written by an older berth-localcluster)".into(),
+            log: archive.to_path_buf(),
+        })?;
+        let mut by_digest = String::new();
+        for node in &self.nodes {
+            let (name, digest) = images::import(ctr, &node.containerd_socket, archive)?;
+            by_digest = images::tag_by_digest(ctr, &node.containerd_socket, &name, &digest)?;
+        }
+        Ok(by_digest)
     }
 
     pub fn path(cluster_dir: &Path) -> PathBuf {
@@ -154,6 +176,7 @@ mod canary_image_tests {
             runsc_missing: None,
             agent_image: image.map(str::to_string),
             agent_image_missing: missing.map(str::to_string),
+            ctr: None,
         }
     }
 

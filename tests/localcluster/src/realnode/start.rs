@@ -46,6 +46,8 @@ pub struct RealNode {
 #[derive(Debug)]
 pub struct RealNodes {
     pub nodes: Vec<RealNode>,
+    /// The `kubernetes` Service's proxy for pods ([`super::service_proxy`]).
+    service_proxy: Option<tokio::task::JoinHandle<()>>,
     _lock: File,
 }
 
@@ -160,6 +162,7 @@ impl RealNodes {
         let ctr = ctx.binaries.path("ctr")?.to_path_buf();
         let mut nodes = Self {
             nodes: Vec::new(),
+            service_proxy: None,
             _lock: lock,
         };
         let mut info = RealNodesInfo {
@@ -168,6 +171,7 @@ impl RealNodes {
             runsc_missing: (!runsc).then(|| ctx.binaries.runsc_failure()),
             agent_image: None,
             agent_image_missing: None,
+            ctr: Some(ctr.clone()),
         };
         // An image that does not build leaves the node without canaries,
         // not without pods: real-nodes.json says why (the tests that need
@@ -251,6 +255,10 @@ impl RealNodes {
             };
             tokio::task::block_in_place(|| host::create_bridge(&l))?;
             tokio::task::block_in_place(|| host::create_cgroups(&l))?;
+            if nodes.service_proxy.is_none() {
+                let apiserver = super::service_proxy::apiserver_addr(ctx.server)?;
+                nodes.service_proxy = Some(super::service_proxy::start(apiserver).await?);
+            }
 
             // containerd, with a PATH of the node's binaries and no /sbin:
             // nothing it runs can find iptables.
@@ -389,6 +397,9 @@ impl RealNodes {
     /// Tears every node down (after their kubelets and containerds stopped):
     /// through its janitor, or here when there is none.
     pub fn stop(&mut self) {
+        if let Some(proxy) = self.service_proxy.take() {
+            proxy.abort();
+        }
         for n in &mut self.nodes {
             match n.janitor.take() {
                 Some((mut child, stdin)) => {

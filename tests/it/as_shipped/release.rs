@@ -1,0 +1,141 @@
+//! The chart's release on the real-node cluster: installed as an operator
+//! does (docs/install.md), and removed again whatever the test's outcome,
+//! so that the real-node tests after it find the cluster as before (no
+//! cluster-wide agent, webhook or admission policy of this release).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams};
+
+use crate::chart::{chart_arg, helm, stdout_of};
+
+/// The release's name and namespace, as in docs/install.md: every object
+/// then has the kustomize base's name (`berth-agent`, …).
+pub(crate) const RELEASE: &str = "berth";
+pub(crate) const NAMESPACE: &str = "berth-system";
+pub(crate) const AGENT: &str = "berth-agent";
+
+/// The installed release; dropping it uninstalls it, deletes what the
+/// agent made outside the chart (its ValidatingWebhookConfiguration, in
+/// the self-signed mode) and the namespace, and uncordons the node.
+pub(crate) struct Release {
+    pub(crate) kubeconfig: PathBuf,
+    pub(crate) node: String,
+}
+
+/// `helm ARGS --kubeconfig KUBECONFIG`, off the async runtime; its output.
+pub(crate) async fn helm_in_cluster(kubeconfig: &std::path::Path, args: Vec<String>) -> String {
+    let kubeconfig = kubeconfig.display().to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend(["--kubeconfig", &kubeconfig]);
+        stdout_of(&format!("helm {args:?}"), &helm(&all))
+    })
+    .await
+    .expect("helm")
+}
+
+/// `helm install berth CHART -n berth-system` with the image by digest and
+/// `extra` values (the node's taint and label), every other value its
+/// default: replicas 2, the PDB, self-signed webhook, canaries, both
+/// admission policies, the CRDs. `--take-ownership`: the CRDs may already
+/// be there, applied by the real-node tests (`harness::install_crds`), as
+/// on a cluster where berth was installed by other means before.
+pub(crate) async fn install(
+    kubeconfig: &std::path::Path,
+    image: &super::Image,
+    extra: &[String],
+) -> String {
+    let mut args: Vec<String> = [
+        "install",
+        RELEASE,
+        &chart_arg(),
+        "--namespace",
+        NAMESPACE,
+        "--take-ownership",
+        "--set",
+        &format!("image.repository={}", image.repository),
+        "--set",
+        &format!("image.tag={}", image.tag),
+        "--set",
+        &format!("image.digest={}", image.digest),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().cloned());
+    helm_in_cluster(kubeconfig, args).await
+}
+
+impl Release {
+    async fn remove(&self) {
+        let client = berth_tests::localcluster::health::client_from_kubeconfig(&self.kubeconfig)
+            .await
+            .expect("client");
+        let uncordon = serde_json::json!({"spec": {"unschedulable": false}});
+        let _ = Api::<Node>::all(client.clone())
+            .patch(
+                &self.node,
+                &PatchParams::default(),
+                &Patch::Merge(&uncordon),
+            )
+            .await;
+        let kubeconfig = self.kubeconfig.display().to_string();
+        let out = tokio::task::spawn_blocking(move || {
+            helm(&[
+                "uninstall",
+                RELEASE,
+                "--namespace",
+                NAMESPACE,
+                "--wait",
+                "--timeout",
+                "120s",
+                "--kubeconfig",
+                &kubeconfig,
+            ])
+        })
+        .await
+        .expect("helm uninstall");
+        if !out.status.success() {
+            eprintln!(
+                "as_shipped: helm uninstall: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // The agent manages its webhook configuration itself in the
+        // self-signed mode: the chart does not own it (docs/admission.md).
+        let _ = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+            .delete(AGENT, &DeleteParams::default())
+            .await;
+        let namespaces: Api<Namespace> = Api::all(client);
+        let _ = namespaces.delete(NAMESPACE, &DeleteParams::default()).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(180);
+        while std::time::Instant::now() < deadline {
+            if matches!(namespaces.get_opt(NAMESPACE).await, Ok(None)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        eprintln!("as_shipped: namespace {NAMESPACE} still there after 180 s");
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        // Drop cannot await, and this runs on the test's runtime: a thread
+        // of its own with a runtime of its own.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                rt.block_on(self.remove());
+            });
+        });
+    }
+}
