@@ -7,6 +7,8 @@ use kube::ResourceExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::object::Object;
+
 /// Annotations longer than this (bytes) are replaced by a short marker.
 pub const MAX_ANNOTATION_BYTES: usize = 2048;
 /// Bound for any one string value kept in the model (characters).
@@ -67,6 +69,22 @@ pub fn strip<K: ResourceExt>(obj: &mut K) {
         }
     }
 }
+
+// [`Object::prepared`], from the table ([`super::table`]): what
+// [`admit`] ends with.
+macro_rules! object_prepared {
+    ($( $variant:ident => $ty:ty [read $wire:ty] as $kept:ty, $field:ident, $label:literal, $namespaced:literal, $links:path, $classed:path; )*) => {
+        impl Object {
+            /// The object stripped and sanitized ([`prepare`]);
+            /// `None` if it no longer deserializes.
+            pub fn prepared(self) -> Option<Object> {
+                match self { $( Object::$variant(o) => prepare(*o).map(Object::from), )* }
+            }
+        }
+    };
+}
+
+super::table::kinds! { object_prepared }
 
 #[cfg(test)]
 mod tests {

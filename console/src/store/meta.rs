@@ -172,21 +172,3 @@ pub trait HasSlimMeta {
     /// The metadata kept.
     fn slim_meta(&self) -> &SlimMeta;
 }
-
-impl HasSlimMeta for super::slim::SlimPod {
-    fn slim_meta(&self) -> &SlimMeta {
-        &self.metadata
-    }
-}
-
-impl HasSlimMeta for super::slim_apps::SlimDeployment {
-    fn slim_meta(&self) -> &SlimMeta {
-        &self.metadata
-    }
-}
-
-impl HasSlimMeta for super::slim_apps::SlimReplicaSet {
-    fn slim_meta(&self) -> &SlimMeta {
-        &self.metadata
-    }
-}

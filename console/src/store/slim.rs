@@ -15,7 +15,7 @@ use berth_shared::render::RUNTIME_PROFILE_ANNOTATION;
 use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatus};
 
 use super::kept::Kept;
-use super::meta::SlimMeta;
+use super::meta::{HasSlimMeta, SlimMeta};
 
 /// The `type` of the condition kept.
 const READY: &str = "Ready";
@@ -222,6 +222,12 @@ impl Kept<Pod> for SlimPod {
 
     fn key(&self) -> super::ObjKey {
         self.metadata.key()
+    }
+}
+
+impl HasSlimMeta for SlimPod {
+    fn slim_meta(&self) -> &SlimMeta {
+        &self.metadata
     }
 }
 

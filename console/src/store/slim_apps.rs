@@ -22,7 +22,7 @@ use kube::api::ObjectMeta;
 
 use super::intern;
 use super::kept::Kept;
-use super::meta::{SlimMeta, overlay};
+use super::meta::{HasSlimMeta, SlimMeta, overlay};
 use super::slim::SlimContainer;
 
 /// The condition of a Deployment the rollout reads.
@@ -339,6 +339,18 @@ impl Kept<ReplicaSet> for SlimReplicaSet {
 
     fn key(&self) -> super::ObjKey {
         self.metadata.key()
+    }
+}
+
+impl HasSlimMeta for SlimDeployment {
+    fn slim_meta(&self) -> &SlimMeta {
+        &self.metadata
+    }
+}
+
+impl HasSlimMeta for SlimReplicaSet {
+    fn slim_meta(&self) -> &SlimMeta {
+        &self.metadata
     }
 }
 

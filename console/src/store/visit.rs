@@ -1,16 +1,24 @@
 //! Code generic over a kind's object type. The one table from [`Kind`] to
-//! its Rust type is `kinds!` in this module's parent; watching, listing
+//! its Rust type is `kinds!` ([`super::table`]); watching, listing
 //! and fetching each write their step once as a [`KindFn`] and run it
 //! with [`Kind::visit`], instead of matching on the kinds themselves.
 
 use std::fmt::Debug;
 
+use berth_shared::api::{PendingGrantsFile, Runtime, RuntimeGrant};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
+use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::Object;
+use super::kind::Kind;
+use super::object::Object;
+use super::wire::WirePod;
 
 /// A step written once for every kind: [`KindFn::call`] runs with `K` the
 /// object type of the kind it was given to ([`Kind::visit`]).
@@ -102,7 +110,23 @@ macro_rules! watched {
         )*
     };
 }
-pub(super) use watched;
+
+// [`Kind::visit`] and every type's [`Watched`], from the table
+// ([`super::table`]).
+macro_rules! kind_visit {
+    ($( $variant:ident => $ty:ty [read $wire:ty] as $kept:ty, $field:ident, $label:literal, $namespaced:literal, $links:path, $classed:path; )*) => {
+        impl Kind {
+            /// Runs `f` with the object type of this kind.
+            pub fn visit<F: KindFn>(self, f: F) -> F::Out {
+                match self { $( Kind::$variant => f.call::<$ty>(), )* }
+            }
+        }
+
+        watched!($( $ty => $wire ),*);
+    };
+}
+
+super::table::kinds! { kind_visit }
 
 #[cfg(test)]
 mod tests {
