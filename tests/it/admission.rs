@@ -344,13 +344,7 @@ async fn webhook_keeps_serving_across_certificate_rotation() {
     )
     .await;
     let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let bundle = |v: ValidatingWebhookConfiguration| {
-        v.webhooks
-            .and_then(|w| w.into_iter().next())
-            .and_then(|w| w.client_config.ca_bundle)
-            .map(|b| b.0)
-            .unwrap_or_default()
-    };
+    let bundle = |v: ValidatingWebhookConfiguration| replicas::stored_bundle(&v);
     let api = runtimes(&client, &ns.name);
     let mut bundles = vec![bundle(vwcs.get(&hook.config_name).await.expect("vwc"))];
     let started = Instant::now();

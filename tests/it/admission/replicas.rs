@@ -13,7 +13,6 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,26 +44,19 @@ impl Replica {
 /// every replica, as a Service is) into `config_name`.
 fn spawn_replica(bin: &Path, grants: &Path, config_name: &str, url: &str, port: u16) -> Replica {
     let log = cluster().dir.join(format!("{config_name}-{port}.log"));
-    let child = tokio::process::Command::new(bin)
-        .arg("webhook")
-        .arg("--grants-file")
-        .arg(grants)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--self-signed", "--webhook-url", url])
-        .args(["--webhook-config-name", config_name])
-        // Reviews only namespaces carrying this label: nobody's.
-        .args([
-            "--webhook-namespace-label",
-            &format!("{WEBHOOK_LABEL}={config_name}"),
-        ])
-        .env("KUBECONFIG", &cluster().kubeconfig)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log file"))
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn berth-agent webhook");
+    let child = spawn_webhook(
+        bin,
+        &WebhookProcess {
+            grants,
+            port,
+            url,
+            config_name,
+            // Reviews only namespaces carrying this label: nobody's.
+            selector: config_name,
+            extra: &[],
+        },
+        std::fs::File::create(&log).expect("log file"),
+    );
     Replica { child, port, log }
 }
 

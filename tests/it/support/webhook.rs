@@ -92,6 +92,48 @@ pub(crate) fn grants_file_with(id: &str, bindings: &[(&str, &str, &str, &str)]) 
         .expect("write grants")
 }
 
+/// What one `berth-agent webhook` process is started with.
+pub(crate) struct WebhookProcess<'a> {
+    pub grants: &'a Path,
+    /// Where it listens, on loopback.
+    pub port: u16,
+    /// What it publishes in its configuration (its own address, or a
+    /// shared one as a Service is).
+    pub url: &'a str,
+    pub config_name: &'a str,
+    /// The value of the namespace label it reviews.
+    pub selector: &'a str,
+    pub extra: &'a [&'a str],
+}
+
+/// Starts `berth-agent webhook` (self-signed), its stderr to `log`.
+pub(crate) fn spawn_webhook(
+    bin: &Path,
+    p: &WebhookProcess<'_>,
+    log: std::fs::File,
+) -> tokio::process::Child {
+    tokio::process::Command::new(bin)
+        .arg("webhook")
+        .arg("--grants-file")
+        .arg(p.grants)
+        .args(["--listen", &format!("127.0.0.1:{}", p.port)])
+        .args(["--self-signed", "--webhook-url", p.url])
+        .args(["--webhook-config-name", p.config_name])
+        .args([
+            "--webhook-namespace-label",
+            &format!("{WEBHOOK_LABEL}={}", p.selector),
+        ])
+        .args(p.extra)
+        .env("KUBECONFIG", &cluster().kubeconfig)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn berth-agent webhook")
+}
+
 /// One running `berth-agent webhook` process.
 pub(crate) struct Webhook {
     child: tokio::process::Child,
@@ -140,27 +182,18 @@ impl Webhook {
             .join(format!("webhook-{}-{port}.log", opts.selector));
         let log_file = std::fs::File::create(&log).expect("log file");
         let url = format!("https://127.0.0.1:{port}");
-        let child = tokio::process::Command::new(bin)
-            .arg("webhook")
-            .arg("--grants-file")
-            .arg(opts.grants)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--self-signed", "--webhook-url", &url])
-            .args(["--webhook-config-name", &config_name])
-            .args([
-                "--webhook-namespace-label",
-                &format!("{WEBHOOK_LABEL}={}", opts.selector),
-            ])
-            .args(["--cert-validity", opts.cert_validity])
-            .args(extra)
-            .env("KUBECONFIG", &cluster().kubeconfig)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log_file)
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn berth-agent webhook");
+        let child = spawn_webhook(
+            &bin,
+            &WebhookProcess {
+                grants: opts.grants,
+                port,
+                url: &url,
+                config_name: &config_name,
+                selector: opts.selector,
+                extra: &[&["--cert-validity", opts.cert_validity], extra].concat(),
+            },
+            log_file,
+        );
         let mut hook = Webhook {
             child,
             config_name,
