@@ -260,6 +260,11 @@ pub fn berth_get(berth: &Path, kubeconfig: &Path, what: &str) -> Duration {
 /// drawing the same frame again with nothing changed.
 pub struct ModelTimes {
     pub key_to_frame: Duration,
+    /// Of the key presses, those that switch the view (its rows rebuilt
+    /// where a watch event made them stale) and those that move the
+    /// selection (a redraw): the median of all mixes the two.
+    pub switch_to_frame: Duration,
+    pub move_to_frame: Duration,
     pub event_to_frame: Duration,
     pub redraw_floor: Duration,
     /// The same event → frame, per view on screen (median of its rounds):
@@ -320,6 +325,7 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
     };
     draw(&mut app);
     let (mut keys, mut events, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut switches, mut moves) = (Vec::new(), Vec::new());
     let views = [KeyCode::Char('1'), KeyCode::Char('3'), KeyCode::Char('4')];
     let names = ["Runtimes", "Handlers", "Retained"];
     let mut by_view: Vec<Vec<Duration>> = vec![Vec::new(); views.len()];
@@ -331,6 +337,7 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
         );
         draw(&mut app);
         keys.push(t.elapsed());
+        switches.push(t.elapsed());
         let t = Instant::now();
         update(
             &mut app,
@@ -338,6 +345,7 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
         );
         draw(&mut app);
         keys.push(t.elapsed());
+        moves.push(t.elapsed());
         // A watch event on what the view on screen reads (Runtimes for
         // view 1, workloads for Handlers and Retained): rows are rebuilt.
         let t = Instant::now();
@@ -356,6 +364,8 @@ pub fn model_times(mut app: App, n: usize) -> ModelTimes {
     }
     ModelTimes {
         key_to_frame: median(keys),
+        switch_to_frame: median(switches),
+        move_to_frame: median(moves),
         event_to_frame: median(events),
         redraw_floor: median(floor),
         event_to_frame_by_view: names

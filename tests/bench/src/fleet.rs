@@ -359,6 +359,22 @@ async fn model_keys(opts: &Options, kubeconfig: &Path, members: &[Member]) -> Ve
         ),
         Figure::millis(
             &format!(
+                "fleet model: of which a view switch (the view's stale parts rebuilt, each cluster's on a thread), {n} clusters (floor: one cluster's)"
+            ),
+            fleet.switch_to_frame,
+            Some(one.switch_to_frame),
+            Target::None,
+        ),
+        Figure::millis(
+            &format!(
+                "fleet model: of which a selection move (a redraw), {n} clusters (floor: one cluster's)"
+            ),
+            fleet.move_to_frame,
+            Some(one.move_to_frame),
+            Target::None,
+        ),
+        Figure::millis(
+            &format!(
                 "fleet model: watch event → rebuilt, redrawn frame, {n} clusters (floor: one cluster's)"
             ),
             fleet.event_to_frame,

@@ -3,8 +3,11 @@
 //! changed), the merged tables, their counts and selections. The rows
 //! themselves are [`crate::model::derived`]'s.
 
+use k8s_openapi::jiff::Timestamp;
+
 use super::App;
 use crate::model::derived::{COUNT_REFRESH_SECONDS, Completion, headers};
+use crate::model::fleet::Cluster;
 use crate::model::screen::{ListView, Screen};
 use crate::rows::{self, Located, Merged, RowId, TableData};
 use crate::store::{Kind, WORKLOAD_KINDS};
@@ -82,9 +85,7 @@ impl App {
             .collect();
         if !parts.is_empty() {
             let id = self.selected_id(v);
-            for &i in &parts {
-                self.rebuild(i, v);
-            }
+            self.rebuild(&parts, v);
             self.apply_keeping(v, id);
         }
         parts
@@ -126,9 +127,7 @@ impl App {
                 continue;
             }
             let id = self.selected_id(v);
-            for i in parts {
-                self.rebuild(i, v);
-            }
+            self.rebuild(&parts, v);
             self.apply_keeping(v, id);
         }
     }
@@ -165,46 +164,40 @@ impl App {
         }
     }
 
-    fn rebuild(&mut self, i: usize, v: ListView) {
+    /// Rebuilds the parts of `v` of the clusters `parts`, each cluster's on
+    /// a thread of its own when there are several: a fleet's key press or
+    /// first frame then waits for the slowest cluster's rows, not for the
+    /// sum of every cluster's (issue 56), as its LISTs do.
+    fn rebuild(&mut self, parts: &[usize], v: ListView) {
         let now = self.now;
-        let c = &mut self.clusters[i];
-        let stamp = c.data.store.stamp(v.inputs());
-        let (store, r) = (&c.data.store, &mut c.rows);
-        r.built[v.index()] = Some(stamp);
-        let table = match v {
-            ListView::Runtimes => {
-                r.runtimes = rows::runtime_rows(store, now);
-                TableData::of(&r.runtimes)
-            }
-            ListView::Grants => {
-                r.grants = rows::grant_rows(store, now);
-                TableData::of(&r.grants)
-            }
-            ListView::Namespaces => {
-                r.namespaces = rows::namespace_rows(store, now);
-                TableData::of(&r.namespaces)
-            }
-            ListView::Handlers | ListView::Retained => {
-                let needs_workloads = store.count(Kind::RuntimeClass) > 0
-                    || WORKLOAD_KINDS.iter().any(|k| store.count(*k) > 0);
-                if v == ListView::Handlers {
-                    r.handlers = if needs_workloads {
-                        rows::handler_rows(store)
-                    } else {
-                        Vec::new()
-                    };
-                    TableData::of(&r.handlers)
-                } else {
-                    r.retained = if needs_workloads {
-                        rows::retained_rows(store)
-                    } else {
-                        Vec::new()
-                    };
-                    TableData::of(&r.retained)
-                }
-            }
+        let built: Vec<(usize, TableData)> = if parts.len() < 2 {
+            parts
+                .iter()
+                .map(|&i| (i, build_part(&mut self.clusters[i], v, now)))
+                .collect()
+        } else {
+            std::thread::scope(|scope| {
+                let running: Vec<_> = self
+                    .clusters
+                    .iter_mut()
+                    .enumerate()
+                    .filter(|(i, _)| parts.contains(i))
+                    .map(|(i, c)| (i, scope.spawn(move || build_part(c, v, now))))
+                    .collect();
+                running
+                    .into_iter()
+                    .map(|(i, h)| match h.join() {
+                        Ok(table) => (i, table),
+                        // A row builder that panicked panics the console
+                        // as it would have on one thread.
+                        Err(p) => std::panic::resume_unwind(p),
+                    })
+                    .collect()
+            })
         };
-        self.derived.tables[v.index()].set_part(i, table);
+        for (i, table) in built {
+            self.derived.tables[v.index()].set_part(i, table);
+        }
     }
 
     /// Re-filters and re-sorts one table; the selection stays on the same
@@ -239,5 +232,46 @@ impl App {
     /// What the selected row of a list view points at, in its cluster.
     pub fn selected_ref(&self, v: ListView) -> Option<Located> {
         self.table(v).located_at(self.list(v).selected)
+    }
+}
+
+/// Builds cluster `c`'s rows of `v` from its store, records what they were
+/// built from, and returns its part of the merged table.
+fn build_part(c: &mut Cluster, v: ListView, now: Timestamp) -> TableData {
+    let stamp = c.data.store.stamp(v.inputs());
+    let (store, r) = (&c.data.store, &mut c.rows);
+    r.built[v.index()] = Some(stamp);
+    match v {
+        ListView::Runtimes => {
+            r.runtimes = rows::runtime_rows(store, now);
+            TableData::of(&r.runtimes)
+        }
+        ListView::Grants => {
+            r.grants = rows::grant_rows(store, now);
+            TableData::of(&r.grants)
+        }
+        ListView::Namespaces => {
+            r.namespaces = rows::namespace_rows(store, now);
+            TableData::of(&r.namespaces)
+        }
+        ListView::Handlers | ListView::Retained => {
+            let needs_workloads = store.count(Kind::RuntimeClass) > 0
+                || WORKLOAD_KINDS.iter().any(|k| store.count(*k) > 0);
+            if v == ListView::Handlers {
+                r.handlers = if needs_workloads {
+                    rows::handler_rows(store)
+                } else {
+                    Vec::new()
+                };
+                TableData::of(&r.handlers)
+            } else {
+                r.retained = if needs_workloads {
+                    rows::retained_rows(store)
+                } else {
+                    Vec::new()
+                };
+                TableData::of(&r.retained)
+            }
+        }
     }
 }
