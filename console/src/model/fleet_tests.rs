@@ -8,6 +8,7 @@ use super::*;
 use crate::fixtures;
 use crate::retire::plan::plan_runtime;
 use crate::retire::{Review, Verdict};
+use crate::rows::RowRef;
 
 fn press(app: &mut App, code: KeyCode) -> Vec<Effect> {
     update(app, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
@@ -284,6 +285,52 @@ fn one_clusters_events_rebuild_only_its_part() {
     assert_eq!(app.clusters[0].rows.built, eu_built, "prod-eu not rebuilt");
     assert_ne!(app.clusters[1].rows.built, us_built);
     assert_eq!(app.table(ListView::Runtimes).total(), 5);
+}
+
+#[test]
+fn every_clusters_stale_part_is_rebuilt_and_the_selection_kept() {
+    // Both clusters' Runtimes change while Runtimes is on screen: both
+    // parts are rebuilt at once (each on a thread of its own), each from
+    // its own store, and the selection stays on its object.
+    let mut app = fixtures::fleet();
+    app.refresh();
+    let web = RowRef::Runtime(("demo".into(), "web".into()));
+    let t = app.table(ListView::Runtimes);
+    let total = t.total();
+    let kept = (0..t.len())
+        .rev()
+        .find(|&p| {
+            t.located_at(p)
+                .is_some_and(|l| l.cluster == us() && l.row != web)
+        })
+        .expect("a row of prod-us other than web");
+    app.list_mut(ListView::Runtimes).selected = kept;
+    let before = app.selected_id(ListView::Runtimes);
+    for i in 0..2 {
+        let obj = app.clusters[i]
+            .data
+            .store
+            .get(Kind::Runtime, &("demo".into(), "web".into()))
+            .expect("web");
+        let o = app.origin_of(i);
+        update(
+            &mut app,
+            Msg::Watched(o, WatchKey::all(Kind::Runtime), WatchEvent::Delete(obj)),
+        );
+    }
+    assert!(app.stale(0, ListView::Runtimes) && app.stale(1, ListView::Runtimes));
+    app.refresh();
+    assert!(!app.stale(0, ListView::Runtimes) && !app.stale(1, ListView::Runtimes));
+    let t = app.table(ListView::Runtimes);
+    assert_eq!(t.total(), total - 2, "web gone from both clusters only");
+    for p in 0..t.len() {
+        assert_ne!(t.located_at(p).map(|l| l.row), Some(web.clone()));
+    }
+    assert_eq!(
+        app.selected_id(ListView::Runtimes),
+        before,
+        "selection kept"
+    );
 }
 
 #[test]
