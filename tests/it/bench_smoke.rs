@@ -194,7 +194,10 @@ async fn fleet_bench_smoke_measures_every_figure_at_a_small_size() {
         "fleet: first complete Runtimes frame, one cluster",
         "fleet: console RSS with every view visited, 2 clusters",
         "fleet: console CPU while each cluster makes 6 pods",
+        "fleet: the same, against the one-cluster console while only its cluster churns",
         "fleet model: key press",
+        "fleet model: of which a view switch",
+        "fleet model: of which a selection move",
         "fleet model: watch event",
         "fleet: key press → frame on the terminal, one of 2",
     ] {

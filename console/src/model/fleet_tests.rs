@@ -454,3 +454,58 @@ fn watches_of_a_list_run_in_every_cluster() {
         .collect();
     assert_eq!(clusters, [&eu(), &us()]);
 }
+
+#[test]
+fn a_review_open_across_a_ctx_switch_never_executes_in_another_cluster() {
+    // The race: `:ctx` is asked (its connections are made off the UI
+    // task), a review of prod-us's worker opens and is answered meanwhile,
+    // then the new connections arrive: the same two clusters in the other
+    // order (prod-eu now where prod-us was), or prod-eu alone. The typed
+    // confirmation that follows executes nothing, in either.
+    for asked in [&["prod-us", "prod-eu"][..], &["prod-eu"][..]] {
+        let mut app = fixtures::fleet();
+        app.session.contexts = vec!["prod-eu".into(), "prod-us".into()];
+        typed(&mut app, &format!(":ctx {}", asked.join(",")));
+        let eff = press(&mut app, KeyCode::Enter);
+        assert!(
+            matches!(eff.as_slice(), [Effect::Connect { .. }]),
+            "{asked:?}: {eff:?}"
+        );
+        select(&mut app, "cluster=prod-us worker");
+        let eff = press(&mut app, KeyCode::Char('D'));
+        let Some(Effect::Review { id, .. }) = eff.first() else {
+            panic!("{eff:?}")
+        };
+        update(
+            &mut app,
+            Msg::Reviewed {
+                id: *id,
+                result: Box::new(Ok(reviewed(us(), crate::retire::Action::Delete))),
+            },
+        );
+        assert!(matches!(app.ui.review, Some(ReviewState::Ready { .. })));
+        let before = app.session.generation;
+        update(
+            &mut app,
+            Msg::Connected {
+                asked: asked.iter().map(|c| c.to_string()).collect(),
+                contexts: vec!["prod-eu".into(), "prod-us".into()],
+                conns: asked
+                    .iter()
+                    .map(|c| (ClusterId::new(c), crate::model::Handover::new(*c)))
+                    .collect(),
+                problems: Vec::new(),
+            },
+        );
+        assert_ne!(app.session.generation, before, "{asked:?}: switched");
+        // The switch closes the review, even where prod-us stays: it was
+        // made on connections that are gone.
+        assert!(app.ui.review.is_none(), "{asked:?}: {:?}", app.ui.review);
+        typed(&mut app, "prod-us/worker");
+        let eff = press(&mut app, KeyCode::Enter);
+        assert!(
+            !eff.iter().any(|e| matches!(e, Effect::Execute { .. })),
+            "{asked:?}: {eff:?}"
+        );
+    }
+}
