@@ -3,7 +3,8 @@
 //!
 //! berth compiles against one version of the Kubernetes API types, and the
 //! cluster may run a newer one: a field the compiled types do not know
-//! (`hostnameOverride` on a 1.37 pod template, compiled against 1.33) is
+//! (`hostnameOverride` on a 1.37 pod template, when berth compiled against
+//! 1.33; it compiles against 1.34, the oldest supported minor, now) is
 //! dropped when an object is parsed into them. Compared as typed structs,
 //! such a field was an absence, and another party's `hostnameOverride` on a
 //! berth Deployment stayed. So what a watch or a read delivers for the
