@@ -98,6 +98,22 @@ build() {
   echo "$bin=$out"
 }
 
+# BERTH_KUBERNETES_VERSION=v1.34.4 builds (and names) another supported
+# minor's control plane and kubelet instead of the pinned KUBERNETES_VERSION:
+# each version has its own Go wrapper module, kubernetes/ for the pinned one
+# and kubernetes-1.<minor>/ for the others (README "Supported Kubernetes"),
+# and its own cache directory (kubernetes-<version>). kwok's KubeVersion
+# follows it.
+if [[ -n "${BERTH_KUBERNETES_VERSION:-}" && "$BERTH_KUBERNETES_VERSION" != "$KUBERNETES_VERSION" ]]; then
+  k8s_module="kubernetes-$(echo "$BERTH_KUBERNETES_VERSION" | sed -E 's/^v([0-9]+\.[0-9]+)\..*/\1/')"
+  grep -qx "require k8s.io/kubernetes $BERTH_KUBERNETES_VERSION" "$here/$k8s_module/go.mod" 2>/dev/null || {
+    echo "build.sh: BERTH_KUBERNETES_VERSION=$BERTH_KUBERNETES_VERSION has no wrapper module tests/k8s/$k8s_module requiring k8s.io/kubernetes $BERTH_KUBERNETES_VERSION" >&2
+    exit 1
+  }
+  KUBERNETES_VERSION="$BERTH_KUBERNETES_VERSION"
+else
+  k8s_module=kubernetes
+fi
 k8s_minor="${KUBERNETES_VERSION#v1.}"; k8s_minor="${k8s_minor%%.*}"
 kv="k8s.io/component-base/version"
 k8s_ldflags="-X $kv.gitVersion=$KUBERNETES_VERSION -X $kv.gitMajor=1 -X $kv.gitMinor=$k8s_minor -X $kv.gitTreeState=clean -X $kv.buildDate=1970-01-01T00:00:00Z"
@@ -105,9 +121,13 @@ k8s_ldflags="$k8s_ldflags -X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES
 
 build etcd "$ETCD_VERSION" etcd etcd . "-X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}"
 for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  build kubernetes "$KUBERNETES_VERSION" kubernetes "$c" "k8s.io/kubernetes/cmd/$c" "$k8s_ldflags"
+  build kubernetes "$KUBERNETES_VERSION" "$k8s_module" "$c" "k8s.io/kubernetes/cmd/$c" "$k8s_ldflags"
 done
-build kwok "$KWOK_VERSION" kwok kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"
+# kwok reports the Kubernetes version as its nodes' kubelet version: another
+# minor's kwok is cached apart (kwok-<kwok version>-k8s-<version>).
+kwok_key="$KWOK_VERSION"
+[[ "$k8s_module" == kubernetes ]] || kwok_key="$KWOK_VERSION-k8s-$KUBERNETES_VERSION"
+build kwok "$kwok_key" kwok kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"
 
 # kwok itself ships no stages when run bare (kwokctl normally passes them):
 # collect the default node and pod Stages from the pinned kwok module. The

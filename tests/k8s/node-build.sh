@@ -5,8 +5,8 @@
 # recorded once (runsc.failed, with the log) and the node runs without the
 # runsc handler.
 
-# kubelet: the same k8s.io/kubernetes module as the control plane.
-build kubernetes "$KUBERNETES_VERSION" kubernetes kubelet k8s.io/kubernetes/cmd/kubelet "$k8s_ldflags"
+# kubelet: the same k8s.io/kubernetes module (and version) as the control plane.
+build kubernetes "$KUBERNETES_VERSION" "$k8s_module" kubelet k8s.io/kubernetes/cmd/kubelet "$k8s_ldflags"
 
 cv="github.com/containerd/containerd/v2/version"
 c_ldflags="-X $cv.Version=$CONTAINERD_VERSION -X $cv.Revision=berth -X $cv.Package=github.com/containerd/containerd/v2"

@@ -44,6 +44,27 @@ pub fn pinned_version(key: &str) -> Option<&'static str> {
         .map(|(_, v)| v.trim())
 }
 
+/// The Kubernetes version the local control plane runs: the pinned
+/// `KUBERNETES_VERSION`, or another supported minor's when
+/// `BERTH_KUBERNETES_VERSION` names one (build.sh builds it from its own
+/// wrapper module, `tests/k8s/kubernetes-1.<minor>/`; README "Supported
+/// Kubernetes").
+pub fn kubernetes_version() -> String {
+    match std::env::var("BERTH_KUBERNETES_VERSION") {
+        Ok(v) if !v.is_empty() => v,
+        _ => pinned_version("KUBERNETES_VERSION")
+            .expect("KUBERNETES_VERSION in versions.env")
+            .to_string(),
+    }
+}
+
+/// Whether the local control plane runs the pinned (newest supported)
+/// Kubernetes version, not an older minor's chosen by
+/// `BERTH_KUBERNETES_VERSION`.
+pub fn runs_pinned_kubernetes() -> bool {
+    Some(kubernetes_version().as_str()) == pinned_version("KUBERNETES_VERSION")
+}
+
 /// Absolute paths of every component binary.
 #[derive(Debug, Clone)]
 pub struct Binaries {
