@@ -123,7 +123,8 @@ mod tests {
     use serde_json::json;
 
     /// A field the compiled types do not know is kept in the JSON (and
-    /// sent back as it came), while the typed form has what it knows.
+    /// sent back as it came), while the typed form has what it knows:
+    /// `schedulingGroup`, a 1.36 PodSpec field the `v1_34` types lack.
     #[test]
     fn a_field_newer_than_the_types_is_kept() {
         let wire = json!({
@@ -132,18 +133,21 @@ mod tests {
                 "managedFields": [{"manager": "x"}],
                 "annotations": {LAST_APPLIED: "{}"}},
             "spec": {"selector": {"matchLabels": {"app": "web"}},
-                "template": {"spec": {"hostnameOverride": "evil", "containers": []}}},
+                "template": {"spec": {"schedulingGroup": {"podGroupName": "evil"},
+                    "containers": []}}},
         });
         let stored: Stored<Deployment> = serde_json::from_value(wire).expect("parses");
         assert_eq!(
-            stored.json.pointer("/spec/template/spec/hostnameOverride"),
+            stored
+                .json
+                .pointer("/spec/template/spec/schedulingGroup/podGroupName"),
             Some(&json!("evil"))
         );
         assert_eq!(stored.json.pointer("/metadata/managedFields"), None);
         assert_eq!(stored.json.pointer("/metadata/annotations"), None);
         assert_eq!(stored.typed.metadata.name.as_deref(), Some("web"));
         let typed = serde_json::to_value(&stored.typed).expect("json");
-        assert_eq!(typed.pointer("/spec/template/spec/hostnameOverride"), None);
+        assert_eq!(typed.pointer("/spec/template/spec/schedulingGroup"), None);
         let sent = serde_json::to_value(&stored).expect("json");
         assert_eq!(sent, stored.json);
     }
