@@ -352,6 +352,15 @@ where
 
 /// Creates a Runtime from a JSON spec (application/service/image defaulted).
 pub async fn create_runtime(ns: &TestNamespace, name: &str, extra: serde_json::Value) -> Runtime {
+    Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
+        .create(&PostParams::default(), &runtime_of(ns, name, extra))
+        .await
+        .expect("create Runtime")
+}
+
+/// The Runtime [`create_runtime`] creates: the test service's, with the
+/// spec fields of `extra` on top.
+pub fn runtime_of(ns: &TestNamespace, name: &str, extra: serde_json::Value) -> Runtime {
     let mut spec = serde_json::json!({
         "application": APPLICATION,
         "service": SERVICE,
@@ -363,17 +372,13 @@ pub async fn create_runtime(ns: &TestNamespace, name: &str, extra: serde_json::V
             s.insert(k.clone(), v.clone());
         }
     }
-    let rt: Runtime = serde_json::from_value(serde_json::json!({
+    serde_json::from_value(serde_json::json!({
         "apiVersion": "berth.dev/v1alpha1",
         "kind": "Runtime",
         "metadata": {"name": name, "namespace": ns.name},
         "spec": spec,
     }))
-    .expect("runtime");
-    Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
-        .create(&PostParams::default(), &rt)
-        .await
-        .expect("create Runtime")
+    .expect("runtime")
 }
 
 pub fn condition<'a>(rt: &'a Runtime, type_: &str) -> Option<&'a Condition> {
