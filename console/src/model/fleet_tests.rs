@@ -58,6 +58,23 @@ fn reviewed(cluster: ClusterId, action: crate::retire::Action) -> Review {
     }
 }
 
+/// Asks to delete the selected row (`D`) and answers the review as
+/// prod-us's connection would: the review is ready to confirm.
+fn delete_reviewed_by_prod_us(app: &mut App) {
+    let eff = press(app, KeyCode::Char('D'));
+    let Some(Effect::Review { id, .. }) = eff.first() else {
+        panic!("{eff:?}")
+    };
+    update(
+        app,
+        Msg::Reviewed {
+            id: *id,
+            result: Box::new(Ok(reviewed(us(), crate::retire::Action::Delete))),
+        },
+    );
+    assert!(matches!(app.ui.review, Some(ReviewState::Ready { .. })));
+}
+
 #[test]
 fn merged_views_name_each_rows_cluster() {
     let app = fixtures::fleet();
@@ -121,18 +138,7 @@ fn a_retirement_in_one_cluster_is_reviewed_and_confirmed_there_only() {
 
     // Again, answered by prod-us.
     press(&mut app, KeyCode::Esc);
-    let eff = press(&mut app, KeyCode::Char('D'));
-    let Some(Effect::Review { id, .. }) = eff.first() else {
-        panic!("{eff:?}")
-    };
-    update(
-        &mut app,
-        Msg::Reviewed {
-            id: *id,
-            result: Box::new(Ok(reviewed(us(), crate::retire::Action::Delete))),
-        },
-    );
-    assert!(matches!(app.ui.review, Some(ReviewState::Ready { .. })));
+    delete_reviewed_by_prod_us(&mut app);
     // The name alone, or the other cluster's, confirms nothing.
     for wrong in ["worker", "prod-eu/worker", "prod-us", "yes"] {
         typed(&mut app, wrong);
@@ -472,18 +478,7 @@ fn a_review_open_across_a_ctx_switch_never_executes_in_another_cluster() {
             "{asked:?}: {eff:?}"
         );
         select(&mut app, "cluster=prod-us worker");
-        let eff = press(&mut app, KeyCode::Char('D'));
-        let Some(Effect::Review { id, .. }) = eff.first() else {
-            panic!("{eff:?}")
-        };
-        update(
-            &mut app,
-            Msg::Reviewed {
-                id: *id,
-                result: Box::new(Ok(reviewed(us(), crate::retire::Action::Delete))),
-            },
-        );
-        assert!(matches!(app.ui.review, Some(ReviewState::Ready { .. })));
+        delete_reviewed_by_prod_us(&mut app);
         let before = app.session.generation;
         update(
             &mut app,
