@@ -14,20 +14,21 @@
 
 use std::time::Duration;
 
-use berth_shared::api::{Runtime, RuntimeGrant};
+use berth_shared::api::Runtime;
 use berth_tests::harness::{TestNamespace, wait_for_value};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, binding, binding_for_service, condition, create_class, create_runtime,
-    grant_status_writes, setup, wait_condition, wait_reconciles, write_grants, writes,
+    Agent, AgentOpts, binding, binding_for_service, condition, create_class, create_runtime, setup,
+    wait_condition, wait_reconciles, write_grants,
 };
+use crate::support::at_rest::silent_at_rest;
 
 const WAIT: Duration = Duration::from_secs(120);
 const INTRUDER: &str = "intruder";
@@ -275,64 +276,6 @@ async fn settled(ns: &TestNamespace, names: &[&str]) {
     }
 }
 
-/// The agent sends no write while nothing changes (after the paced
-/// progress of the last rollout is written: several resyncs). A grant's
-/// node coverage counts every Node, and other tests add Nodes to the
-/// shared cluster: a RuntimeGrant status write is allowed only when some
-/// grant's coverage changed meanwhile (as in `agent_reconcile`'s idle
-/// check); every other write must stay put.
-async fn silent_at_rest(agent: &Agent, client: &Client) {
-    let grants = Api::<RuntimeGrant>::all(client.clone());
-    let coverage = || async {
-        grants
-            .list(&ListParams::default())
-            .await
-            .expect("list grants")
-            .items
-            .into_iter()
-            .map(|g| (g.metadata.name, g.status.and_then(|s| s.nodes)))
-            .collect::<Vec<_>>()
-    };
-    // Settle first: the repairs' paced progress is written a progress
-    // interval after the Deployments settle, by a retry the reconciler
-    // asked for, and six reconciles can all be those retries' (seen in CI
-    // under load: the window began before them). Windows of six reconciles
-    // until one passes without a Runtime write, at most five: an agent
-    // that writes in every window fails here.
-    let runtime_writes = |m: &str| writes(m) - grant_status_writes(m);
-    let mut quiet_after = None;
-    for window in 1..=5 {
-        let before = agent.metrics().await;
-        wait_reconciles(agent, 6.0).await;
-        if runtime_writes(&before) == runtime_writes(&agent.metrics().await) {
-            quiet_after = Some(window);
-            break;
-        }
-    }
-    assert!(
-        quiet_after.is_some(),
-        "a held Runtime kept writing through five windows of six reconciles; agent log:\n{}",
-        agent.log_text()
-    );
-    let coverage_before = coverage().await;
-    let before = agent.metrics().await;
-    wait_reconciles(agent, 6.0).await;
-    let after = agent.metrics().await;
-    let coverage_changed = coverage().await != coverage_before;
-    assert!(
-        coverage_changed || grant_status_writes(&before) == grant_status_writes(&after),
-        "no grant's coverage changed, yet a grant status was written: {} → {}",
-        grant_status_writes(&before),
-        grant_status_writes(&after)
-    );
-    assert_eq!(
-        writes(&before) - grant_status_writes(&before),
-        writes(&after) - grant_status_writes(&after),
-        "a held Runtime at rest must not write; agent log:\n{}",
-        agent.log_text()
-    );
-}
-
 #[tokio::test]
 async fn agent_held_runtimes_keep_their_protection_for_every_grant_reason() {
     let (ns, _class) = setup("agent-held").await;
@@ -403,7 +346,7 @@ async fn agent_held_runtimes_keep_their_protection_for_every_grant_reason() {
     }
     let names: Vec<&str> = CASES.iter().map(|c| c.runtime).collect();
     settled(&ns, &names).await;
-    silent_at_rest(&agent, &ns.client).await;
+    silent_at_rest(&agent, &ns.client, "a held Runtime at rest").await;
 
     // Let the deleting class go.
     Api::<RuntimeClass>::all(ns.client.clone())
@@ -442,5 +385,5 @@ async fn agent_held_for_an_incomplete_identity_keeps_its_protection() {
     held.attack(&ns).await;
     held.check_repaired(&ns).await;
     settled(&ns, &["web"]).await;
-    silent_at_rest(&agent, &ns.client).await;
+    silent_at_rest(&agent, &ns.client, "a held Runtime at rest").await;
 }

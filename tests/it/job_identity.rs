@@ -21,8 +21,8 @@ use serde_json::json;
 
 use crate::agent_support::{
     Agent, AgentOpts, Granted, create_runtime, setup_granted, wait_condition, wait_reconciles,
-    writes,
 };
+use crate::support::at_rest::assert_no_writes_over;
 
 const WAIT: Duration = Duration::from_secs(180);
 
@@ -181,13 +181,7 @@ async fn job_identity_retirement_keeps_completed_and_running_jobs() {
     assert_eq!(class_of_template(&still).as_deref(), Some(class.as_str()));
 
     // At rest: nothing more is written for them.
-    let before = writes(&agent.metrics().await);
-    wait_reconciles(&agent, 4.0).await;
-    assert_eq!(
-        writes(&agent.metrics().await),
-        before,
-        "the agent writes at rest after a retirement with kept Jobs"
-    );
+    assert_no_writes_over(&agent, &ns.client, 4.0, "after a retirement with kept Jobs").await;
 
     // The status records the definitions the Jobs ran.
     let rt = Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
