@@ -356,3 +356,143 @@ async fn agent_standby_with_another_grants_file_never_admits_what_the_leader_blo
         .delete(&format!("berth-it-{selector}"), &Default::default())
         .await;
 }
+
+/// A Ready standby that last read the Lease before a new leader took it
+/// (right after an install, or a failover) must not refuse with "grants are
+/// being reloaded" what the new leader's grant set admits: before it
+/// refuses, it reads the Lease again (docs/admission.md). The leader here
+/// is played by another writer of the Lease (as a replica of another
+/// process would), and the standby looks at the Lease only every 60 s on
+/// its own (`--lease-retry-period-seconds 60`), so only the on-demand read
+/// can explain an admission within a second of the change. Nothing is
+/// waited for between the change and the admission beyond the re-read
+/// interval.
+#[tokio::test]
+async fn agent_standby_reads_the_lease_again_before_it_refuses() {
+    use berth_tests::harness::{TestNamespace, install_crds, wait_for_value};
+    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+    use k8s_openapi::jiff::Timestamp;
+    use kube::Api;
+    use kube::api::{ObjectMeta, Patch, PatchParams};
+
+    use crate::agent_support::{ENVIRONMENT, PROJECT, create_class};
+    use crate::support::webhook::{WEBHOOK_LABEL, dry_run, refusal, runtime_for, runtimes, unique};
+
+    let selector = unique("reread");
+    let ns = TestNamespace::with_labels(
+        "agent-reread",
+        &[
+            ("berth.dev/project", PROJECT),
+            ("berth.dev/environment", ENVIRONMENT),
+            (WEBHOOK_LABEL, &selector),
+        ],
+    )
+    .await;
+    install_crds(&ns.client).await;
+    let class = format!("{}-bounded", ns.name);
+    create_class(&ns.client, &class, "bounded-runc").await;
+    let bw = format!("{}-bw", ns.name);
+    let file = write_grants(&[binding(&bw, &class, "bounded-runc")]);
+    let sha = berth_shared::grants::sha256_hex(&std::fs::read(&file).expect("read"));
+
+    // Another process holds the Lease, with another grants file, for long.
+    let mut opts = AgentOpts::new(&ns.name, Some(&file));
+    opts.identity = format!("{}-standby", ns.name);
+    let leases: Api<Lease> = Api::namespaced(ns.client.clone(), &ns.name);
+    let lease_as = |holder: &str, digest: &str| Lease {
+        metadata: ObjectMeta {
+            name: Some(opts.lease_name.clone()),
+            annotations: Some([("berth.dev/grants-sha256".to_string(), digest.to_string())].into()),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(holder.into()),
+            lease_duration_seconds: Some(600),
+            acquire_time: Some(MicroTime(Timestamp::now())),
+            renew_time: Some(MicroTime(Timestamp::now())),
+            ..Default::default()
+        }),
+    };
+    let other = "0".repeat(64);
+    let leader_writes = PatchParams::apply("another-agent").force();
+    leases
+        .patch(
+            &opts.lease_name,
+            &leader_writes,
+            &Patch::Apply(lease_as("old-leader", &other)),
+        )
+        .await
+        .expect("the old leader's Lease");
+
+    opts.extra_args = webhook_args(&selector);
+    opts.lease_seconds = (120, 60, 90);
+    let standby = Agent::spawn(opts.clone()).await;
+    let api = runtimes(&ns.client, &ns.name);
+    // Its webhook answers, and refuses the grant: the leader's file differs.
+    let msg = wait_for_value(
+        "the standby's webhook refuses bw while the leader's file differs",
+        Duration::from_secs(90),
+        || {
+            let (api, bw) = (api.clone(), bw.clone());
+            async move {
+                match api
+                    .create(&dry_run(), &runtime_for("web", "worker", Some(&bw), false))
+                    .await
+                {
+                    Err(kube::Error::Api(s)) if s.message.contains("being reloaded") => {
+                        Some(s.message)
+                    }
+                    other => {
+                        eprintln!("reread: not yet: {other:?}");
+                        None
+                    }
+                }
+            }
+        },
+    )
+    .await;
+    assert!(msg.contains("restart the replicas"), "{msg}");
+    assert!(!standby.is_ready().await, "it stands by");
+
+    // A new leader, with the standby's file, takes the Lease. The standby's
+    // own next look is up to 60 s away; one re-read interval later an
+    // admission is judged on what the Lease says now.
+    leases
+        .patch(
+            &opts.lease_name,
+            &leader_writes,
+            &Patch::Apply(lease_as("new-leader", &sha)),
+        )
+        .await
+        .expect("the new leader's Lease");
+    let changed = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    api.create(&dry_run(), &runtime_for("web", "worker", Some(&bw), false))
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "refused {:?} after the new leader published the same file: {e}",
+                changed.elapsed()
+            )
+        });
+    let mismatch = |m: &str| metric_sum(m, "berth_agent_grants_digest_mismatch", |_| true);
+    assert_eq!(mismatch(&standby.metrics().await), 0.0);
+
+    // Judged by the grants as the leader's: an ungranted profile is a
+    // plain refusal, not a retry.
+    let (_, msg) = refusal(
+        api.create(&dry_run(), &runtime_for("x", "worker", Some("nope"), false))
+            .await,
+        "an ungranted profile",
+    );
+    assert!(
+        msg.contains("NotGranted") && !msg.contains("reloaded"),
+        "{msg}"
+    );
+    drop(standby);
+    let _ = Api::<ValidatingWebhookConfiguration>::all(ns.client.clone())
+        .delete(&format!("berth-it-{selector}"), &Default::default())
+        .await;
+}

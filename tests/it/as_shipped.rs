@@ -333,33 +333,19 @@ async fn webhook_refuses_through_the_service(ns: &TestNamespace, info_spec: serd
     );
 }
 
-/// Creates a granted Runtime through the release's webhook. Right after
-/// the install a replica may not have read the new leader's Lease yet, and
-/// then refuses a change that rests on the grants with a retryable 403
-/// ("grants are being reloaded, retry: no agent leads at the moment": it
-/// fails closed, docs/admission.md). CI of 2026-12-06 met it 30 ms after
-/// the lease holder was seen: waited out, as a client would retry; any
-/// other refusal fails at once.
+/// Creates a granted Runtime through the release's webhook, once the
+/// Lease is held: admitted at the first attempt. Right after the install
+/// a Ready standby may not have read the new leader's Lease yet; before it
+/// refuses it reads the Lease again (docs/admission.md, "One grant set per
+/// cluster"), so no retryable "grants are being reloaded, retry" reaches
+/// the client. CI of 2026-12-06 met that refusal 30 ms after the holder
+/// was seen, before the replica read the Lease on demand.
 async fn create_granted(ns: &TestNamespace, name: &str, extra: serde_json::Value) {
     let api: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
-    wait_for_value("the granted Runtime admitted", WAIT, || {
-        let extra = extra.clone();
-        let api = api.clone();
-        async move {
-            let rt = runtime_of(ns, name, extra);
-            match api.create(&PostParams::default(), &rt).await {
-                Ok(_) => Some(()),
-                Err(kube::Error::Api(s))
-                    if s.code == 403 && s.message.contains("grants are being reloaded, retry") =>
-                {
-                    eprintln!("as_shipped: not yet: {}", s.message);
-                    None
-                }
-                Err(e) => panic!("creating the granted Runtime {name}: {e}"),
-            }
-        }
-    })
-    .await;
+    let rt = runtime_of(ns, name, extra);
+    if let Err(e) = api.create(&PostParams::default(), &rt).await {
+        panic!("creating the granted Runtime {name} right after the install: {e}");
+    }
 }
 
 #[tokio::test]

@@ -21,11 +21,22 @@
 //! operator can still retire workloads while the replicas disagree. With no
 //! grants file at all, nothing can be granted, so nothing changes.
 //!
+//! A replica's reads of the Lease come every renew interval, so right after
+//! a leader takes it (a fresh install, a failover) a Ready standby can
+//! still hold "no agent leads". An admission that finds this replica
+//! unconfirmed therefore reads the Lease once more before it refuses
+//! ([`GrantSet::confirmed`]; at most one read per [`REREAD_EVERY`], so a
+//! flood of admissions is not a flood of reads): a refusal then means the
+//! Lease says so now, not that this replica has not looked lately.
+//!
 //! The digest is compared, never trusted for more: a value someone else
 //! plants on the Lease is overwritten by the leader's next renewal, and a
 //! value that is not a sha256 (or `none`) counts as "published none".
 
-use std::sync::{Arc, Mutex};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use berth_shared::api::reasons;
 use berth_shared::grants::LoadedGrants;
@@ -189,11 +200,27 @@ pub fn gate(verdict: Verdict, agreement: &Agreement, admitted_anyway: bool) -> V
     }
 }
 
+/// How often an unconfirmed replica may read the Lease on an admission's
+/// behalf: admissions in between are judged on that read.
+pub const REREAD_EVERY: Duration = Duration::from_millis(500);
+
+/// Reads the leader's Lease now: what it says, or `None` when the read
+/// failed (the source logs why). Implemented by `super::lease_reader`, so
+/// that this module holds the rule and not the client.
+pub trait LeaseSource: Send + Sync {
+    /// One read of the Lease.
+    fn read(&self) -> Pin<Box<dyn Future<Output = Option<Leader>> + Send + '_>>;
+}
+
 struct Inner {
     own: String,
     follows: bool,
     leader: Mutex<Leader>,
     mismatch: Gauge,
+    /// Where [`GrantSet::confirmed`] reads the Lease (set once the client
+    /// exists), and when it last did.
+    source: OnceLock<Box<dyn LeaseSource>>,
+    last_read: tokio::sync::Mutex<Option<Instant>>,
 }
 
 /// This replica's digest and the leader's, shared by the elector (which
@@ -220,6 +247,8 @@ impl GrantSet {
             follows: true,
             leader: Mutex::new(Leader::Unseen),
             mismatch,
+            source: OnceLock::new(),
+            last_read: tokio::sync::Mutex::new(None),
         }))
     }
 
@@ -230,6 +259,8 @@ impl GrantSet {
             follows: false,
             leader: Mutex::new(Leader::Unseen),
             mismatch: Gauge::default(),
+            source: OnceLock::new(),
+            last_read: tokio::sync::Mutex::new(None),
         }))
     }
 
@@ -274,6 +305,37 @@ impl GrantSet {
         }
         let leader = berth_shared::sync::lock(&self.0.leader);
         agreement(&self.0.own, &leader)
+    }
+
+    /// Where [`Self::confirmed`] reads the Lease; the first one set stays.
+    pub fn read_lease_from(&self, source: Box<dyn LeaseSource>) {
+        let _ = self.0.source.set(source);
+    }
+
+    /// [`Self::agreement`], after reading the Lease once more when it is
+    /// not confirmed (and the last such read is older than
+    /// [`REREAD_EVERY`]). A read that another observation overtook is
+    /// dropped: the elector's newer word stands.
+    pub async fn confirmed(&self) -> Agreement {
+        let first = self.agreement();
+        let (Agreement::Unconfirmed(_), Some(source)) = (&first, self.0.source.get()) else {
+            return first;
+        };
+        let mut last = self.0.last_read.lock().await;
+        if last.is_some_and(|t| t.elapsed() < REREAD_EVERY) {
+            drop(last);
+            return self.agreement();
+        }
+        let before = berth_shared::sync::lock(&self.0.leader).clone();
+        let read = source.read().await;
+        *last = Some(Instant::now());
+        drop(last);
+        if let Some(leader) = read
+            && *berth_shared::sync::lock(&self.0.leader) == before
+        {
+            self.observe(leader);
+        }
+        self.agreement()
     }
 }
 

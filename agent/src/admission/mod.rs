@@ -20,8 +20,8 @@
 pub mod arg_error;
 pub mod certs;
 pub mod config;
-mod follow;
 pub mod grant_set;
+pub mod lease_reader;
 pub mod lifecycle;
 pub mod lookup;
 pub mod review;
@@ -243,10 +243,15 @@ pub fn run_command(args: &WebhookCommandArgs) -> color_eyre::Result<()> {
                     own,
                     prometheus_client::metrics::gauge::Gauge::default(),
                 );
-                let (client, namespace, name, follower) =
-                    (client.clone(), namespace.clone(), name.clone(), set.clone());
+                set.read_lease_from(Box::new(lease_reader::LeaseReader::new(
+                    client.clone(),
+                    namespace,
+                    name,
+                )));
+                let reader = lease_reader::LeaseReader::new(client.clone(), namespace, name);
+                let follower = set.clone();
                 tokio::spawn(async move {
-                    follow::follow(client, &namespace, &name, follower, FOLLOW_INTERVAL).await;
+                    lease_reader::follow(&reader, follower, FOLLOW_INTERVAL).await;
                 });
                 set
             }

@@ -43,8 +43,9 @@ async fn validate<L: Lookup + 'static>(
     State(state): State<Arc<AppState<L>>>,
     Json(body): Json<AdmissionReview<DynamicObject>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
-    // Asked per request: the leader (and so its digest) can change at any time.
-    let agreement = state.grant_set.agreement();
+    // Asked per request: the leader (and so its digest) can change at any
+    // time; an unconfirmed replica reads the Lease again before it refuses.
+    let agreement = state.grant_set.confirmed().await;
     Json(review::handle(body, &state.bindings, &state.lookup, &agreement).await)
 }
 

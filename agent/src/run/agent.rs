@@ -115,6 +115,14 @@ impl Agent {
         let client = kube_client::client(metrics.clone(), gate.clone(), &identity)
             .await
             .wrap_err("creating the Kubernetes client")?;
+        // An admission that finds this replica unconfirmed reads the Lease
+        // once more before refusing (a Ready standby right after a leader
+        // took it: CI of 2026-12-06 met it 30 ms after the install).
+        grant_set.read_lease_from(Box::new(admission::lease_reader::LeaseReader::new(
+            client.clone(),
+            &args.lease_namespace,
+            &args.lease_name,
+        )));
         Ok(Self {
             metrics,
             grant_set,

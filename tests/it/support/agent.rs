@@ -107,6 +107,11 @@ pub struct AgentOpts<'a> {
     /// `--http-addr`'s port (a free one unless a test needs the same port
     /// across a restart, as a scrape target does).
     pub http_port: Option<u16>,
+    /// `--lease-duration-seconds`, `--lease-renew-seconds` (the retry
+    /// period: a standby's looks at the Lease) and
+    /// `--lease-renew-deadline-seconds`: (4, 1, 3) unless a test needs a
+    /// standby that seldom looks.
+    pub lease_seconds: (u64, u64, u64),
 }
 
 impl<'a> AgentOpts<'a> {
@@ -124,6 +129,7 @@ impl<'a> AgentOpts<'a> {
             extra_args: Vec::new(),
             env: Vec::new(),
             http_port: None,
+            lease_seconds: (4, 1, 3),
         }
     }
 }
@@ -191,12 +197,18 @@ impl Agent {
             .args(["--lease-namespace", opts.namespace])
             .args(["--lease-name", &opts.lease_name])
             .args(["--identity", &opts.identity])
-            .args(["--lease-duration-seconds", "4"])
-            .args(["--lease-renew-seconds", "1"])
+            .args([
+                "--lease-duration-seconds",
+                &opts.lease_seconds.0.to_string(),
+            ])
+            .args(["--lease-renew-seconds", &opts.lease_seconds.1.to_string()])
             // The holder's gate closes 3 s after a renewal was sent, as it
             // did before the renew deadline was a flag (its default, two
             // thirds of the duration, would be 2.7 s).
-            .args(["--lease-renew-deadline-seconds", "3"])
+            .args([
+                "--lease-renew-deadline-seconds",
+                &opts.lease_seconds.2.to_string(),
+            ])
             .args(["--resync-seconds", &opts.resync_seconds.to_string()])
             .args([
                 "--grants-interval-seconds",

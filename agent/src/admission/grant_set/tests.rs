@@ -193,3 +193,106 @@ fn a_following_replica_tracks_the_lease_and_the_gauge() {
     assert_eq!(alone.agreement(), Agreement::Alone);
     assert_eq!(gate(granted(), &alone.agreement(), false), granted());
 }
+
+/// A Lease that says `says` (or fails with `None`), counting reads; with
+/// `overtaken`, the elector observes that leader while the read is out.
+struct FakeLease {
+    says: Option<Leader>,
+    reads: std::sync::atomic::AtomicUsize,
+    overtaken: Option<(GrantSet, Leader)>,
+}
+
+impl FakeLease {
+    fn saying(says: Option<Leader>) -> Self {
+        Self {
+            says,
+            reads: std::sync::atomic::AtomicUsize::new(0),
+            overtaken: None,
+        }
+    }
+}
+
+impl LeaseSource for Arc<FakeLease> {
+    fn read(&self) -> Pin<Box<dyn Future<Output = Option<Leader>> + Send + '_>> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if let Some((set, leader)) = &self.overtaken {
+            set.observe(leader.clone());
+        }
+        let says = self.says.clone();
+        Box::pin(async move { says })
+    }
+}
+
+fn reads(lease: &FakeLease) -> usize {
+    lease.reads.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn an_unconfirmed_replica_reads_the_lease_before_it_refuses() {
+    // Ready, but its last read said nobody leads; the Lease now names a
+    // leader with the same file: confirmed, after one read.
+    let set = GrantSet::following(A.into(), Gauge::default());
+    set.observe(Leader::Nobody);
+    let lease = Arc::new(FakeLease::saying(Some(published(A))));
+    set.read_lease_from(Box::new(lease.clone()));
+    assert_eq!(set.confirmed().await, Agreement::Same);
+    assert_eq!(reads(&lease), 1);
+    // Confirmed: judged without another read.
+    assert_eq!(set.confirmed().await, Agreement::Same);
+    assert_eq!(reads(&lease), 1);
+}
+
+#[tokio::test]
+async fn a_flood_of_admissions_is_one_read_per_interval() {
+    // The Lease really names a leader with another file: refused, and the
+    // admissions right after are judged on that one read.
+    let set = GrantSet::following(A.into(), Gauge::default());
+    let lease = Arc::new(FakeLease::saying(Some(published(B))));
+    set.read_lease_from(Box::new(lease.clone()));
+    for _ in 0..20 {
+        assert!(matches!(
+            set.confirmed().await,
+            Agreement::Unconfirmed(why) if why.contains("restart the replicas")
+        ));
+    }
+    assert_eq!(reads(&lease), 1);
+    std::thread::sleep(REREAD_EVERY);
+    let _ = set.confirmed().await;
+    assert_eq!(reads(&lease), 2);
+}
+
+#[tokio::test]
+async fn a_failed_read_or_no_source_keeps_the_replica_closed() {
+    let set = GrantSet::following(A.into(), Gauge::default());
+    assert!(matches!(set.confirmed().await, Agreement::Unconfirmed(_)));
+    let lease = Arc::new(FakeLease::saying(None));
+    set.read_lease_from(Box::new(lease.clone()));
+    assert!(matches!(
+        set.confirmed().await,
+        Agreement::Unconfirmed(why) if why.contains("not read the leader's Lease yet")
+    ));
+    assert_eq!(reads(&lease), 1);
+    // Without leader election nothing is read.
+    let alone = GrantSet::alone(B.into());
+    let lease = Arc::new(FakeLease::saying(Some(published(A))));
+    alone.read_lease_from(Box::new(lease.clone()));
+    assert_eq!(alone.confirmed().await, Agreement::Alone);
+    assert_eq!(reads(&lease), 0);
+}
+
+#[tokio::test]
+async fn a_read_the_elector_overtook_is_dropped() {
+    // While the on-demand read is out, the elector observes a leader with
+    // another file; the read (an older "same") must not overwrite it.
+    let set = GrantSet::following(A.into(), Gauge::default());
+    let lease = Arc::new(FakeLease {
+        overtaken: Some((set.clone(), published(B))),
+        ..FakeLease::saying(Some(published(A)))
+    });
+    set.read_lease_from(Box::new(lease.clone()));
+    assert!(matches!(
+        set.confirmed().await,
+        Agreement::Unconfirmed(why) if why.contains("restart the replicas")
+    ));
+    assert_eq!(reads(&lease), 1);
+}
