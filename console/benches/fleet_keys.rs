@@ -1,19 +1,16 @@
 //! Issue 56's model figure without a cluster: key press → redrawn frame and
 //! watch event → rebuilt frame on N clusters' stores merged, against the
 //! same on one cluster's store (the floor), each cluster the benchmark's
-//! world at S/4, driven as `berth-bench --fleet`'s `model_times` drives it.
+//! world at S/4, driven by `testkit::model_times`, the loop `berth-bench
+//! --fleet` runs on its clusters' stores.
 //! Prints ratios only. Run:
 //! `cargo bench -p berth-console --bench fleet_keys`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
-
-use berth_console::model::{App, Kind, ListView, Msg, Scope, update};
+use berth_console::model::{App, ListView, Scope};
 use berth_console::store::ClusterId;
-use berth_console::testkit::{World, median};
+use berth_console::testkit::{ModelTimes, World, model_times};
 use berth_world::Size;
 
 #[cfg(not(feature = "system-allocator"))]
@@ -53,53 +50,11 @@ fn fleet(n: usize) -> App {
     app
 }
 
-struct Times {
-    keys: Duration,
-    switch: Duration,
-    down: Duration,
-    events: Duration,
-}
-
-fn times(mut app: App) -> Times {
-    let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
-    let mut draw = |app: &mut App| {
-        app.refresh();
-        term.draw(|f| {
-            berth_console::views::draw(f, app);
-        })
-        .expect("draw");
-    };
-    draw(&mut app);
-    let views = ['1', '3', '4'];
-    let (mut keys, mut switch, mut down, mut events) = (vec![], vec![], vec![], vec![]);
-    for i in 0..presses() {
-        let t = Instant::now();
-        update(
-            &mut app,
-            Msg::Key(KeyEvent::new(
-                KeyCode::Char(views[i % 3]),
-                KeyModifiers::NONE,
-            )),
-        );
-        draw(&mut app);
-        keys.push(t.elapsed());
-        switch.push(t.elapsed());
-        let t = Instant::now();
-        update(
-            &mut app,
-            Msg::Key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE)),
-        );
-        draw(&mut app);
-        keys.push(t.elapsed());
-        down.push(t.elapsed());
-        let t = Instant::now();
-        let c = i % app.clusters.len();
-        app.clusters[c].data.store.touch(Kind::Runtime);
-        app.clusters[c].data.store.touch(Kind::Pod);
-        draw(&mut app);
-        events.push(t.elapsed());
-    }
-    // What was measured is every cluster's rows, not a loading screen.
+/// The model's times on `app` (`testkit::model_times`, the loop
+/// `berth-bench --fleet` runs), once every cluster's rows are checked to
+/// be what was measured, not a loading screen.
+fn times(mut app: App) -> ModelTimes {
+    let times = model_times(&mut app, presses());
     let clusters = app.clusters.len();
     for (view, rows) in [
         (ListView::Runtimes, quarter().size.runtimes),
@@ -107,12 +62,7 @@ fn times(mut app: App) -> Times {
     ] {
         assert_eq!(app.table(view).total(), clusters * rows, "{view:?}");
     }
-    Times {
-        keys: median(keys),
-        switch: median(switch),
-        down: median(down),
-        events: median(events),
-    }
+    times
 }
 
 fn main() {
@@ -121,10 +71,10 @@ fn main() {
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
     println!("figure            one cluster   {CLUSTERS} clusters   ratio");
     for (name, a, b) in [
-        ("key → frame", one.keys, many.keys),
-        ("  view switch", one.switch, many.switch),
-        ("  row down", one.down, many.down),
-        ("event → frame", one.events, many.events),
+        ("key → frame", one.key_to_frame, many.key_to_frame),
+        ("  view switch", one.switch_to_frame, many.switch_to_frame),
+        ("  row down", one.move_to_frame, many.move_to_frame),
+        ("event → frame", one.event_to_frame, many.event_to_frame),
     ] {
         println!("{name:<16} {a:>12.2?} {b:>11.2?} {:>7.2}", ratio(b, a));
     }

@@ -10,11 +10,9 @@
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 use berth_console::model::{App, Kind, ListView, Msg, update};
-use berth_console::testkit::{World, median, rss_kb};
+use berth_console::testkit::{Redraw, World, median, rss_kb};
 use berth_world::Size;
 
 /// Measured with the allocator that ships (console/src/main.rs): under
@@ -53,15 +51,7 @@ fn main() {
         rss1 / 1024
     );
     print_store_sizes(&app.clusters[0].data.store);
-    let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
-    let mut draw = |app: &mut App| {
-        app.refresh();
-        term.draw(|f| {
-            berth_console::views::draw(f, app);
-        })
-        .expect("draw");
-        berth_console::testkit::screen_text(term.backend().buffer())
-    };
+    let mut redraw = Redraw::default();
     let views = [
         (ListView::Runtimes, '1', world.size.runtimes),
         (ListView::Handlers, '3', world.size.classes),
@@ -73,7 +63,8 @@ fn main() {
             &mut app,
             Msg::Key(KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE)),
         );
-        let text = draw(&mut app);
+        redraw.frame(&mut app);
+        let text = redraw.screen();
         // What is measured is the full view, not a loading or empty screen.
         assert_eq!(app.table(view).len(), rows, "{view:?}");
         assert!(
@@ -96,11 +87,11 @@ fn main() {
             let t = Instant::now();
             app.clusters[0].data.store.touch(Kind::Runtime);
             app.clusters[0].data.store.touch(Kind::Pod);
-            draw(&mut app);
+            redraw.frame(&mut app);
             events.push(t.elapsed());
             assert!(!app.stale(0, view), "{view:?} was rebuilt");
             let t = Instant::now();
-            draw(&mut app);
+            redraw.frame(&mut app);
             floor.push(t.elapsed());
         }
         assert_eq!(app.table(view).len(), rows, "{view:?}");
@@ -119,13 +110,11 @@ fn main() {
                 KeyModifiers::NONE,
             )),
         );
-        draw(&mut app);
+        redraw.frame(&mut app);
     }
     println!("RSS with every tab visited: {} MB", rss_kb() / 1024);
-    // After the RSS figure, which the second world would disturb. A
-    // terminal of its own: `draw` holds the first one.
-    let mut rollout_term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
-    let (e, f, pods) = rollout_event_to_frame(&mut app, &mut rollout_term);
+    // After the RSS figure, which the second world would disturb.
+    let (e, f, pods) = rollout_event_to_frame(&mut app, &mut redraw);
     println!(
         "{:<10} {e:>11.2?} {f:>14.2?} {:>7.1}   (one Runtime's {pods} Pods; a Pod event)",
         "Rollout",
@@ -142,8 +131,7 @@ fn main() {
         revoked: world.revoked / 20,
     };
     let mut small_app = berth_console::testkit::app_with(small.stream());
-    let mut small_term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
-    let (es, _, _) = rollout_event_to_frame(&mut small_app, &mut small_term);
+    let (es, _, _) = rollout_event_to_frame(&mut small_app, &mut Redraw::default());
     drop(small_app);
     println!(
         "Rollout event→frame at {} Runtimes {es:.2?}, at {} {e:.2?}: ratio {:.2}",
@@ -156,10 +144,7 @@ fn main() {
 /// Opens the Rollout of the middle Runtime and measures a watch event
 /// about one of its Pods → the redrawn Rollout frame, against redrawing it
 /// unchanged (medians). Asserts that the frame shows the whole rollout.
-fn rollout_event_to_frame(
-    app: &mut App,
-    term: &mut Terminal<TestBackend>,
-) -> (Duration, Duration, usize) {
+fn rollout_event_to_frame(app: &mut App, redraw: &mut Redraw) -> (Duration, Duration, usize) {
     let key = app.clusters[0]
         .data
         .store
@@ -183,19 +168,8 @@ fn rollout_event_to_frame(
     let pod_key = (key.0.clone(), pods[0].clone());
     let pod =
         berth_console::model::Object::from(app.clusters[0].data.store.pods[&pod_key].to_pod());
-    let mut draw = |app: &mut App| {
-        app.refresh();
-        term.draw(|f| {
-            berth_console::views::draw(f, app);
-        })
-        .expect("draw");
-        let buf = term.backend().buffer();
-        (0..buf.area.height)
-            .flat_map(|y| (0..buf.area.width).map(move |x| (x, y)))
-            .map(|(x, y)| buf[(x, y)].symbol().to_string())
-            .collect::<String>()
-    };
-    let text = draw(app);
+    redraw.frame(app);
+    let text = redraw.screen();
     assert!(
         !text.contains(berth_console::views::rollout::LOADING) && text.contains(&pods[0]),
         "the Rollout of {key:?} is shown whole:\n{text}"
@@ -210,10 +184,10 @@ fn rollout_event_to_frame(
                 berth_console::model::WatchEvent::Apply(pod.clone()),
             ),
         );
-        draw(app);
+        redraw.frame(app);
         events.push(t.elapsed());
         let t = Instant::now();
-        draw(app);
+        redraw.frame(app);
         floor.push(t.elapsed());
     }
     (median(events), median(floor), pods.len())

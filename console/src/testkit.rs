@@ -23,6 +23,9 @@ use serde_json::Value;
 use crate::model::{App, Kind, Msg, Object, Scope, WatchEvent, update};
 use crate::store::ingest::admit;
 
+mod model_times;
+pub use model_times::{ModelTimes, Redraw, model_times};
+
 /// The world, and how many of its granted Runtimes lost their grant.
 #[derive(Clone, Copy, Debug)]
 pub struct World {

@@ -7,17 +7,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use berth_console::get::What;
-use berth_console::model::{App, ListView, Msg, Scope, Screen, update};
+use berth_console::model::{App, ListView, Scope, Screen};
 use berth_console::store::Kind;
 use berth_console::store::visit::{KindFn, Watched};
 use berth_console::watch::{self, Connection};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use futures::FutureExt;
 use futures::future::{BoxFuture, join_all};
 use kube::Client;
 use kube::api::ListParams;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 use berth_localcluster::health::client_from_kubeconfig;
 use berth_test_support::tmux::Server;
@@ -255,28 +252,7 @@ pub fn berth_get(berth: &Path, kubeconfig: &Path, what: &str) -> Duration {
     took
 }
 
-/// Key press → redrawn frame on the model at this cluster's size, and a
-/// watch event → redrawn frame (both median of `n`), against the floor of
-/// drawing the same frame again with nothing changed.
-pub struct ModelTimes {
-    pub key_to_frame: Duration,
-    /// Of the key presses, those that switch the view (its rows rebuilt
-    /// where a watch event made them stale) and those that move the
-    /// selection (a redraw): the median of all mixes the two.
-    pub switch_to_frame: Duration,
-    pub move_to_frame: Duration,
-    pub event_to_frame: Duration,
-    pub redraw_floor: Duration,
-    /// The same event → frame, per view on screen (median of its rounds):
-    /// which view's rebuild costs what.
-    pub event_to_frame_by_view: Vec<(&'static str, Duration)>,
-}
-
-/// The middle of `v` (the upper middle of an even count).
-pub fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v.get(v.len() / 2).copied().unwrap_or_default()
-}
+pub use berth_console::testkit::median;
 
 /// The console's model with every list view's kinds loaded from the
 /// cluster, as the bench times it.
@@ -312,70 +288,9 @@ pub async fn fleet_model_app(conns: &[Connection]) -> App {
     app
 }
 
-/// Times `n` rounds of key presses and watch events on `app` (see
-/// [`ModelTimes`]).
-pub fn model_times(mut app: App, n: usize) -> ModelTimes {
-    let mut term = Terminal::new(TestBackend::new(160, 50)).expect("test terminal");
-    let mut draw = |app: &mut App| {
-        app.refresh();
-        term.draw(|f| {
-            berth_console::views::draw(f, app);
-        })
-        .expect("draw");
-    };
-    draw(&mut app);
-    let (mut keys, mut events, mut floor) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut switches, mut moves) = (Vec::new(), Vec::new());
-    let views = [KeyCode::Char('1'), KeyCode::Char('3'), KeyCode::Char('4')];
-    let names = ["Runtimes", "Handlers", "Retained"];
-    let mut by_view: Vec<Vec<Duration>> = vec![Vec::new(); views.len()];
-    for i in 0..n {
-        let t = Instant::now();
-        update(
-            &mut app,
-            Msg::Key(KeyEvent::new(views[i % views.len()], KeyModifiers::NONE)),
-        );
-        draw(&mut app);
-        keys.push(t.elapsed());
-        switches.push(t.elapsed());
-        let t = Instant::now();
-        update(
-            &mut app,
-            Msg::Key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE)),
-        );
-        draw(&mut app);
-        keys.push(t.elapsed());
-        moves.push(t.elapsed());
-        // A watch event on what the view on screen reads (Runtimes for
-        // view 1, workloads for Handlers and Retained): rows are rebuilt.
-        let t = Instant::now();
-        // From one cluster at a time, as watch events come (one cluster
-        // with a single cluster's console).
-        let c = i % app.clusters.len();
-        app.clusters[c].data.store.touch(Kind::Runtime);
-        app.clusters[c].data.store.touch(Kind::Pod);
-        draw(&mut app);
-        let took = t.elapsed();
-        events.push(took);
-        by_view[i % views.len()].push(took);
-        let t = Instant::now();
-        draw(&mut app);
-        floor.push(t.elapsed());
-    }
-    ModelTimes {
-        key_to_frame: median(keys),
-        switch_to_frame: median(switches),
-        move_to_frame: median(moves),
-        event_to_frame: median(events),
-        redraw_floor: median(floor),
-        event_to_frame_by_view: names
-            .into_iter()
-            .zip(by_view)
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(name, v)| (name, median(v)))
-            .collect(),
-    }
-}
+/// The model's figures (`berth_console::testkit`): one loop for the bench
+/// and the console's own benchmarks.
+pub use berth_console::testkit::{ModelTimes, model_times};
 
 #[cfg(test)]
 mod tests {

@@ -180,7 +180,7 @@ pub async fn console_figures(
     .await
     .expect("connect the model");
     progress(started, "console model: loading the store");
-    let app = console::model_app(&conn).await;
+    let mut app = console::model_app(&conn).await;
     // Its own line, so that a profiler can be attached to this phase alone.
     progress(
         started,
@@ -189,7 +189,7 @@ pub async fn console_figures(
             opts.presses
         ),
     );
-    let times = console::model_times(app, opts.presses);
+    let times = console::model_times(&mut app, opts.presses);
     progress(started, "console model: timed");
     figures.push(Figure::millis(
         "console model: key press → redrawn frame (median)",

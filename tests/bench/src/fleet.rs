@@ -366,8 +366,8 @@ async fn model_keys(opts: &Options, kubeconfig: &Path, members: &[Member]) -> Ve
                 .expect("connect the model"),
         );
     }
-    let one = console::model_times(console::model_app(&conns[0]).await, opts.presses);
-    let fleet = console::model_times(console::fleet_model_app(&conns).await, opts.presses);
+    let one = console::model_times(&mut console::model_app(&conns[0]).await, opts.presses);
+    let fleet = console::model_times(&mut console::fleet_model_app(&conns).await, opts.presses);
     let n = members.len();
     vec![
         Figure::millis(
