@@ -148,6 +148,29 @@ fn webhook_args(selector: &str) -> Vec<String> {
     ]
 }
 
+/// A namespace whose admissions go to the webhook of an agent started with
+/// [`webhook_args`] for the returned selector, with a RuntimeClass of
+/// handler `bounded-runc`: (namespace, selector, class).
+async fn webhook_namespace(prefix: &str) -> (berth_tests::harness::TestNamespace, String, String) {
+    use crate::agent_support::{ENVIRONMENT, PROJECT, create_class};
+    use crate::support::webhook::{WEBHOOK_LABEL, unique};
+
+    let selector = unique(prefix);
+    let ns = berth_tests::harness::TestNamespace::with_labels(
+        &format!("agent-{prefix}"),
+        &[
+            ("berth.dev/project", PROJECT),
+            ("berth.dev/environment", ENVIRONMENT),
+            (WEBHOOK_LABEL, &selector),
+        ],
+    )
+    .await;
+    berth_tests::harness::install_crds(&ns.client).await;
+    let class = format!("{}-bounded", ns.name);
+    create_class(&ns.client, &class, "bounded-runc").await;
+    (ns, selector, class)
+}
+
 /// One grant set per cluster (issue 27, point 7). Two replicas on one Lease
 /// with DIFFERENT grants files: the leader's file grants `bw` to service
 /// worker; the standby's also grants `bx` to service extra. Only the
@@ -159,27 +182,15 @@ fn webhook_args(selector: &str) -> Vec<String> {
 /// admits normally.
 #[tokio::test]
 async fn agent_standby_with_another_grants_file_never_admits_what_the_leader_blocks() {
-    use berth_tests::harness::{TestNamespace, install_crds, wait_for_value};
+    use berth_tests::harness::wait_for_value;
     use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
     use k8s_openapi::api::coordination::v1::Lease;
     use kube::Api;
 
-    use crate::agent_support::{ENVIRONMENT, PROJECT, binding_for_service, create_class};
-    use crate::support::webhook::{WEBHOOK_LABEL, dry_run, refusal, runtime_for, runtimes, unique};
+    use crate::agent_support::binding_for_service;
+    use crate::support::webhook::{dry_run, refusal, runtime_for, runtimes};
 
-    let selector = unique("gset");
-    let ns = TestNamespace::with_labels(
-        "agent-gset",
-        &[
-            ("berth.dev/project", PROJECT),
-            ("berth.dev/environment", ENVIRONMENT),
-            (WEBHOOK_LABEL, &selector),
-        ],
-    )
-    .await;
-    install_crds(&ns.client).await;
-    let class = format!("{}-bounded", ns.name);
-    create_class(&ns.client, &class, "bounded-runc").await;
+    let (ns, selector, class) = webhook_namespace("gset").await;
     let (bw, bx) = (format!("{}-bw", ns.name), format!("{}-bx", ns.name));
     let leader_file = write_grants(&[binding(&bw, &class, "bounded-runc")]);
     let other_file = write_grants(&[
@@ -369,7 +380,7 @@ async fn agent_standby_with_another_grants_file_never_admits_what_the_leader_blo
 /// interval.
 #[tokio::test]
 async fn agent_standby_reads_the_lease_again_before_it_refuses() {
-    use berth_tests::harness::{TestNamespace, install_crds, wait_for_value};
+    use berth_tests::harness::wait_for_value;
     use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
     use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -377,22 +388,9 @@ async fn agent_standby_reads_the_lease_again_before_it_refuses() {
     use kube::Api;
     use kube::api::{ObjectMeta, Patch, PatchParams};
 
-    use crate::agent_support::{ENVIRONMENT, PROJECT, create_class};
-    use crate::support::webhook::{WEBHOOK_LABEL, dry_run, refusal, runtime_for, runtimes, unique};
+    use crate::support::webhook::{dry_run, refusal, runtime_for, runtimes};
 
-    let selector = unique("reread");
-    let ns = TestNamespace::with_labels(
-        "agent-reread",
-        &[
-            ("berth.dev/project", PROJECT),
-            ("berth.dev/environment", ENVIRONMENT),
-            (WEBHOOK_LABEL, &selector),
-        ],
-    )
-    .await;
-    install_crds(&ns.client).await;
-    let class = format!("{}-bounded", ns.name);
-    create_class(&ns.client, &class, "bounded-runc").await;
+    let (ns, selector, class) = webhook_namespace("reread").await;
     let bw = format!("{}-bw", ns.name);
     let file = write_grants(&[binding(&bw, &class, "bounded-runc")]);
     let sha = berth_shared::grants::sha256_hex(&std::fs::read(&file).expect("read"));
