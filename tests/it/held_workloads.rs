@@ -39,18 +39,21 @@ struct Edit {
 }
 
 /// Sends the edit as the tenant; whether it was undone within
-/// [`UNDONE_WITHIN`].
+/// [`UNDONE_WITHIN`]. That it landed is read from the write's own answer
+/// (the object as stored by that write): the agent may undo it before any
+/// later read (CI of 2026-12-07 read the HPA back already undone).
 async fn play(tenant: &Client, admin: &Client, ns: &str, e: &Edit) -> bool {
     let params = PatchParams {
         field_manager: Some("kubectl-edit".into()),
         ..Default::default()
     };
+    let json = |v: Result<Value, serde_json::Error>| v.expect("json");
     let landed = match e.resource {
         "deployments" if e.scale => {
             let api: Api<Deployment> = Api::namespaced(tenant.clone(), ns);
             api.patch_scale(e.name, &params, &Patch::Merge(&e.patch))
                 .await
-                .map(|_| ())
+                .map(|scale| json(serde_json::to_value(scale)))
         }
         "deployments" => patch::<Deployment>(tenant, ns, e, &params).await,
         "cronjobs" => patch::<CronJob>(tenant, ns, e, &params).await,
@@ -59,9 +62,14 @@ async fn play(tenant: &Client, admin: &Client, ns: &str, e: &Edit) -> bool {
         }
         other => panic!("no resource {other}"),
     };
-    landed.unwrap_or_else(|err| panic!("{}: the tenant's edit was refused: {err}", e.what));
+    let landed =
+        landed.unwrap_or_else(|err| panic!("{}: the tenant's edit was refused: {err}", e.what));
+    assert!(
+        (e.still)(&landed),
+        "{}: the edit did not land: {landed}",
+        e.what
+    );
     let now = || async { (e.still)(&read(admin, ns, e.resource, e.name).await) };
-    assert!(now().await, "{}: the edit did not land", e.what);
     let deadline = tokio::time::Instant::now() + UNDONE_WITHIN;
     while tokio::time::Instant::now() < deadline {
         if !now().await {
@@ -72,17 +80,19 @@ async fn play(tenant: &Client, admin: &Client, ns: &str, e: &Edit) -> bool {
     false
 }
 
-async fn patch<K>(client: &Client, ns: &str, e: &Edit, params: &PatchParams) -> kube::Result<()>
+/// The tenant's strategic-merge patch; the object the write stored.
+async fn patch<K>(client: &Client, ns: &str, e: &Edit, params: &PatchParams) -> kube::Result<Value>
 where
     K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
         + Clone
         + serde::de::DeserializeOwned
+        + serde::Serialize
         + std::fmt::Debug,
 {
     Api::<K>::namespaced(client.clone(), ns)
         .patch(e.name, params, &Patch::Strategic(&e.patch))
         .await
-        .map(|_| ())
+        .map(|obj| serde_json::to_value(obj).expect("json"))
 }
 
 /// The object as JSON (admin read).
