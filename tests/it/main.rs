@@ -4,6 +4,7 @@
 mod admission;
 mod agent_classes;
 mod agent_contract;
+mod agent_deletions;
 mod agent_dependencies;
 mod agent_grants;
 mod agent_held;

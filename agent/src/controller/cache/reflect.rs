@@ -51,9 +51,39 @@ pub type Observer<K> = Option<Arc<dyn Observe<K>>>;
 /// What the store of a [`cache_storing`] is given of each event.
 pub type StoredFn<K> = fn(&watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>>;
 
-/// A cache's stream of applied objects (polled by the controller, or
-/// drained).
+/// A cache's stream of changed objects (polled by the controller, or
+/// drained): each object added or modified, and each object deleted,
+/// marked by [`touched`].
 pub type Applied<K> = BoxStream<'static, Result<K, watcher::Error>>;
+
+/// The object a watch event touched, for the controller's triggers; a
+/// deleted one with `deletionTimestamp` set if its last state had none.
+///
+/// kube's `applied_objects` drops deletions, and so every trigger missed
+/// them: a PodDisruptionBudget deleted by someone else came back only at
+/// the next resync (302 s with the production 300 s, reproduced on
+/// 2026-12-07), and a deleted RuntimeClass left its Runtimes Granted as
+/// long. kube's `touched_objects` alone would not do either: the owned
+/// kinds pass a fingerprint filter (`wake::triggers::spec_fingerprint`,
+/// the Deployments' status throttle), and an object deleted outright has
+/// the fingerprint of its last update. The mark makes its fingerprint new,
+/// as a deletion's is meant to be.
+pub fn touched<K: Resource>(event: watcher::Event<K>) -> Option<K> {
+    match event {
+        watcher::Event::Apply(obj) | watcher::Event::InitApply(obj) => Some(obj),
+        watcher::Event::Delete(mut obj) => {
+            let meta = obj.meta_mut();
+            if meta.deletion_timestamp.is_none() {
+                meta.deletion_timestamp =
+                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                        k8s_openapi::jiff::Timestamp::now(),
+                    ));
+            }
+            Some(obj)
+        }
+        watcher::Event::Init | watcher::Event::InitDone => None,
+    }
+}
 
 /// Every event as it is.
 pub fn cache_storing_fn<K: Clone>(event: &watcher::Event<K>) -> Option<Cow<'_, watcher::Event<K>>> {
@@ -149,7 +179,7 @@ where
                 }
             }
         })
-        .applied_objects()
+        .try_filter_map(|event| futures::future::ready(Ok(touched(event))))
         .boxed();
     (reader, stream)
 }
@@ -207,4 +237,50 @@ where
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use kube::api::ObjectMeta;
+    use kube::runtime::watcher::Event;
+
+    use super::touched;
+    use crate::controller::wake::triggers::spec_fingerprint;
+
+    fn pdb() -> PodDisruptionBudget {
+        PodDisruptionBudget {
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("team".into()),
+                generation: Some(1),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_deletion_reaches_the_triggers_with_a_new_fingerprint() {
+        let last = pdb();
+        let deleted = touched(Event::Delete(last.clone())).expect("a deletion is a change");
+        assert!(deleted.metadata.deletion_timestamp.is_some());
+        assert_ne!(spec_fingerprint(&deleted), spec_fingerprint(&last));
+        // Already marked (a deletion with finalizers): kept as it was.
+        let mut held = pdb();
+        held.metadata.deletion_timestamp = deleted.metadata.deletion_timestamp.clone();
+        let again = touched(Event::Delete(held.clone())).expect("a change");
+        assert_eq!(
+            again.metadata.deletion_timestamp,
+            held.metadata.deletion_timestamp
+        );
+    }
+
+    #[test]
+    fn applied_objects_pass_and_list_markers_do_not() {
+        assert_eq!(touched(Event::Apply(pdb())), Some(pdb()));
+        assert_eq!(touched(Event::InitApply(pdb())), Some(pdb()));
+        assert_eq!(touched(Event::<PodDisruptionBudget>::Init), None);
+        assert_eq!(touched(Event::<PodDisruptionBudget>::InitDone), None);
+    }
 }

@@ -550,6 +550,12 @@ fn node_fingerprint(node: &Node) -> Option<u64> {
     info.handlers.hash(&mut h);
     info.reports_handlers.hash(&mut h);
     info.labels.hash(&mut h);
+    // A deleted Node (marked by `reflect::touched`) is a change.
+    node.metadata
+        .deletion_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .hash(&mut h);
     for t in &info.taints {
         t.key.hash(&mut h);
         t.value.hash(&mut h);

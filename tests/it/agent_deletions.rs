@@ -1,0 +1,79 @@
+//! A deletion wakes the Runtime it concerns at once, not at the next
+//! resync. The agent here resyncs every 300 s, as in production (every
+//! other test agent resyncs every 2 s, which hid this): another user
+//! deletes the Runtime's PodDisruptionBudget, Service and ConfigMap, and
+//! each is back within 20 s; then its RuntimeClass is deleted, and the
+//! Runtime is Blocked `ClassMissing` within 20 s. Before the fix the PDB
+//! came back after 302 s and the Runtime stayed Granted as long
+//! (reproduced by hand on 2026-12-07).
+
+use std::time::Duration;
+
+use berth_shared::api::Runtime;
+use berth_tests::harness::wait_for_value;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Api;
+use kube::api::DeleteParams;
+use serde_json::json;
+
+use crate::agent_support::{
+    Agent, AgentOpts, Granted, condition, create_runtime, setup_granted, wait_condition,
+};
+
+/// Far below the agent's resync: only a wake explains a repair within it.
+const WITHIN: Duration = Duration::from_secs(20);
+
+/// Deletes `name` of kind `K` in the namespace and waits for a new one.
+async fn deleted_and_back<K>(client: &kube::Client, ns: &str, name: &str, what: &str)
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let before = api.get(name).await.expect(what);
+    let uid = before.meta().uid.clone();
+    api.delete(name, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("deleting the {what}: {e}"));
+    wait_for_value(&format!("the {what} recreated"), WITHIN, || async {
+        let now = api.get_opt(name).await.ok()??;
+        (now.meta().uid != uid && now.meta().deletion_timestamp.is_none()).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn agent_deletions_wake_the_runtime_without_waiting_for_a_resync() {
+    let Granted {
+        ns,
+        class,
+        bw,
+        grants,
+    } = setup_granted("agent-del").await;
+    let mut opts = AgentOpts::new(&ns.name, Some(&grants));
+    opts.resync_seconds = 300;
+    let _agent = Agent::start(opts).await;
+    create_runtime(&ns, "web", json!({"runtimeProfile": bw, "replicas": 1})).await;
+    wait_condition(&ns, "web", "Ready", "True", None).await;
+
+    deleted_and_back::<PodDisruptionBudget>(&ns.client, &ns.name, "web", "PodDisruptionBudget")
+        .await;
+    deleted_and_back::<Service>(&ns.client, &ns.name, "web", "Service").await;
+    deleted_and_back::<ConfigMap>(&ns.client, &ns.name, "web-config", "ConfigMap").await;
+
+    Api::<RuntimeClass>::all(ns.client.clone())
+        .delete(&class, &DeleteParams::default())
+        .await
+        .expect("delete the RuntimeClass");
+    let runtimes: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
+    wait_for_value("the Runtime Blocked ClassMissing", WITHIN, || async {
+        let rt = runtimes.get("web").await.ok()?;
+        let blocked = condition(&rt, "Blocked")?;
+        (blocked.status == "True" && blocked.reason == "ClassMissing").then_some(())
+    })
+    .await;
+}
