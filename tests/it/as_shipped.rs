@@ -30,7 +30,9 @@
 //! used only by the tests that take `NODE`, so no other test's agent meets
 //! the release.
 
+mod previous;
 mod release;
+mod upgrade;
 
 use std::time::{Duration, Instant};
 
@@ -188,12 +190,21 @@ async fn imported_image(info: &berth_tests::localcluster::realnode::RealNodesInf
     let built = tokio::task::spawn_blocking(crate::image::image)
         .await
         .expect("build the image");
+    import(info, &built.archive, &built.reference)
+}
+
+/// The image in the OCI archive `archive` (named `reference` in it),
+/// imported into the real node; by digest, as the chart takes it.
+fn import(
+    info: &berth_tests::localcluster::realnode::RealNodesInfo,
+    archive: &std::path::Path,
+    reference: &str,
+) -> Image {
     let by_digest = info
-        .import_image(&built.archive)
-        .unwrap_or_else(|e| panic!("importing {}: {e}", built.archive.display()));
+        .import_image(archive)
+        .unwrap_or_else(|e| panic!("importing {}: {e}", archive.display()));
     let (repository, digest) = by_digest.split_once('@').expect("by digest");
-    let tag = built
-        .reference
+    let tag = reference
         .rsplit_once(':')
         .map(|(_, t)| t.to_string())
         .expect("tagged");
@@ -386,7 +397,12 @@ async fn as_shipped_chart_and_image_on_the_real_node() {
         node: node.clone(),
     };
     release_namespace(&client, &grants).await;
-    let out = release::install(&cluster.kubeconfig, &image, &this_cluster_values()).await;
+    let out = release::install(
+        &cluster.kubeconfig,
+        &image,
+        &this_cluster_values(std::path::Path::new(&crate::chart::chart_arg())),
+    )
+    .await;
     assert!(out.contains("STATUS: deployed"), "{out}");
 
     // Ready on the real node, from the image by digest; one leads.
@@ -446,19 +462,16 @@ async fn as_shipped_chart_and_image_on_the_real_node() {
     eprintln!("as_shipped: passed in {:?}", started.elapsed());
 }
 
-/// The values this cluster needs beyond the defaults, as an operator of
-/// it would set them: the real node's toleration and selector (it is
+/// The values this cluster needs beyond the defaults of the chart at
+/// `chart`, as an operator of it would set them: the real node's toleration and selector (it is
 /// tainted), and the controller-manager's user added to the workload
 /// policy's controllers (values.yaml: "Add the controller-manager's user
 /// if it runs with another single credential"; here it runs as the
 /// cluster's admin, `--use-service-account-credentials=false`), without
 /// which the ReplicaSet controller could not create the granted pods.
-fn this_cluster_values() -> Vec<String> {
+fn this_cluster_values(chart: &std::path::Path) -> Vec<String> {
     let values: yaml_serde::Value = yaml_serde::from_str(
-        &std::fs::read_to_string(
-            std::path::Path::new(&crate::chart::chart_arg()).join("values.yaml"),
-        )
-        .expect("values.yaml"),
+        &std::fs::read_to_string(chart.join("values.yaml")).expect("values.yaml"),
     )
     .expect("values.yaml");
     let mut controllers: Vec<String> =

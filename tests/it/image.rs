@@ -72,7 +72,7 @@ fn run(what: &str, cmd: &mut Command) -> Output {
 
 /// The commit the workspace is at (what `--version` and the revision label
 /// must name).
-fn head_commit() -> String {
+pub(crate) fn head_commit() -> String {
     let out = run(
         "git rev-parse HEAD",
         Command::new("git")
@@ -130,43 +130,51 @@ pub(crate) fn image() -> &'static Built {
     IMAGE.get_or_init(|| {
         remove_stale_images();
         let reference = format!("{REPOSITORY}:it-{}", std::process::id());
-        let target = berth_tests::harness::profile_dir()
-            .parent()
-            .expect("<target>")
-            .to_path_buf();
         let archive = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("berth-agent-image-{}.oci.tar", std::process::id()));
-        let mut cmd = Command::new("bash");
-        // Without the CARGO_* variables cargo sets for this test process:
-        // some crates record them at build time, and a value that differs
-        // from a shell's would make the release build start over each time.
-        for (key, _) in std::env::vars_os() {
-            if let Some(key) = key.to_str()
-                && key.starts_with("CARGO_")
-                && key != "CARGO_HOME"
-            {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.arg(root().join("assets/image/build.sh"))
-            .arg(&reference)
-            .env("CARGO_TARGET_DIR", &target)
-            .env_remove("BERTH_AGENT_STATIC_BIN")
-            .env("BERTH_IMAGE_ARCHIVE", &archive)
-            .current_dir(root());
-        if let Some(cargo) = std::env::var_os("CARGO") {
-            // build.sh runs `cargo`: the one running these tests.
-            let dir = Path::new(&cargo).parent().map(Path::to_path_buf);
-            if let (Some(dir), Some(path)) = (dir, std::env::var_os("PATH")) {
-                let mut paths = vec![dir];
-                paths.extend(std::env::split_paths(&path));
-                cmd.env("PATH", std::env::join_paths(paths).expect("PATH"));
-            }
-        }
+        let mut cmd = build_command(&root(), &reference, &archive);
         let out = run("assets/image/build.sh", &mut cmd);
         stdout_of("assets/image/build.sh", &out);
         Built { reference, archive }
     })
+}
+
+/// `bash <tree>/assets/image/build.sh REFERENCE` for the tree at `tree`,
+/// with the cargo and target directory of this test run, writing the image
+/// as an OCI archive to `archive` (`BERTH_IMAGE_ARCHIVE`).
+pub(crate) fn build_command(tree: &Path, reference: &str, archive: &Path) -> Command {
+    let target = berth_tests::harness::profile_dir()
+        .parent()
+        .expect("<target>")
+        .to_path_buf();
+    let mut cmd = Command::new("bash");
+    // Without the CARGO_* variables cargo sets for this test process:
+    // some crates record them at build time, and a value that differs
+    // from a shell's would make the release build start over each time.
+    for (key, _) in std::env::vars_os() {
+        if let Some(key) = key.to_str()
+            && key.starts_with("CARGO_")
+            && key != "CARGO_HOME"
+        {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.arg(tree.join("assets/image/build.sh"))
+        .arg(reference)
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("BERTH_AGENT_STATIC_BIN")
+        .env("BERTH_IMAGE_ARCHIVE", archive)
+        .current_dir(tree);
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        // build.sh runs `cargo`: the one running these tests.
+        let dir = Path::new(&cargo).parent().map(Path::to_path_buf);
+        if let (Some(dir), Some(path)) = (dir, std::env::var_os("PATH")) {
+            let mut paths = vec![dir];
+            paths.extend(std::env::split_paths(&path));
+            cmd.env("PATH", std::env::join_paths(paths).expect("PATH"));
+        }
+    }
+    cmd
 }
 
 /// `podman image inspect` of the image: its OCI configuration.

@@ -3,7 +3,7 @@
 //! so that the real-node tests after it find the cluster as before (no
 //! cluster-wide agent, webhook or admission policy of this release).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
@@ -50,25 +50,66 @@ pub(crate) async fn install(
     image: &super::Image,
     extra: &[String],
 ) -> String {
-    let mut args: Vec<String> = [
-        "install",
-        RELEASE,
-        &chart_arg(),
-        "--namespace",
-        NAMESPACE,
-        "--take-ownership",
-        "--set",
-        &format!("image.repository={}", image.repository),
-        "--set",
-        &format!("image.tag={}", image.tag),
-        "--set",
-        &format!("image.digest={}", image.digest),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    install_chart(kubeconfig, Path::new(&chart_arg()), image, extra).await
+}
+
+/// [`install`] of the chart at `chart` (the previous release's, for the
+/// upgrade test).
+pub(crate) async fn install_chart(
+    kubeconfig: &std::path::Path,
+    chart: &Path,
+    image: &super::Image,
+    extra: &[String],
+) -> String {
+    let mut args = vec!["install".to_string(), RELEASE.to_string()];
+    args.push(chart.display().to_string());
+    args.extend(["--namespace", NAMESPACE, "--take-ownership"].map(String::from));
+    args.extend(image_values(image));
     args.extend(extra.iter().cloned());
     helm_in_cluster(kubeconfig, args).await
+}
+
+/// `helm upgrade berth CHART -n berth-system` with the image by digest and
+/// `extra`, as an operator upgrades: the same values given again (not
+/// `--reuse-values`, which would keep an older chart's defaults).
+pub(crate) async fn upgrade(
+    kubeconfig: &std::path::Path,
+    chart: &Path,
+    image: &super::Image,
+    extra: &[String],
+) -> String {
+    let mut args = vec!["upgrade".to_string(), RELEASE.to_string()];
+    args.push(chart.display().to_string());
+    args.extend(["--namespace", NAMESPACE].map(String::from));
+    args.extend(image_values(image));
+    args.extend(extra.iter().cloned());
+    helm_in_cluster(kubeconfig, args).await
+}
+
+/// `helm rollback berth REVISION -n berth-system`.
+pub(crate) async fn rollback(kubeconfig: &std::path::Path, revision: u32) -> String {
+    let args = [
+        "rollback",
+        RELEASE,
+        &revision.to_string(),
+        "--namespace",
+        NAMESPACE,
+    ]
+    .map(String::from)
+    .to_vec();
+    helm_in_cluster(kubeconfig, args).await
+}
+
+/// The chart's image values: repository, tag and digest.
+fn image_values(image: &super::Image) -> Vec<String> {
+    vec![
+        "--set".to_string(),
+        format!("image.repository={}", image.repository),
+        "--set".to_string(),
+        format!("image.tag={}", image.tag),
+        "--set".to_string(),
+        format!("image.digest={}", image.digest),
+    ]
 }
 
 impl Release {
