@@ -58,6 +58,14 @@ use crate::real_node::{self, NODE, WAIT};
 /// The Runtimes, by name (each its own service, so its own identity).
 const RUNTIMES: [&str; 3] = ["api", "worker", "idle"];
 
+/// Runtime `name`'s service: one no other test on the shared real-node
+/// cluster uses. An identity is cluster-wide, and the as-shipped test's
+/// Runtime `api` (service `api`) may still stand when this one runs: the
+/// full run of 3e0ad34 failed here with `IdentityTaken`.
+fn service_of(name: &str) -> String {
+    format!("upgraded-{name}")
+}
+
 /// What must not change across the upgrade and the rollback.
 #[derive(Debug, PartialEq)]
 struct World {
@@ -465,7 +473,7 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     let alias = |service: &str| format!("{}-{service}", ns.name);
     let bindings: Vec<String> = RUNTIMES
         .iter()
-        .map(|s| binding_for_service(&alias(s), &class, "bounded-runc", s))
+        .map(|s| binding_for_service(&alias(s), &class, "bounded-runc", &service_of(s)))
         .collect();
     let grants = berth_tests::grants_file::text(&bindings);
     let _release = Release {
@@ -495,9 +503,12 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     );
 
     // The Runtimes, in their states.
-    let spec = |service: &str, extra: Value| {
-        let mut s =
-            real_node::on_real_node(&info, service, json!({"runtimeProfile": alias(service)}));
+    let spec = |name: &str, extra: Value| {
+        let mut s = real_node::on_real_node(
+            &info,
+            &service_of(name),
+            json!({"runtimeProfile": alias(name)}),
+        );
         if let (Some(s), Some(e)) = (s.as_object_mut(), extra.as_object()) {
             s.extend(e.clone());
         }
