@@ -25,38 +25,45 @@
 //!
 //! The states: `api` granted and Ready (Complete) on the real node;
 //! `worker` granted and Ready with a one-time Job run to completion;
-//! `idle` granted and suspended (Suspended). A Blocked Runtime is not
-//! among them yet: one granted, rolled out, then its RuntimeClass deleted
-//! still said Granted 240 s later under the previous agent (its resync is
-//! 300 s), too slow for this test.
+//! `idle` granted and suspended (Suspended); `held` granted, rolled out,
+//! then Blocked `ClassDeleting` (its RuntimeClass deleted and held by a
+//! finalizer), its workloads kept. Each has a service no other test uses
+//! (`service_of`): an identity is cluster-wide.
 //!
 //! It takes the real node alone (`NODE`), like the as-shipped test, for
 //! the same reasons; and its release is removed whatever the outcome.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use berth_shared::api::{Runtime, RuntimeGrant};
+use berth_shared::api::Runtime;
 use berth_tests::harness::{self, TestNamespace, wait_for_value};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ListParams, PostParams};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+mod crds;
+mod world;
+
+use self::crds::{crds_are, stored_objects_valid};
+use self::world::{assert_same, world};
 use super::previous;
 use super::release::{self, NAMESPACE, Release};
 use super::{
-    Image, agent_pods, create_granted, fail_if_stuck, holder, import, imported_image, is_ready,
-    name_of, release_namespace, this_cluster_values,
+    Image, agent_pods, fail_if_stuck, holder, import, imported_image, is_ready, name_of,
+    release_namespace, this_cluster_values,
 };
 use crate::agent_support::{binding_for_service, create_class, wait_condition};
 use crate::real_node::{self, NODE, WAIT};
 
 /// The Runtimes, by name (each its own service, so its own identity).
-const RUNTIMES: [&str; 3] = ["api", "worker", "idle"];
+const RUNTIMES: [&str; 4] = ["api", "worker", "idle", "held"];
+
+/// Keeps `held`'s RuntimeClass deleting (and so the Runtime Blocked
+/// `ClassDeleting`) until the test lets go.
+const HOLD_FINALIZER: &str = "berth.dev/test-hold";
 
 /// Runtime `name`'s service: one no other test on the shared real-node
 /// cluster uses. An identity is cluster-wide, and the as-shipped test's
@@ -64,119 +71,6 @@ const RUNTIMES: [&str; 3] = ["api", "worker", "idle"];
 /// full run of 3e0ad34 failed here with `IdentityTaken`.
 fn service_of(name: &str) -> String {
     format!("upgraded-{name}")
-}
-
-/// What must not change across the upgrade and the rollback.
-#[derive(Debug, PartialEq)]
-struct World {
-    /// Each Runtime's status, as the agent wrote it.
-    statuses: BTreeMap<String, Value>,
-    /// Each Deployment's generation and pod template.
-    deployments: BTreeMap<String, (Option<i64>, Value)>,
-    /// Every pod of the namespace (servers and the Job's), by uid.
-    pods: BTreeMap<String, String>,
-    /// Every Job of the namespace, by uid.
-    jobs: BTreeMap<String, String>,
-}
-
-async fn world(ns: &TestNamespace) -> World {
-    let runtimes = Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .expect("Runtimes")
-        .items;
-    let statuses = runtimes
-        .iter()
-        .map(|r| {
-            (
-                r.metadata.name.clone().unwrap_or_default(),
-                serde_json::to_value(&r.status).expect("status"),
-            )
-        })
-        .collect();
-    let deployments = Api::<Deployment>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .expect("Deployments")
-        .items
-        .into_iter()
-        .map(|d| {
-            let template = serde_json::to_value(d.spec.map(|s| s.template)).expect("template");
-            (
-                d.metadata.name.unwrap_or_default(),
-                (d.metadata.generation, template),
-            )
-        })
-        .collect();
-    let uids = |items: Vec<(Option<String>, Option<String>)>| {
-        items
-            .into_iter()
-            .map(|(n, u)| (n.unwrap_or_default(), u.unwrap_or_default()))
-            .collect::<BTreeMap<_, _>>()
-    };
-    let pods = Api::<Pod>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .expect("pods")
-        .items
-        .into_iter()
-        .map(|p| (p.metadata.name, p.metadata.uid))
-        .collect();
-    let jobs = Api::<Job>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .expect("Jobs")
-        .items
-        .into_iter()
-        .map(|j| (j.metadata.name, j.metadata.uid))
-        .collect();
-    World {
-        statuses,
-        deployments,
-        pods: uids(pods),
-        jobs: uids(jobs),
-    }
-}
-
-/// Panics, naming what differs, unless `now` is `before`.
-fn assert_same(before: &World, now: &World, after: &str) {
-    let mut diffs = Vec::new();
-    for (name, status) in &before.statuses {
-        let other = now.statuses.get(name);
-        if other != Some(status) {
-            diffs.push(format!(
-                "Runtime {name}'s status:\n  before: {status}\n  after:  {}",
-                other.map(Value::to_string).unwrap_or_default()
-            ));
-        }
-    }
-    for (name, (generation, template)) in &before.deployments {
-        match now.deployments.get(name) {
-            Some((g, t)) if g == generation && t == template => {}
-            Some((g, t)) => diffs.push(format!(
-                "Deployment {name}: generation {generation:?} → {g:?}; template\n  before: {template}\n  after:  {t}"
-            )),
-            None => diffs.push(format!("Deployment {name} is gone")),
-        }
-    }
-    if now.deployments.len() != before.deployments.len() {
-        diffs.push(format!(
-            "Deployments: {:?} → {:?}",
-            before.deployments.keys().collect::<Vec<_>>(),
-            now.deployments.keys().collect::<Vec<_>>()
-        ));
-    }
-    if now.pods != before.pods {
-        diffs.push(format!("pods: {:?} → {:?}", before.pods, now.pods));
-    }
-    if now.jobs != before.jobs {
-        diffs.push(format!("Jobs: {:?} → {:?}", before.jobs, now.jobs));
-    }
-    assert!(
-        diffs.is_empty(),
-        "after {after}, the Runtimes' world changed:\n{}",
-        diffs.join("\n")
-    );
 }
 
 /// Waits until exactly two agent pods exist, both Ready on `node` and
@@ -320,120 +214,6 @@ async fn quiet_at_rest(client: &Client, audit_log: &std::path::Path, since: usiz
     eprintln!("upgrade: no writes at rest after {what} (windows {windows:?})");
 }
 
-/// The CRDs as the chart at `chart` ships them, by name.
-fn chart_crds(chart: &std::path::Path) -> BTreeMap<String, CustomResourceDefinition> {
-    let dir = chart.join("files/crds");
-    let mut out = BTreeMap::new();
-    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = e.expect("entry").path();
-        let text = std::fs::read_to_string(&path).expect("CRD file");
-        let crd: CustomResourceDefinition =
-            yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        out.insert(crd.metadata.name.clone().expect("named"), crd);
-    }
-    out
-}
-
-/// The schema of each version of a CRD, by version name.
-fn schemas(crd: &CustomResourceDefinition) -> BTreeMap<String, Value> {
-    crd.spec
-        .versions
-        .iter()
-        .map(|v| {
-            (
-                v.name.clone(),
-                serde_json::to_value(&v.schema).expect("schema"),
-            )
-        })
-        .collect()
-}
-
-/// The CRDs in the cluster: each the one of `uids` (updated in place, never
-/// re-created), with the schema of the chart at `chart`, and `v1alpha1`
-/// the only stored version. Returns the uids.
-async fn crds_are(
-    client: &Client,
-    chart: &std::path::Path,
-    uids: Option<&BTreeMap<String, String>>,
-) -> BTreeMap<String, String> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let mut seen = BTreeMap::new();
-    for (name, shipped) in chart_crds(chart) {
-        // helm returns once it has sent them; the apiserver serves the new
-        // schema once the CRD is Established again.
-        let crd = wait_for_value(
-            &format!("CRD {name} with the schema of {}", chart.display()),
-            WAIT,
-            || async {
-                let crd = api.get(&name).await.ok()?;
-                (schemas(&crd) == schemas(&shipped)).then_some(crd)
-            },
-        )
-        .await;
-        let stored = crd.status.as_ref().and_then(|s| s.stored_versions.clone());
-        assert_eq!(stored, Some(vec!["v1alpha1".to_string()]), "{name}");
-        let uid = crd.metadata.uid.clone().expect("uid");
-        if let Some(before) = uids.and_then(|u| u.get(&name)) {
-            assert_eq!(
-                &uid, before,
-                "CRD {name} was re-created, not upgraded in place"
-            );
-        }
-        seen.insert(name, uid);
-    }
-    seen
-}
-
-/// Every stored Runtime and RuntimeGrant reads back into this tree's types,
-/// and every Runtime passes the served schema: a dry-run create of a copy
-/// (another name; its spec as stored) is validated in full (a create is
-/// not ratcheted as an update is). Schema validation comes before the
-/// validating webhooks, so the webhook's refusal of the copy (its identity
-/// is the original's) also shows the copy valid; a 422 (Invalid) would
-/// not.
-async fn stored_objects_valid(ns: &TestNamespace) {
-    let runtimes = Api::<Runtime>::namespaced(ns.client.clone(), &ns.name);
-    let listed = runtimes
-        .list(&ListParams::default())
-        .await
-        .expect("Runtimes read back");
-    assert_eq!(listed.items.len(), RUNTIMES.len());
-    let grants = Api::<RuntimeGrant>::all(ns.client.clone())
-        .list(&ListParams::default())
-        .await
-        .expect("RuntimeGrants read back");
-    assert!(
-        grants.items.len() >= RUNTIMES.len(),
-        "the agent's RuntimeGrants: {}",
-        grants.items.len()
-    );
-    for rt in &listed.items {
-        let name = rt.metadata.name.clone().unwrap_or_default();
-        let copy: Runtime = serde_json::from_value(json!({
-            "apiVersion": "berth.dev/v1alpha1",
-            "kind": "Runtime",
-            "metadata": {"name": format!("{name}-copy"), "namespace": ns.name},
-            "spec": rt.spec,
-        }))
-        .expect("copy");
-        match runtimes
-            .create(
-                &PostParams {
-                    dry_run: true,
-                    ..Default::default()
-                },
-                &copy,
-            )
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(s))
-                if s.code == 403 && s.message.contains("denied the request") => {}
-            Err(e) => panic!("the stored Runtime {name} does not pass the served schema: {e}"),
-        }
-    }
-}
-
 #[tokio::test]
 async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     let Some((cluster, info)) = real_node::real().await else {
@@ -471,9 +251,37 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     let class = format!("{}-bounded-runc", ns.name);
     create_class(&ns.client, &class, "bounded-runc").await;
     let alias = |service: &str| format!("{}-{service}", ns.name);
+    // `held` has a class of its own, to be deleted under it, on another
+    // handler: the release's policy refuses a second class on a granted
+    // handler (`berth-granted-runtimeclasses`). The finalizer that will
+    // keep it deleting goes on now, before the release and its policy are
+    // there; the guard that takes it off again is dropped after the
+    // release's, once that policy is gone.
+    let held_class = format!("{}-held", ns.name);
+    create_class(&ns.client, &held_class, "runc").await;
+    let classes: Api<RuntimeClass> = Api::all(client.clone());
+    classes
+        .patch(
+            &held_class,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": [HOLD_FINALIZER]}})),
+        )
+        .await
+        .expect("hold the class");
+    let _let_go = LetGo {
+        classes: classes.clone(),
+        name: held_class.clone(),
+    };
     let bindings: Vec<String> = RUNTIMES
         .iter()
-        .map(|s| binding_for_service(&alias(s), &class, "bounded-runc", &service_of(s)))
+        .map(|&s| {
+            let (class, handler) = if s == "held" {
+                (&held_class, "runc")
+            } else {
+                (&class, "bounded-runc")
+            };
+            binding_for_service(&alias(s), class, handler, &service_of(s))
+        })
         .collect();
     let grants = berth_tests::grants_file::text(&bindings);
     let _release = Release {
@@ -514,8 +322,8 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
         }
         s
     };
-    create_granted(&ns, "api", spec("api", json!({}))).await;
-    create_granted(
+    create_under_previous(&ns, "api", spec("api", json!({}))).await;
+    create_under_previous(
         &ns,
         "worker",
         spec(
@@ -524,12 +332,22 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
         ),
     )
     .await;
-    create_granted(&ns, "idle", spec("idle", json!({"suspend": true}))).await;
-    for name in ["api", "worker"] {
+    create_under_previous(&ns, "idle", spec("idle", json!({"suspend": true}))).await;
+    create_under_previous(&ns, "held", spec("held", json!({}))).await;
+    for name in ["api", "worker", "held"] {
         wait_condition(&ns, name, "Ready", "True", None).await;
     }
     job_succeeded(&ns, "worker").await;
     phase(&ns, "idle", "Suspended").await;
+    // `held` Blocked: its class deleted, and held in deletion by the
+    // finalizer (an update, which wakes the previous agent too; a class
+    // deleted outright woke it only at its 300 s resync, the bug the
+    // agent_deletions test guards). Its workloads stay as they were.
+    classes
+        .delete(&held_class, &DeleteParams::default())
+        .await
+        .expect("delete the held class");
+    wait_condition(&ns, "held", "Blocked", "True", Some("ClassDeleting")).await;
     // Settled under the previous agent, then recorded.
     leader_settled(&client, &leader).await;
     let leader_now = holder(&client, &agents).await.0;
@@ -568,7 +386,7 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     );
     leader_settled(&client, &leader).await;
     assert_same(&before, &world(&ns).await, "the upgrade");
-    stored_objects_valid(&ns).await;
+    stored_objects_valid(&ns, RUNTIMES.len()).await;
     quiet_at_rest(&client, &audit_log, audited, "the upgrade").await;
     assert_same(&before, &world(&ns).await, "the upgrade, at rest");
 
@@ -581,7 +399,7 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     let (leader, _) = holder(&client, &agents).await;
     leader_settled(&client, &leader).await;
     assert_same(&before, &world(&ns).await, "the rollback");
-    for name in ["api", "worker"] {
+    for name in ["api", "worker", "held"] {
         let pods = crate::agent_support::server_pods(&ns, name).await;
         assert!(
             !pods.is_empty() && pods.iter().all(is_ready),
@@ -593,6 +411,62 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
         "upgrade: rolled back, agents {agents:?}, leader {leader}; passed in {:?}",
         started.elapsed()
     );
+}
+
+/// Creates a granted Runtime under the previous release, whose replicas
+/// still have the bug fixed in 3e78f90 (docs/upgrade.md, release notes):
+/// right after the install a Ready standby that has not yet read the new
+/// leader's Lease refuses with the retryable "grants are being reloaded,
+/// retry" until its next read (the retry period, 5 s). The full run of
+/// 007bb44 met it 3 s after the install. So here, and only here, that
+/// refusal is retried, for up to 30 s, as a client of that release would;
+/// this tree's agent is held to admitting at the first attempt
+/// (`as_shipped::create_granted`).
+async fn create_under_previous(ns: &TestNamespace, name: &str, extra: Value) {
+    let api: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
+    let rt = super::runtime_of(ns, name, extra);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match api.create(&PostParams::default(), &rt).await {
+            Ok(_) => return,
+            Err(kube::Error::Api(s))
+                if s.message.contains("grants are being reloaded") && Instant::now() < deadline =>
+            {
+                eprintln!(
+                    "upgrade: the previous release refused {name}, retrying: {}",
+                    s.message
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => panic!("creating the granted Runtime {name} under the previous release: {e}"),
+        }
+    }
+}
+
+/// Lets the held class go (drops its finalizer) whatever the outcome.
+struct LetGo {
+    classes: Api<RuntimeClass>,
+    name: String,
+}
+
+impl Drop for LetGo {
+    fn drop(&mut self) {
+        // Drop cannot await: a thread with a runtime of its own, as
+        // `Release` does.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                let _ = rt.block_on(self.classes.patch(
+                    &self.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+                ));
+            });
+        });
+    }
 }
 
 /// Waits until Runtime `name`'s rollout phase is `want`; the Runtime.
