@@ -415,14 +415,19 @@ async fn agent_standby_reads_the_lease_again_before_it_refuses() {
     };
     let other = "0".repeat(64);
     let leader_writes = PatchParams::apply("another-agent").force();
-    leases
-        .patch(
-            &opts.lease_name,
-            &leader_writes,
-            &Patch::Apply(lease_as("old-leader", &other)),
-        )
-        .await
-        .expect("the old leader's Lease");
+    let lease_name = opts.lease_name.clone();
+    let take_lease = |holder: &'static str, digest: String| {
+        let (leases, lease_name, leader_writes) =
+            (leases.clone(), lease_name.clone(), leader_writes.clone());
+        let lease = lease_as(holder, &digest);
+        async move {
+            leases
+                .patch(&lease_name, &leader_writes, &Patch::Apply(lease))
+                .await
+                .unwrap_or_else(|e| panic!("{holder} takes the Lease: {e}"));
+        }
+    };
+    take_lease("old-leader", other).await;
 
     opts.extra_args = webhook_args(&selector);
     opts.lease_seconds = (120, 60, 90);
@@ -457,14 +462,7 @@ async fn agent_standby_reads_the_lease_again_before_it_refuses() {
     // A new leader, with the standby's file, takes the Lease. The standby's
     // own next look is up to 60 s away; one re-read interval later an
     // admission is judged on what the Lease says now.
-    leases
-        .patch(
-            &opts.lease_name,
-            &leader_writes,
-            &Patch::Apply(lease_as("new-leader", &sha)),
-        )
-        .await
-        .expect("the new leader's Lease");
+    take_lease("new-leader", sha.clone()).await;
     let changed = std::time::Instant::now();
     tokio::time::sleep(Duration::from_millis(600)).await;
     api.create(&dry_run(), &runtime_for("web", "worker", Some(&bw), false))

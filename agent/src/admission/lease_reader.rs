@@ -17,7 +17,8 @@ use super::grant_set::{GrantSet, Leader, LeaseSource, leader_of};
 /// call to the webhook has its own timeout of a few seconds).
 const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The Lease `name` in `namespace`.
+/// The Lease `name` in `namespace` (a clone shares the client).
+#[derive(Clone)]
 pub struct LeaseReader {
     api: Api<Lease>,
     name: String,

@@ -243,12 +243,10 @@ pub fn run_command(args: &WebhookCommandArgs) -> color_eyre::Result<()> {
                     own,
                     prometheus_client::metrics::gauge::Gauge::default(),
                 );
-                set.read_lease_from(Box::new(lease_reader::LeaseReader::new(
-                    client.clone(),
-                    namespace,
-                    name,
-                )));
+                // One reader: followed every interval, and read again on
+                // demand by an admission that finds the set unconfirmed.
                 let reader = lease_reader::LeaseReader::new(client.clone(), namespace, name);
+                set.read_lease_from(Box::new(reader.clone()));
                 let follower = set.clone();
                 tokio::spawn(async move {
                     lease_reader::follow(&reader, follower, FOLLOW_INTERVAL).await;
