@@ -167,16 +167,26 @@ impl Release {
 
 impl Drop for Release {
     fn drop(&mut self) {
-        // Drop cannot await, and this runs on the test's runtime: a thread
-        // of its own with a runtime of its own.
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("runtime");
-                rt.block_on(self.remove());
-            });
-        });
+        block_on_aside(self.remove());
     }
+}
+
+/// Runs `work` to its end from a `Drop`, which cannot await and runs on
+/// the test's runtime: on a thread of its own with a runtime of its own.
+pub(crate) fn block_on_aside<F>(work: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(work)
+        })
+        .join()
+        .expect("the work aside")
+    })
 }

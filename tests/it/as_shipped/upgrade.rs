@@ -269,7 +269,7 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
         .await
         .expect("hold the class");
     let _let_go = LetGo {
-        classes: classes.clone(),
+        kubeconfig: cluster.kubeconfig.clone(),
         name: held_class.clone(),
     };
     let bindings: Vec<String> = RUNTIMES
@@ -443,28 +443,25 @@ async fn create_under_previous(ns: &TestNamespace, name: &str, extra: Value) {
     }
 }
 
-/// Lets the held class go (drops its finalizer) whatever the outcome.
+/// Lets the held class go (drops its finalizer) whatever the outcome,
+/// through a client of its own: the test's client runs on the test's
+/// runtime, which a `Drop` blocks (with it, a run that passed hung here).
 struct LetGo {
-    classes: Api<RuntimeClass>,
+    kubeconfig: std::path::PathBuf,
     name: String,
 }
 
 impl Drop for LetGo {
     fn drop(&mut self) {
-        // Drop cannot await: a thread with a runtime of its own, as
-        // `Release` does.
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("runtime");
-                let _ = rt.block_on(self.classes.patch(
-                    &self.name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-                ));
-            });
+        release::block_on_aside(async {
+            let client =
+                berth_tests::localcluster::health::client_from_kubeconfig(&self.kubeconfig)
+                    .await
+                    .expect("client");
+            let let_go = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+            let _ = Api::<RuntimeClass>::all(client)
+                .patch(&self.name, &PatchParams::default(), &let_go)
+                .await;
         });
     }
 }
