@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::agent_support::{
     Agent, AgentOpts, Granted, create_runtime, setup_granted, wait_condition, wait_reconciles,
 };
-use crate::support::at_rest::assert_no_writes_over;
+use crate::support::at_rest::silent_at_rest;
 
 const WAIT: Duration = Duration::from_secs(180);
 
@@ -180,8 +180,13 @@ async fn job_identity_retirement_keeps_completed_and_running_jobs() {
     // It keeps the class it started with: its template is immutable.
     assert_eq!(class_of_template(&still).as_deref(), Some(class.as_str()));
 
-    // At rest: nothing more is written for them.
-    assert_no_writes_over(&agent, &ns.client, 4.0, "after a retirement with kept Jobs").await;
+    // At rest: nothing more is written for them. The retirement's rollout
+    // ends in a paced progress write a progress interval after it settles;
+    // since deletions wake the Runtime (the old pods' and ReplicaSet's),
+    // four reconciles can pass before it (CI of 2a5dda8: one Runtime
+    // status PATCH in the window). So windows until one is quiet, then one
+    // more that must be.
+    silent_at_rest(&agent, &ns.client, "after a retirement with kept Jobs").await;
 
     // The status records the definitions the Jobs ran.
     let rt = Api::<Runtime>::namespaced(ns.client.clone(), &ns.name)
