@@ -55,34 +55,38 @@ pub(super) async fn world(ns: &TestNamespace) -> World {
             )
         })
         .collect();
-    let uids = |items: Vec<(Option<String>, Option<String>)>| {
-        items
-            .into_iter()
-            .map(|(n, u)| (n.unwrap_or_default(), u.unwrap_or_default()))
-            .collect::<BTreeMap<_, _>>()
-    };
-    let pods = Api::<Pod>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .expect("pods")
-        .items
-        .into_iter()
-        .map(|p| (p.metadata.name, p.metadata.uid))
-        .collect();
-    let jobs = Api::<Job>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .expect("Jobs")
-        .items
-        .into_iter()
-        .map(|j| (j.metadata.name, j.metadata.uid))
-        .collect();
+    let pods = uids::<Pod>(ns).await;
+    let jobs = uids::<Job>(ns).await;
     World {
         statuses,
         deployments,
-        pods: uids(pods),
-        jobs: uids(jobs),
+        pods,
+        jobs,
     }
+}
+
+/// Every object of kind `K` in the namespace: its name and uid.
+async fn uids<K>(ns: &TestNamespace) -> BTreeMap<String, String>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(ns.client.clone(), &ns.name)
+        .list(&ListParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("listing {}: {e}", K::kind(&())))
+        .items
+        .into_iter()
+        .map(|o| {
+            let meta = o.meta();
+            (
+                meta.name.clone().unwrap_or_default(),
+                meta.uid.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 /// Panics, naming what differs, unless `now` is `before`.
