@@ -67,11 +67,11 @@ enum Leaving {
 
 /// Step 2, compute (pure): the published set and every status.
 fn compute<'a>(ctx: &'a Context, snap: &Snapshot) -> (Vec<Desired<'a>>, Vec<Leaving>) {
-    let publisher = ctx.settings.publisher.as_str();
-    let pods_watched = ctx.settings.watch_bare_pods;
-    let bindings = &ctx.grants.bindings;
+    let publisher = ctx.config.settings.publisher.as_str();
+    let pods_watched = ctx.config.settings.watch_bare_pods;
+    let bindings = &ctx.config.grants.bindings;
     // What the canaries saw (`crate::canary`), as last published.
-    let attested = ctx.attestations.snapshot();
+    let attested = ctx.view.attestations.snapshot();
     let ours = |g: &RuntimeGrant| {
         g.labels().get(PUBLISHED_BY_LABEL).map(String::as_str) == Some(publisher)
     };
@@ -182,7 +182,7 @@ async fn apply(
     desired: &[Desired<'_>],
     leaving: &[Leaving],
 ) -> (usize, Vec<String>) {
-    let publisher = ctx.settings.publisher.as_str();
+    let publisher = ctx.config.settings.publisher.as_str();
     let mut writes = 0;
     let mut failed = Vec::new();
     for d in desired.iter().filter(|d| d.apply) {
@@ -206,7 +206,7 @@ async fn apply(
         {
             Ok(_) => {
                 writes += 1;
-                ctx.metrics.write("RuntimeGrant", "apply");
+                ctx.record.metrics.write("RuntimeGrant", "apply");
             }
             Err(e) => {
                 tracing::warn!(grant = %name, error = %e, "publishing RuntimeGrant failed");
@@ -227,7 +227,7 @@ async fn apply(
         match api.delete(&name, &params).await {
             Ok(_) => {
                 writes += 1;
-                ctx.metrics.write("RuntimeGrant", "delete");
+                ctx.record.metrics.write("RuntimeGrant", "delete");
                 tracing::info!(grant = %name, "pruned RuntimeGrant whose binding left the grants file");
             }
             Err(kube::Error::Api(s)) if s.code == 404 => {}
@@ -276,14 +276,20 @@ async fn publish_status(
 /// The publisher's gauges: the file, Runtimes and grants by state,
 /// retained workloads by class.
 fn metrics(ctx: &Context, snap: &Snapshot, grants: &Store<RuntimeGrant>) {
-    ctx.metrics
+    ctx.record
+        .metrics
         .grants_file_stale
         .set(i64::from(matches!(snap.file, FileState::Stale(_))));
-    crate::metrics::state::runtimes(&ctx.metrics, &ctx.stores.runtimes.state());
-    crate::metrics::state::grants(&ctx.metrics, &grants.state(), &ctx.settings.publisher);
-    ctx.metrics.retained_workloads.clear();
+    crate::metrics::state::runtimes(&ctx.record.metrics, &ctx.view.stores.runtimes.state());
+    crate::metrics::state::grants(
+        &ctx.record.metrics,
+        &grants.state(),
+        &ctx.config.settings.publisher,
+    );
+    ctx.record.metrics.retained_workloads.clear();
     for (class, refs) in &snap.retained {
-        ctx.metrics
+        ctx.record
+            .metrics
             .retained_workloads
             .get_or_create(&crate::metrics::ClassLabels {
                 runtime_class: class.clone(),
@@ -298,7 +304,7 @@ pub async fn sync_once(ctx: &Context, grants: &Store<RuntimeGrant>) -> usize {
     metrics(ctx, &snap, grants);
     let (desired, leaving) = compute(ctx, &snap);
     drop(snap);
-    let api: Api<RuntimeGrant> = Api::all(ctx.client.clone());
+    let api: Api<RuntimeGrant> = Api::all(ctx.access.client.clone());
     let (applied, failed) = apply(ctx, &api, &desired, &leaving).await;
     applied + publish_status(ctx, &api, &desired, &leaving, &failed).await
 }
@@ -319,7 +325,7 @@ pub async fn run(
     }
     // A status computed from a cache that has not listed yet would say
     // "class missing" or "no node reports the handler" for nothing.
-    ctx.synced.wait().await;
+    ctx.view.synced.wait().await;
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let backstop = interval * BACKSTOP_INTERVALS;

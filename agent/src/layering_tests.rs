@@ -6,20 +6,8 @@
 
 use std::path::PathBuf;
 
-/// The controller's own circle, left by its regrouping into stages
-/// (issue 54, item 1): the groups share `context`, which names the types
-/// of each.
-const CONTROLLER: &str = "agent/src/controller, after its regrouping (issue 54, item 1)";
-
 #[test]
 fn no_modules_import_each_other_in_a_circle() {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
-    berth_shared::testkit::layering::assert_no_circles(
-        "the agent",
-        &src,
-        &[(
-            "modules {controller::cache, controller::context, controller::pacing, controller::reconcile, controller::wake} form a circle",
-            CONTROLLER,
-        )],
-    );
+    berth_shared::testkit::layering::assert_no_circles("the agent", &src, &[]);
 }

@@ -37,7 +37,7 @@ pub enum Published {
 /// The pending file's spec, or `None` when the file on disk is the one
 /// loaded (or no file is configured).
 fn observe(ctx: &Context) -> Option<PendingGrantsFileSpec> {
-    let loaded = ctx.grants.loaded.as_ref()?;
+    let loaded = ctx.config.grants.loaded.as_ref()?;
     if matches!(loaded.changed_on_disk(), Ok(false)) {
         return None;
     }
@@ -72,10 +72,10 @@ fn pending_verdict(v: berth_shared::api::PendingVerdict) -> &'static str {
 /// One pass: publish, update or delete the PendingGrantsFile. Returns the
 /// writes sent.
 pub async fn sync_once(ctx: &Context, published: &mut Published) -> usize {
-    let api: Api<PendingGrantsFile> = Api::all(ctx.client.clone());
-    let name = ctx.settings.publisher.as_str();
+    let api: Api<PendingGrantsFile> = Api::all(ctx.access.client.clone());
+    let name = ctx.config.settings.publisher.as_str();
     let want = observe(ctx);
-    ctx.metrics.pending_grants(want.as_ref().map(|s| {
+    ctx.record.metrics.pending_grants(want.as_ref().map(|s| {
         (
             pending_verdict(s.verdict),
             s.sha256.as_deref().unwrap_or_default(),
@@ -99,7 +99,7 @@ pub async fn sync_once(ctx: &Context, published: &mut Published) -> usize {
         (None, Published::Absent) => 0,
         (None, _) => match api.delete(name, &DeleteParams::default()).await {
             Ok(_) => {
-                ctx.metrics.write("PendingGrantsFile", "delete");
+                ctx.record.metrics.write("PendingGrantsFile", "delete");
                 tracing::info!(
                     "the grants file on disk is the one loaded: PendingGrantsFile deleted"
                 );
@@ -137,7 +137,7 @@ pub async fn sync_once(ctx: &Context, published: &mut Published) -> usize {
                 .await
             {
                 Ok(_) => {
-                    ctx.metrics.write("PendingGrantsFile", "apply");
+                    ctx.record.metrics.write("PendingGrantsFile", "apply");
                     tracing::info!(verdict = ?spec.verdict, bindings = spec.bindings.len(), "published the pending grants file (not applied: restart the agent to apply it)");
                     *published = Published::Present(spec);
                     1

@@ -48,8 +48,13 @@ const LAUNCH_MEMORY: Duration = Duration::from_secs(120);
 /// binding's handler, are supported and not being deleted), once each.
 fn granted_classes(ctx: &Context) -> Vec<CanaryClass> {
     let mut out: BTreeMap<String, CanaryClass> = BTreeMap::new();
-    for b in &ctx.grants.bindings {
-        let Some(class) = ctx.stores.classes.get(&ObjectRef::new(&b.runtime_class)) else {
+    for b in &ctx.config.grants.bindings {
+        let Some(class) = ctx
+            .view
+            .stores
+            .classes
+            .get(&ObjectRef::new(&b.runtime_class))
+        else {
             continue;
         };
         let observed = ObservedClass::from_runtime_class(&class);
@@ -69,8 +74,8 @@ fn granted_classes(ctx: &Context) -> Vec<CanaryClass> {
 /// (class, node)), cut down to what a [`CanaryRecord`] reads.
 fn watch_jobs(ctx: &Context, namespace: &str, notify: Arc<Notify>) -> Store<Job> {
     let (store, writer) = reflector::store();
-    let api: Api<Job> = Api::namespaced(ctx.client.clone(), namespace);
-    let watches = &ctx.settings.watches;
+    let api: Api<Job> = Api::namespaced(ctx.access.client.clone(), namespace);
+    let watches = &ctx.config.settings.watches;
     let config = watches.config().labels(&format!("{CANARY_LABEL}=true"));
     let stream = watches
         .watch(api, config)
@@ -89,7 +94,7 @@ fn watch_jobs(ctx: &Context, namespace: &str, notify: Arc<Notify>) -> Store<Job>
 
 /// The per-class gauges: nodes verified, failing, unverified.
 fn metrics(ctx: &Context, published: &Published) {
-    let family = &ctx.metrics.handler_nodes;
+    let family = &ctx.record.metrics.handler_nodes;
     family.clear();
     for v in published.classes.values() {
         let (verified, failing, unverified) = v.counts();
@@ -108,16 +113,18 @@ fn metrics(ctx: &Context, published: &Published) {
         }
     }
     let on = published.policy.as_ref().is_some_and(|p| p.off.is_none());
-    ctx.metrics.canaries_enabled.set(i64::from(on));
+    ctx.record.metrics.canaries_enabled.set(i64::from(on));
     let cadence = if on {
         published.cadence
     } else {
         Cadence::default()
     };
-    ctx.metrics
+    ctx.record
+        .metrics
         .canary_effective_period
         .set(cadence.effective_period_seconds);
-    ctx.metrics
+    ctx.record
+        .metrics
         .canary_pairs
         .set(i64::try_from(cadence.pairs).unwrap_or(i64::MAX));
 }
@@ -143,11 +150,11 @@ async fn launch(
         ttl_seconds: i32::try_from(ttl_seconds).unwrap_or(i32::MAX),
         deadline_seconds: i64::try_from(flags.canary_deadline_seconds).unwrap_or(i64::MAX),
     });
-    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &flags.canary_namespace);
+    let api: Api<Job> = Api::namespaced(ctx.access.client.clone(), &flags.canary_namespace);
     match api.create(&PostParams::default(), &job).await {
         Ok(_) => {
-            ctx.metrics.write("Job", "create");
-            ctx.metrics.canaries_started.inc();
+            ctx.record.metrics.write("Job", "create");
+            ctx.record.metrics.canaries_started.inc();
             tracing::info!(class = %l.class.name, node = %l.node.name(), job = %name, "canary started");
         }
         // Another leader's (or this one's, unseen yet): one per pair all the same.
@@ -180,7 +187,7 @@ fn publish(ctx: &Context, attestations: &Attestations, publisher: &Wake, publish
         return;
     }
     tracing::info!(classes = ?failing, "failing canaries changed: reconciling the Runtimes on those classes");
-    for rt in ctx.stores.runtimes.state().iter() {
+    for rt in ctx.view.stores.runtimes.state().iter() {
         let class = rt
             .status
             .as_ref()
@@ -207,7 +214,7 @@ pub async fn run(
         .then(|| watch_jobs(&ctx, &flags.canary_namespace, notify.clone()));
     // Verdicts from caches that have not listed would be "not run yet"
     // everywhere, and every canary would look due.
-    ctx.synced.wait().await;
+    ctx.view.synced.wait().await;
     if let Some(jobs) = &jobs
         && jobs.wait_until_ready().await.is_err()
     {
@@ -240,6 +247,7 @@ pub async fn run(
         }
         let classes = granted_classes(&ctx);
         let nodes: Vec<CanaryNode> = ctx
+            .view
             .stores
             .nodes
             .state()

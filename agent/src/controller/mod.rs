@@ -30,9 +30,10 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, PredicateConfig, WatchStreamExt};
 use kube::{Client, ResourceExt};
 
+use self::cache::Stores;
 pub use self::cache::reduce::strip;
 pub use self::cache::{unsynced, wait_synced};
-use self::context::{Context, Stores};
+use self::context::Context;
 use self::reconcile::reconcile;
 use self::wake::triggers::spec_fingerprint;
 
@@ -71,18 +72,29 @@ pub fn start(
     let attestation_changed = attestations
         .woken()
         .unwrap_or_else(|| futures::channel::mpsc::unbounded().1);
-    let caches = cache::build(&client, &settings, wake);
+    let caches = cache::build(
+        &client,
+        &settings.watches,
+        &settings.namespace,
+        settings.watch_bare_pods,
+        wake,
+    );
     let stores = caches.stores.clone();
     let context = Arc::new(Context {
-        client: client.clone(),
-        stores: stores.clone(),
-        grants,
-        metrics,
-        recorder,
-        settings,
-        synced: context::Synced::default(),
-        pacing: pacing::Memories::default(),
-        attestations,
+        access: context::Access {
+            client: client.clone(),
+            recorder,
+        },
+        view: context::View {
+            stores: stores.clone(),
+            synced: context::Synced::default(),
+            attestations,
+        },
+        config: context::Config { grants, settings },
+        record: context::Record {
+            metrics,
+            pacing: Arc::default(),
+        },
     });
     let deferred_woken = spawn_upkeep(&context, &caches.runtimes);
     let run = run_controller(
@@ -129,11 +141,12 @@ fn spawn_upkeep(
                 move || {
                     reconcile::status::any_awaiting_first_pass(
                         &runtimes,
-                        &context.pacing.failed_first_passes,
+                        &context.record.pacing.failed_first_passes,
                     )
                 }
             };
             context
+                .record
                 .pacing
                 .deferred_status
                 .release(
@@ -146,12 +159,12 @@ fn spawn_upkeep(
     }
     // What was written is remembered while the caches may lag behind it,
     // then forgotten (see `pacing::write_memory`).
-    tokio::spawn(pacing::write_memory::forget_old_writes(context.clone()));
+    tokio::spawn(context.record.pacing.clone().forget_old_writes());
     // Reconciles (and the grants publisher) wait for this: a cache that
     // has not listed yet reads as "absent" (no namespace labels, no class,
     // no node), which would block or revoke a granted Runtime for nothing.
-    let stores = context.stores.clone();
-    let synced = context.synced.clone();
+    let stores = context.view.stores.clone();
+    let synced = context.view.synced.clone();
     tokio::spawn(async move {
         wait_synced(&stores).await;
         synced.set();
@@ -205,7 +218,7 @@ fn run_controller(
     )
     .with_config(
         kube::runtime::controller::Config::default()
-            .concurrency(u16::try_from(context.settings.concurrency).unwrap_or(u16::MAX)),
+            .concurrency(u16::try_from(context.config.settings.concurrency).unwrap_or(u16::MAX)),
     )
     // Each watch backs off alone (see `wake::triggers::NoSharedBackoff`).
     .trigger_backoff(wake::triggers::NoSharedBackoff);
@@ -232,7 +245,7 @@ fn run_controller(
         .owns_stream(sa_s)
         .owns_stream(svc_s)
         // Status-only updates paced per Deployment (see `wake::deployment_status`).
-        .owns_stream(wake::deployment_status::throttled(dep_s, context::PROGRESS_INTERVAL))
+        .owns_stream(wake::deployment_status::throttled(dep_s, pacing::PROGRESS_INTERVAL))
         // Their status is not read: a status-only update wakes nothing.
         .owns_stream(pdb_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))
         .owns_stream(np_s.predicate_filter(spec_fingerprint, PredicateConfig::default()))

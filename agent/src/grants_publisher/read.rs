@@ -25,7 +25,7 @@ fn seconds(t: SystemTime) -> Time {
 }
 
 pub(super) fn file_state(ctx: &Context) -> FileState {
-    match ctx.grants.loaded.as_ref() {
+    match ctx.config.grants.loaded.as_ref() {
         None => FileState::None,
         Some(l) => match l.changed_on_disk() {
             Ok(false) => FileState::Current,
@@ -48,7 +48,7 @@ pub(super) struct Snapshot {
 }
 
 pub(super) fn read(ctx: &Context, grants: &Store<RuntimeGrant>, file: FileState) -> Snapshot {
-    let s = &ctx.stores;
+    let s = &ctx.view.stores;
     // In a block: the cache snapshots and the workloads are gone before
     // the first write, so a slow pass does not keep replaced objects alive.
     let retained = {
@@ -116,7 +116,7 @@ pub(super) fn read(ctx: &Context, grants: &Store<RuntimeGrant>, file: FileState)
             .collect(),
         users,
         retained,
-        source: ctx.grants.loaded.as_ref().map(|l| GrantSource {
+        source: ctx.config.grants.loaded.as_ref().map(|l| GrantSource {
             sha256: Some(l.sha256.clone()),
             loaded_at: Some(seconds(l.loaded_at)),
         }),
@@ -126,7 +126,7 @@ pub(super) fn read(ctx: &Context, grants: &Store<RuntimeGrant>, file: FileState)
 /// Every Runtime as a grant's user: where it is, the profile it asks for
 /// and the identity its namespace's labels give it.
 fn grant_users(ctx: &Context) -> Vec<GrantUser> {
-    let s = &ctx.stores;
+    let s = &ctx.view.stores;
     let ns_labels: BTreeMap<String, BTreeMap<String, String>> = s
         .namespaces
         .state()
@@ -168,7 +168,7 @@ fn retained_by_class(
     workloads: &[analysis::Workload],
 ) -> BTreeMap<String, Vec<WorkloadRef>> {
     let mut out: BTreeMap<String, Vec<WorkloadRef>> = BTreeMap::new();
-    for r in analysis::retained(workloads, &ctx.grants.bindings, None) {
+    for r in analysis::retained(workloads, &ctx.config.grants.bindings, None) {
         out.entry(r.class).or_default().push(WorkloadRef {
             kind: r.workload.kind.as_str().to_string(),
             namespace: r.workload.namespace,

@@ -91,7 +91,7 @@ struct Agent {
 /// check reads.
 struct Leading {
     controller_task: tokio::task::JoinHandle<()>,
-    stores: context::Stores,
+    stores: crate::controller::cache::Stores,
     synced: context::Synced,
     watches: controller::cache::watches::Watches,
 }
@@ -287,7 +287,7 @@ impl Agent {
         Leading {
             controller_task,
             stores: started.stores,
-            synced: started.context.synced.clone(),
+            synced: started.context.view.synced.clone(),
             watches,
         }
     }

@@ -12,6 +12,8 @@ pub mod owner_index;
 pub mod reduce;
 pub mod reflect;
 pub mod stored;
+pub mod stores;
+pub mod surroundings;
 mod table;
 pub mod taken_names;
 pub mod watch_backoff;
@@ -22,9 +24,8 @@ use std::time::Duration;
 use kube::runtime::reflector::Store;
 
 pub use self::reflect::Parsed;
-pub(super) use self::reflect::drain;
+pub use self::stores::Stores;
 pub use self::table::{Caches, Owned, build};
-use super::context::Stores;
 
 /// Waits until every cache has its initial list.
 pub async fn wait_synced(s: &Stores) {

@@ -25,7 +25,7 @@ use crate::signals::publisher_triggers::Changes;
 
 /// What sees every event of a cache right after its store applied it:
 /// the grants publisher's [`Changes`], the exposure check's orphans
-/// (`exposure::OrphanObserver`).
+/// (`surroundings::OrphanObserver`).
 pub trait Observe<K>: Send + Sync {
     /// One watch event.
     fn observe(&self, event: &watcher::Event<K>);

@@ -30,9 +30,9 @@ use super::bodies::Bodies;
 use super::reflect::Applied;
 use super::reflect::{Observe, Observer, cache, cache_storing_fn, in_place, stored_cache};
 use super::stored::Stored;
+use super::stores::{OwnedBodies, OwnerIndexes, Stores, TakenNames};
+use super::surroundings::{self, OrphanObserver, Surroundings};
 use super::watches::Watches;
-use crate::controller::context::{self, Stores};
-use crate::controller::reconcile::exposure::{self, OrphanObserver, Surroundings};
 
 use super::grant_fingerprint as fingerprint;
 use super::reflect::drain;
@@ -85,20 +85,28 @@ pub struct Owned {
 /// Builds every cache (each watch starts when its stream is first polled;
 /// the ones nothing else consumes are drained here). The table is read in
 /// groups, one per kind of row: berth's own kinds, every party's
-/// workloads, the cluster-scoped kinds, bare pods, Runtimes.
-pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Caches {
+/// workloads, the cluster-scoped kinds, bare pods, Runtimes. Only
+/// `namespace`'s objects are watched when it is set; bare pods only with
+/// `watch_bare_pods`.
+pub fn build(
+    client: &Client,
+    watches: &Watches,
+    namespace: &Option<String>,
+    watch_bare_pods: bool,
+    wake: &Wake,
+) -> Caches {
     // Owner indexes: a reconcile looks up what one Deployment or Runtime
     // controls instead of scanning the kind's whole cache.
-    let owners = context::OwnerIndexes::default();
-    let taken = context::TakenNames::default();
-    let bodies = context::OwnedBodies::default();
+    let owners = OwnerIndexes::default();
+    let taken = TakenNames::default();
+    let bodies = OwnedBodies::default();
     // What adds up around the pods: foreign Services, NetworkPolicies,
-    // EndpointSlices and orphans (see `exposure`).
+    // EndpointSlices and orphans (see `surroundings`).
     let (surroundings, exposure_wakes) = Surroundings::new();
     let rows = Rows {
-        watches: &settings.watches,
+        watches,
         client,
-        scope: &settings.namespace,
+        scope: namespace,
         owners: &owners,
         taken: &taken,
         bodies: &bodies,
@@ -127,7 +135,7 @@ pub fn build(client: &Client, settings: &context::Settings, wake: &Wake) -> Cach
         nodes: (nodes, node_s),
         namespaces: (namespaces, ns_s),
     } = rows.cluster_kinds();
-    let pods = rows.bare_pods(settings.watch_bare_pods);
+    let pods = rows.bare_pods(watch_bare_pods);
     let (runtimes, runtime_events) = rows.runtimes();
     let stores = Stores {
         runtimes: runtimes.clone(),
@@ -184,9 +192,9 @@ struct Rows<'a> {
     watches: &'a Watches,
     client: &'a Client,
     scope: &'a Option<String>,
-    owners: &'a context::OwnerIndexes,
-    taken: &'a context::TakenNames,
-    bodies: &'a context::OwnedBodies,
+    owners: &'a OwnerIndexes,
+    taken: &'a TakenNames,
+    bodies: &'a OwnedBodies,
     surroundings: &'a Arc<Surroundings>,
     wake: &'a Wake,
 }
@@ -261,7 +269,7 @@ impl Rows<'_> {
             None,
         );
         let services = managed(ws, c, scope, None, &b.services, None);
-        exposure::watch_services(ws, self.api(), t.services.clone(), sr.clone());
+        surroundings::watch_services(ws, self.api(), t.services.clone(), sr.clone());
         let pdbs = managed(ws, c, scope, Some(&t.pdbs), &b.pdbs, None);
         let network_policies = managed(
             ws,
@@ -271,8 +279,13 @@ impl Rows<'_> {
             &b.network_policies,
             Some(o.network_policies.clone()),
         );
-        exposure::watch_network_policies(ws, self.api(), t.network_policies.clone(), sr.clone());
-        exposure::watch_slices(ws, self.api(), sr.clone());
+        surroundings::watch_network_policies(
+            ws,
+            self.api(),
+            t.network_policies.clone(),
+            sr.clone(),
+        );
+        surroundings::watch_slices(ws, self.api(), sr.clone());
         let hpas = managed(ws, c, scope, Some(&t.hpas), &b.hpas, Some(o.hpas.clone()));
         OwnKinds {
             config_maps,

@@ -2,7 +2,7 @@
 //!
 //! While any Runtime still waits for its first reconcile at its generation,
 //! progress and a rollout's own transitions wait up to
-//! [`FIRST_PASS_PROGRESS_INTERVAL`](crate::controller::context::FIRST_PASS_PROGRESS_INTERVAL)
+//! [`FIRST_PASS_PROGRESS_INTERVAL`](super::intervals::FIRST_PASS_PROGRESS_INTERVAL)
 //! (see `status::pacing`): those writes share the apiserver with
 //! the first passes (issue 32). A Runtime deferred so is remembered here, and
 //! woken as soon as no Runtime waits any more, so that the wait ends with

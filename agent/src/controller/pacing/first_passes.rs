@@ -1,7 +1,7 @@
 //! The first-pass backlog ([`FailedFirstPasses::any_awaiting`]): whether
 //! any Runtime still waits for its first reconcile at its generation.
 //! While one does, progress and rollout transitions are held (up to
-//! `context::FIRST_PASS_PROGRESS_INTERVAL`, see `status::pacing`).
+//! `pacing::FIRST_PASS_PROGRESS_INTERVAL`, see `status::pacing`).
 //!
 //! The cache says a Runtime waits while no status of its generation shows.
 //! A Runtime whose status write keeps failing (RBAC refusing
@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use berth_shared::api::Runtime;
 use berth_shared::status::awaiting_first_pass;
 
-use crate::controller::reconcile::status::key;
+use super::key::key;
 
 /// Runtimes whose status write failed, with the generation it was for,
 /// keyed `namespace/name`. Holds only Runtimes whose cache still shows no

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use berth_shared::api::RuntimeStatus;
 
-use super::write_memory::REMEMBER_WRITES_FOR;
-use super::write_memory::cache_lags;
-use crate::controller::context::{
+use super::intervals::{
     FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, PROGRESS_WRITES_PER_SECOND,
 };
+use super::write_memory::REMEMBER_WRITES_FOR;
+use super::write_memory::cache_lags;
 
 /// The last status write of each Runtime, keyed `namespace/name`. Only
 /// entries younger than [`FIRST_PASS_PROGRESS_INTERVAL`] (the longer
@@ -158,7 +158,7 @@ fn stretched(active: usize) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::LastStatusWrites;
-    use crate::controller::context::{
+    use crate::controller::pacing::intervals::{
         FIRST_PASS_PROGRESS_INTERVAL, PROGRESS_INTERVAL, PROGRESS_WRITES_PER_SECOND,
     };
     use berth_shared::api::RuntimeStatus;

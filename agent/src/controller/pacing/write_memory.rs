@@ -10,7 +10,7 @@
 //! about 12,000 such entries, and the Runtimes' last statuses, for as
 //! long as it ran, several MB that an agent restarted on the same world
 //! never holds. [`REMEMBER_WRITES_FOR`] bounds that: [`WriteMemory`] and
-//! the status pacer forget what is older ([`forget_old_writes`]).
+//! the status pacer forget what is older (`Memories::forget_old_writes`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -115,21 +115,6 @@ impl WriteMemory {
     #[cfg(test)]
     fn len(&self) -> usize {
         berth_shared::sync::lock(&self.0).len()
-    }
-}
-
-/// Forgets, every [`FORGET_EVERY`], the writes older than
-/// [`REMEMBER_WRITES_FOR`]: the objects' ([`WriteMemory`]) and the
-/// Runtimes' statuses ([`super::last_status_writes::LastStatusWrites`]). Runs until
-/// the controller's runtime stops.
-pub async fn forget_old_writes(ctx: std::sync::Arc<crate::controller::context::Context>) {
-    let mut tick = tokio::time::interval(FORGET_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let now = Instant::now();
-        ctx.pacing.written.forget_old(now);
-        ctx.pacing.last_status_writes.forget_old(now);
     }
 }
 

@@ -22,12 +22,12 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::controller::cache::Stores;
 use crate::controller::cache::bodies::Bodies;
 use crate::controller::cache::owner_index::OwnerIndex;
 use crate::controller::cache::reduce::{KeptDeployment, owned_by_runtime};
 use crate::controller::cache::stored::Stored;
 use crate::controller::cache::taken_names::NameIndex;
-use crate::controller::context::Stores;
 
 /// The cached objects of one kind that matter to one Runtime, by name.
 #[derive(Debug)]

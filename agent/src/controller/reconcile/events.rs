@@ -222,8 +222,8 @@ async fn send(ctx: &Context, runtime: &Runtime, events: Vec<Planned>) {
             action: "Reconcile".to_string(),
             secondary: None,
         };
-        match ctx.recorder.publish(&event, &reference).await {
-            Ok(()) => ctx.metrics.write("Event", "create"),
+        match ctx.access.recorder.publish(&event, &reference).await {
+            Ok(()) => ctx.record.metrics.write("Event", "create"),
             Err(e) => tracing::warn!(error = %e, "publishing event failed"),
         }
     }

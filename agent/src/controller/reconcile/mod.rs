@@ -50,9 +50,9 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
         outcome = tracing::field::Empty,
     );
     async move {
-        ctx.synced.wait().await;
+        ctx.view.synced.wait().await;
         let started = Instant::now();
-        let in_flight = ctx.metrics.in_flight();
+        let in_flight = ctx.record.metrics.in_flight();
         let result = reconcile_inner(&runtime, &ctx).await;
         drop(in_flight);
         let label = match &result {
@@ -60,10 +60,11 @@ pub async fn reconcile(runtime: Arc<Runtime>, ctx: Arc<Context>) -> Result<Actio
             Ok((_, false)) => "ok",
             Err(_) => "error",
         };
-        ctx.metrics
+        ctx.record
+            .metrics
             .reconciled(label, started.elapsed().as_secs_f64());
         if let Err(e) = &result {
-            ctx.metrics.reconcile_failed(match e {
+            ctx.record.metrics.reconcile_failed(match e {
                 Error::Apply(_) => "apply",
                 Error::Status(_) => "status",
             });
@@ -130,7 +131,7 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
 
     // 5. status
     let stored = status::stored(ctx, runtime);
-    let attested = ctx.attestations.snapshot();
+    let attested = ctx.view.attestations.snapshot();
     let new_status = status::compute(
         runtime,
         stored.as_deref(),
@@ -158,10 +159,10 @@ async fn reconcile_inner(runtime: &Runtime, ctx: &Context) -> Result<(Action, bo
         Action::requeue(wait)
     } else if conflicts {
         // An unowned object may go away; look again soon.
-        Action::requeue(Duration::from_secs(30).min(ctx.settings.resync))
+        Action::requeue(Duration::from_secs(30).min(ctx.config.settings.resync))
     } else {
         Action::requeue(triggers::resync_after(
-            ctx.settings.resync,
+            ctx.config.settings.resync,
             runtime.uid().as_deref().unwrap_or_default(),
         ))
     };
@@ -178,7 +179,7 @@ fn failed(ctx: &Context, runtime: &Runtime, errors: Vec<apply_error::ApplyError>
             unavailable = e.is_unavailable(),
             "apply failed"
         );
-        ctx.metrics.apply_failed(e.kind(), e.reason());
+        ctx.record.metrics.apply_failed(e.kind(), e.reason());
     }
     Error::Apply(apply_error::ApplyErrors(errors))
 }

@@ -47,7 +47,7 @@ pub struct Snapshot {
 /// Reads and decides.
 pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
     let ns_name = runtime.namespace().unwrap_or_default();
-    let identity = match ctx.stores.namespaces.get(&ObjectRef::new(&ns_name)) {
+    let identity = match ctx.view.stores.namespaces.get(&ObjectRef::new(&ns_name)) {
         Some(meta) => {
             let ns = Namespace {
                 metadata: meta.metadata.clone(),
@@ -60,14 +60,15 @@ pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
             missing: vec![decide::PROJECT_LABEL, decide::ENVIRONMENT_LABEL],
         }),
     };
-    let bindings = &ctx.grants.bindings;
+    let bindings = &ctx.config.grants.bindings;
     let requested = runtime.spec.runtime_profile.as_deref();
     let binding = match (&identity, requested) {
         (Ok(id), Some(alias)) => decide::binding_for(bindings, id, alias).cloned(),
         _ => None,
     };
     let class = binding.as_ref().and_then(|b| {
-        ctx.stores
+        ctx.view
+            .stores
             .classes
             .get(&ObjectRef::new(&b.runtime_class))
             .map(|c| ObservedClass::from_runtime_class(&c))
@@ -80,12 +81,17 @@ pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
         class: class.as_ref(),
         previous,
     });
-    let identity_taken = identity
-        .as_ref()
-        .ok()
-        .and_then(|id| identity_taken(&ctx.stores.runtimes, &ctx.stores.namespaces, runtime, id));
+    let identity_taken = identity.as_ref().ok().and_then(|id| {
+        identity_taken(
+            &ctx.view.stores.runtimes,
+            &ctx.view.stores.namespaces,
+            runtime,
+            id,
+        )
+    });
     let (deployment, replica_sets) = workload(ctx, runtime);
     let nodes = ctx
+        .view
         .stores
         .nodes
         .state()
@@ -99,7 +105,7 @@ pub fn read(ctx: &Context, runtime: &Runtime) -> Snapshot {
         deployment,
         replica_sets,
         nodes,
-        live: cached_objects::read(&ctx.stores, runtime),
+        live: cached_objects::read(&ctx.view.stores, runtime),
     }
 }
 
@@ -112,13 +118,17 @@ fn workload(
     let uid = runtime.uid().unwrap_or_default();
     let names = Names::for_runtime(&runtime.name_any());
     let deployment = ctx
+        .view
         .stores
         .deployments
         .get(&ObjectRef::new(&names.workload).within(&ns))
         .filter(|d| controlled_by_uid(d.meta(), &uid))
         .map(|d| Arc::new(d.whole()));
     let replica_sets = match &deployment {
-        Some(d) => ctx.stores.replica_sets_of(&d.uid().unwrap_or_default()),
+        Some(d) => ctx
+            .view
+            .stores
+            .replica_sets_of(&d.uid().unwrap_or_default()),
         None => Vec::new(),
     };
     (deployment, replica_sets)

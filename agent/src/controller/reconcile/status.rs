@@ -27,8 +27,9 @@ use serde::de::DeserializeOwned;
 use super::apply::ApplyOutcome;
 use super::events;
 use super::read::Snapshot;
-use crate::controller::context::{self, Context, FIELD_MANAGER};
+use crate::controller::context::{Context, FIELD_MANAGER};
 use crate::controller::pacing::first_passes::FailedFirstPasses;
+use crate::controller::pacing::{self, key};
 
 /// The status the apiserver holds for `runtime` as far as the agent knows:
 /// the one it last wrote while the cache does not show that write yet (see
@@ -37,6 +38,7 @@ use crate::controller::pacing::first_passes::FailedFirstPasses;
 /// reconcile.
 pub fn stored<'a>(ctx: &Context, runtime: &'a Runtime) -> Option<Cow<'a, RuntimeStatus>> {
     match ctx
+        .record
         .pacing
         .last_status_writes
         .stored(&key(runtime), runtime.resource_version().as_deref())
@@ -44,15 +46,6 @@ pub fn stored<'a>(ctx: &Context, runtime: &'a Runtime) -> Option<Cow<'a, Runtime
         Some(sent) => Some(Cow::Owned(sent)),
         None => runtime.status.as_ref().map(Cow::Borrowed),
     }
-}
-
-/// The pacer's key of a Runtime, `namespace/name`.
-pub(crate) fn key(runtime: &Runtime) -> String {
-    format!(
-        "{}/{}",
-        runtime.namespace().unwrap_or_default(),
-        runtime.name_any()
-    )
 }
 
 /// What the status reads beyond the Runtime and its own objects: what
@@ -133,7 +126,7 @@ where
             &Patch::Apply(&body),
         )
         .await?;
-    ctx.metrics.write(&K::kind(&()), "status");
+    ctx.record.metrics.write(&K::kind(&()), "status");
     Ok(written.resource_version())
 }
 
@@ -156,20 +149,26 @@ pub async fn publish(
         pacing(old, new_status, || first_pass_backlog(ctx))
     });
     let wait = pacing
-        .interval(|| ctx.pacing.last_status_writes.progress_interval(now))
-        .and_then(|interval| ctx.pacing.last_status_writes.wait(&key, now, interval));
+        .interval(|| ctx.record.pacing.last_status_writes.progress_interval(now))
+        .and_then(|interval| {
+            ctx.record
+                .pacing
+                .last_status_writes
+                .wait(&key, now, interval)
+        });
     if wait.is_some() && pacing == Pacing::BehindBacklog {
         // Woken as soon as the backlog clears, not only at the interval's end.
-        ctx.pacing
+        ctx.record
+            .pacing
             .deferred_status
             .defer(ObjectRef::from_obj(runtime));
     }
     if wait.is_none() {
         let produced = write_status(ctx, runtime, stored, new_status)
             .await
-            .inspect_err(|_| ctx.pacing.failed_first_passes.failed(runtime))?;
+            .inspect_err(|_| ctx.record.pacing.failed_first_passes.failed(runtime))?;
         let from = runtime.resource_version();
-        ctx.pacing.last_status_writes.wrote(
+        ctx.record.pacing.last_status_writes.wrote(
             &key,
             now,
             from.as_deref(),
@@ -185,13 +184,13 @@ pub async fn publish(
 enum Pacing {
     /// Written at once.
     AtOnce,
-    /// Progress: at most once per [`context::PROGRESS_INTERVAL`], longer
+    /// Progress: at most once per [`pacing::PROGRESS_INTERVAL`], longer
     /// while many Runtimes roll out at once
     /// ([`crate::controller::pacing::last_status_writes::LastStatusWrites::progress_interval`]).
     Progress,
     /// Progress or a rollout transition while other Runtimes wait for
     /// their first pass: at most once per
-    /// [`context::FIRST_PASS_PROGRESS_INTERVAL`], and woken when the
+    /// [`pacing::FIRST_PASS_PROGRESS_INTERVAL`], and woken when the
     /// backlog clears ([`crate::controller::pacing::deferred_status`]).
     BehindBacklog,
 }
@@ -203,16 +202,16 @@ impl Pacing {
         match self {
             Pacing::AtOnce => None,
             Pacing::Progress => Some(progress()),
-            Pacing::BehindBacklog => Some(context::FIRST_PASS_PROGRESS_INTERVAL),
+            Pacing::BehindBacklog => Some(pacing::FIRST_PASS_PROGRESS_INTERVAL),
         }
     }
 }
 
 /// How a change from `old` to `new` is paced. Progress (counts, messages)
-/// waits [`context::PROGRESS_INTERVAL`] after the previous write. While
+/// waits [`pacing::PROGRESS_INTERVAL`] after the previous write. While
 /// other Runtimes wait for their first pass (`backlog`, asked only when it
 /// matters: a scan of the Runtime cache), progress and the rollout's own
-/// transitions wait [`context::FIRST_PASS_PROGRESS_INTERVAL`]: at S every
+/// transitions wait [`pacing::FIRST_PASS_PROGRESS_INTERVAL`]: at S every
 /// Runtime was written three times before the last was first seen, and
 /// those writes share the apiserver with the first passes (issue 32). A new
 /// generation, a grant decision, a handler, Degraded, Blocked, an upgrade
@@ -234,7 +233,10 @@ fn pacing(old: &RuntimeStatus, new: &RuntimeStatus, backlog: impl FnOnce() -> bo
 /// Whether any Runtime in the cache still waits for its first reconcile at
 /// its generation.
 fn first_pass_backlog(ctx: &Context) -> bool {
-    any_awaiting_first_pass(&ctx.stores.runtimes, &ctx.pacing.failed_first_passes)
+    any_awaiting_first_pass(
+        &ctx.view.stores.runtimes,
+        &ctx.record.pacing.failed_first_passes,
+    )
 }
 
 /// Whether any Runtime in `runtimes` still waits for its first reconcile at
@@ -281,7 +283,7 @@ async fn write_status(
         changes = ?why,
         "writing status"
     );
-    let api: Api<Runtime> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<Runtime> = Api::namespaced(ctx.access.client.clone(), &ns);
     let produced = write(ctx, &api, &runtime.name_any(), new).await?;
     events::publish(ctx, runtime, old, new).await;
     Ok(produced)
@@ -289,7 +291,7 @@ async fn write_status(
 
 #[cfg(test)]
 mod tests {
-    use super::{Pacing, context, pacing};
+    use super::{Pacing, pacing};
     use berth_shared::api::RuntimeStatus;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
@@ -317,14 +319,14 @@ mod tests {
         assert_eq!(pacing(&one, &four, || true), Pacing::BehindBacklog);
         assert_eq!(pacing(&one, &ready, || false), Pacing::AtOnce);
         assert_eq!(pacing(&one, &ready, || true), Pacing::BehindBacklog);
-        let progress = || context::PROGRESS_INTERVAL * 3;
+        let progress = || pacing::PROGRESS_INTERVAL * 3;
         assert_eq!(
             Pacing::Progress.interval(progress),
-            Some(context::PROGRESS_INTERVAL * 3)
+            Some(pacing::PROGRESS_INTERVAL * 3)
         );
         assert_eq!(
             Pacing::BehindBacklog.interval(|| panic!("not asked")),
-            Some(context::FIRST_PASS_PROGRESS_INTERVAL)
+            Some(pacing::FIRST_PASS_PROGRESS_INTERVAL)
         );
         assert_eq!(Pacing::AtOnce.interval(|| panic!("not asked")), None);
         let mut revoked = ready.clone();

@@ -10,7 +10,7 @@
 //! as long as their pods kept coming.
 //!
 //! A Runtime's status is written at most once per
-//! [`PROGRESS_INTERVAL`](crate::controller::context::PROGRESS_INTERVAL) for progress
+//! [`PROGRESS_INTERVAL`](crate::controller::pacing::PROGRESS_INTERVAL) for progress
 //! anyway, so a status-only update of one Deployment passes at once when
 //! the last one passed at least an interval ago, and is otherwise held:
 //! the newest held update passes when the interval ends (leading and

@@ -26,7 +26,7 @@ pub(super) async fn delete_exactly<K: Managed>(
     let kind = K::kind(&());
     let name = obj.name_any();
     let ns = obj.namespace().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<K> = Api::namespaced(ctx.access.client.clone(), &ns);
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: obj.meta().uid.clone(),
@@ -38,7 +38,7 @@ pub(super) async fn delete_exactly<K: Managed>(
     match api.delete(&name, &params).await {
         Ok(_) => {
             out.writes += 1;
-            ctx.metrics.write(&kind, "delete");
+            ctx.record.metrics.write(&kind, "delete");
             true
         }
         Err(kube::Error::Api(s)) if s.code == 404 => true,

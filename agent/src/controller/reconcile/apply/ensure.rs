@@ -149,7 +149,7 @@ async fn read_live<K: Managed>(
                 out.conflicts.push(at.label.clone());
                 return None;
             }
-            None => read_stored(&ctx.client, &at.ns, &at.name).await,
+            None => read_stored(&ctx.access.client, &at.ns, &at.name).await,
         },
         // Held: a missing workload is not created (the caches list every
         // workload, whoever's, so absent is absent). One the cache holds
@@ -158,14 +158,14 @@ async fn read_live<K: Managed>(
         // Nothing is at the name, the caches say (the names index of a
         // label-filtered kind, or the whole-kind cache), and this agent has
         // not just created it: create without reading first.
-        None if cached.is_free(&at.name) && !ctx.pacing.written.created(&at.memory_key) => {
+        None if cached.is_free(&at.name) && !ctx.record.pacing.written.created(&at.memory_key) => {
             return Some(None);
         }
         // Not in the (label-filtered) cache: it may still exist without
         // berth's labels. Look before creating, so nothing is adopted —
         // the one read apply makes itself: a precondition of the create.
         // Or the cache holds it only reduced: read it whole.
-        None => read_stored(&ctx.client, &at.ns, &at.name).await,
+        None => read_stored(&ctx.access.client, &at.ns, &at.name).await,
     };
     match found {
         Ok(found) => Some(found),
@@ -213,7 +213,7 @@ async fn needs_apply<K: Managed + Governed>(
         return false;
     }
     // Applied from this very version already: the cache lags.
-    !ctx.pacing.written.already_sent(
+    !ctx.record.pacing.written.already_sent(
         &at.memory_key,
         live.meta().resource_version.as_deref(),
         &hash(desired_value),
@@ -231,7 +231,7 @@ async fn apply_one<K: Managed + Governed>(
     desired_value: &Value,
     out: &mut ApplyOutcome,
 ) {
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &at.ns);
+    let api: Api<K> = Api::namespaced(ctx.access.client.clone(), &at.ns);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     match api
         .patch(&at.name, &params, &Patch::Apply(desired_value))
@@ -239,11 +239,11 @@ async fn apply_one<K: Managed + Governed>(
     {
         Ok(applied) => {
             out.writes += 1;
-            ctx.metrics.write(&at.kind, "apply");
+            ctx.record.metrics.write(&at.kind, "apply");
             if live.is_none() {
                 out.created.extend(applied.meta().uid.clone());
             }
-            ctx.pacing.written.sent(
+            ctx.record.pacing.written.sent(
                 &at.memory_key,
                 live.and_then(|l| l.meta().resource_version.as_deref()),
                 applied.meta().resource_version.as_deref(),
@@ -295,6 +295,7 @@ pub(super) async fn correct<K: Managed + Governed>(
     let patch = contract::correction(K::KIND, &live.json, desired, live.meta().uid.as_deref());
     let version = live.meta().resource_version.as_deref();
     if ctx
+        .record
         .pacing
         .written
         .already_sent(&memory_key, version, &hash(&patch))
@@ -307,7 +308,8 @@ pub(super) async fn correct<K: Managed + Governed>(
         if creates {
             let created = frozen::recreate(ctx, &label, live, desired, out).await;
             if let Some(created) = created {
-                ctx.pacing
+                ctx.record
+                    .pacing
                     .written
                     .sent(&memory_key, version, Some(&created), &hash(&patch));
             }
@@ -317,7 +319,7 @@ pub(super) async fn correct<K: Managed + Governed>(
     // A merge patch, not a replace: no resourceVersion to lose to the
     // controllers' status updates, and the uid in the patch makes it fail
     // rather than touch a recreated object.
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<K> = Api::namespaced(ctx.access.client.clone(), &ns);
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.to_string()),
         ..Default::default()
@@ -325,8 +327,8 @@ pub(super) async fn correct<K: Managed + Governed>(
     match api.patch(&name, &params, &Patch::Merge(&patch)).await {
         Ok(corrected) => {
             out.writes += 1;
-            ctx.metrics.write(&kind, "correct");
-            ctx.pacing.written.sent(
+            ctx.record.metrics.write(&kind, "correct");
+            ctx.record.pacing.written.sent(
                 &memory_key,
                 version,
                 corrected.meta().resource_version.as_deref(),
@@ -357,11 +359,11 @@ async fn replace<K: Managed>(
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let api: Api<Stored<K>> = Api::namespaced(ctx.client.clone(), ns);
+    let api: Api<Stored<K>> = Api::namespaced(ctx.access.client.clone(), ns);
     match replace_spec(&api, label, name, uid, desired, whole).await {
         Ok(()) => {
             out.writes += 1;
-            ctx.metrics.write(&K::kind(&()), "replace");
+            ctx.record.metrics.write(&K::kind(&()), "replace");
         }
         Err(e) => out.errors.push(e),
     }

@@ -37,7 +37,7 @@ pub(super) async fn recreate<K: Managed>(
     let kind = K::kind(&());
     let name = live.typed.name_any();
     let ns = live.typed.namespace().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<K> = Api::namespaced(ctx.access.client.clone(), &ns);
     tracing::warn!(object = %label, namespace = %ns, "an immutable object differs from the contract: recreating it");
     let version = live.meta().resource_version.clone();
     if !super::delete::delete_exactly(ctx, &live.typed, version, out).await {
@@ -53,7 +53,7 @@ pub(super) async fn recreate<K: Managed>(
     {
         Ok(created) => {
             out.writes += 1;
-            ctx.metrics.write(&kind, "apply");
+            ctx.record.metrics.write(&kind, "apply");
             created.meta().resource_version.clone()
         }
         Err(source) => {

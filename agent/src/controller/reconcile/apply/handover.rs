@@ -109,7 +109,7 @@ pub(super) async fn hand_over_replicas(scaled: &Scaled<'_>, out: &mut ApplyOutco
         // Nothing to apply, so nothing to hand over.
         return;
     }
-    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<Deployment> = Api::namespaced(ctx.access.client.clone(), &ns);
     let live = match api.get(&name).await {
         Ok(d) => d,
         Err(source) => {
@@ -147,7 +147,7 @@ pub(super) async fn hand_over_replicas(scaled: &Scaled<'_>, out: &mut ApplyOutco
     {
         Ok(_) => {
             out.writes += 1;
-            ctx.metrics.write("Deployment", "apply");
+            ctx.record.metrics.write("Deployment", "apply");
         }
         Err(source) => out
             .errors
@@ -196,6 +196,7 @@ pub(super) async fn raise_from_zero(scaled: &Scaled<'_>, out: &mut ApplyOutcome)
     });
     let sent = super::diff::hash(&body);
     if ctx
+        .record
         .pacing
         .written
         .already_sent(&memory_key, version.as_deref(), &sent)
@@ -203,7 +204,7 @@ pub(super) async fn raise_from_zero(scaled: &Scaled<'_>, out: &mut ApplyOutcome)
         return;
     }
     tracing::warn!(object = %label, namespace = %ns, min_replicas, "autoscaling on and the Deployment at 0 replicas: raising it to minReplicas");
-    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<Deployment> = Api::namespaced(ctx.access.client.clone(), &ns);
     let params = PatchParams {
         field_manager: Some(HANDOVER_MANAGER.to_string()),
         ..Default::default()
@@ -211,8 +212,8 @@ pub(super) async fn raise_from_zero(scaled: &Scaled<'_>, out: &mut ApplyOutcome)
     match api.patch(&name, &params, &Patch::Merge(&body)).await {
         Ok(raised) => {
             out.writes += 1;
-            ctx.metrics.write("Deployment", "correct");
-            ctx.pacing.written.sent(
+            ctx.record.metrics.write("Deployment", "correct");
+            ctx.record.pacing.written.sent(
                 &memory_key,
                 version.as_deref(),
                 raised.meta().resource_version.as_deref(),

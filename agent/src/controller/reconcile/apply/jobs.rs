@@ -224,7 +224,7 @@ async fn owned_job(
     let (ns, job_name, recorded) = (at.ns, at.job, at.recorded);
     let live = match cached.stored(job_name) {
         Some(live) => live,
-        None => match read_stored::<Job>(&ctx.client, ns, job_name).await {
+        None => match read_stored::<Job>(&ctx.access.client, ns, job_name).await {
             Ok(Some(live)) => live,
             Ok(None) => return recorded.cloned(),
             Err(source) => {

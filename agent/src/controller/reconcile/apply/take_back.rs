@@ -55,7 +55,7 @@ pub(super) async fn take<K: Managed>(
     let ns = live.meta().namespace.clone().unwrap_or_default();
     let name = live.meta().name.clone().unwrap_or_default();
     tracing::warn!(object = %label, namespace = %ns, "taking back an object that is berth's by name, labels and content but lost its owner reference");
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<K> = Api::namespaced(ctx.access.client.clone(), &ns);
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.to_string()),
         ..Default::default()
@@ -63,7 +63,7 @@ pub(super) async fn take<K: Managed>(
     match api.patch(&name, &params, &Patch::Merge(&patch)).await {
         Ok(_) => {
             out.writes += 1;
-            ctx.metrics.write(&K::kind(&()), "take-back");
+            ctx.record.metrics.write(&K::kind(&()), "take-back");
         }
         Err(source) => out
             .errors

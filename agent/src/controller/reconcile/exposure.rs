@@ -1,160 +1,28 @@
 //! What adds up around a Runtime's pods (issue 52, docs/architecture.md
-//! §5 "Exposure"): the foreign NetworkPolicies, Services and EndpointSlices
-//! of each namespace, reduced as they arrive to what the check reads
-//! (`berth_shared::exposure`: keyed hashes in a fixed budget, so a foreign
-//! object costs the same few bytes whatever it holds), and the orphans
-//! (berth's labels, no controller) of the workload kinds berth makes, fed
-//! by their caches. A change of what is kept wakes the Runtimes of its
-//! namespace ([`Surroundings::wakes`]); each reconcile asks [`check`] about
-//! its Runtime.
-//!
-//! The watches: every Service and every NetworkPolicy (one watch each,
-//! which also keeps the kind's taken names, `names::NameIndex`, in place
-//! of a metadata-only watch), and the EndpointSlices the EndpointSlice
-//! controller does not manage (filtered by label on the server: the
-//! controller's own slices follow their Service's selector, which is
-//! judged as the Service). A Runtime's own Service or NetworkPolicy is
-//! not kept: the contract keeps its selector on the Runtime's own pods.
-
-mod mirror;
-mod watch;
+//! §5 "Exposure"): each reconcile asks [`check`] which foreign Services,
+//! NetworkPolicies, EndpointSlices and orphans reach or run as its
+//! Runtime's pods, from what the caches keep of them
+//! (`cache::surroundings`) and the reconcile's snapshot.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use berth_shared::analysis::{Workload, WorkloadKind};
+use berth_shared::analysis::WorkloadKind;
 use berth_shared::api::Runtime;
 use berth_shared::api::meta::controlled_by_uid;
-use berth_shared::exposure::endpoint_slice::{ForeignSlice, pod_bases};
+use berth_shared::exposure::endpoint_slice::pod_bases;
 use berth_shared::exposure::hashed::LabelHashes;
-use berth_shared::exposure::network_policy::{self, ForeignPolicy, OwnPolicy};
-use berth_shared::exposure::service::ForeignService;
+use berth_shared::exposure::network_policy::{self, OwnPolicy};
 use berth_shared::exposure::{Exposing, Exposure, PodLabels};
 use berth_shared::render::names::label_value;
 use berth_shared::render::{Names, Rendered, names};
-use futures::channel::mpsc;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
-pub use self::mirror::Mirror;
-pub use self::watch::{OrphanObserver, watch_network_policies, watch_services, watch_slices};
-
 use super::read::Snapshot;
 use crate::controller::context::Context;
-
-/// An EndpointSlice as kept: the pods it names, and its Service.
-#[derive(Debug, PartialEq, Eq)]
-pub struct KeptSlice {
-    slice: ForeignSlice,
-    service: Option<Box<str>>,
-}
-
-/// An orphan as kept: the Runtime its labels name and its class.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Orphan {
-    runtime: Box<str>,
-    class: Box<str>,
-}
-
-impl Orphan {
-    /// The orphan `w` is, if it is one (berth's labels naming a Runtime,
-    /// no controller, a class).
-    pub fn of(w: &Workload) -> Option<Orphan> {
-        if !w.is_orphan() {
-            return None;
-        }
-        Some(Orphan {
-            runtime: w.runtime_label()?.into(),
-            class: w.runtime_class.as_deref()?.into(),
-        })
-    }
-}
-
-/// The orphans of each workload kind berth makes.
-#[derive(Debug, Default)]
-pub struct Orphans {
-    /// Deployments.
-    pub deployments: Mirror<Orphan>,
-    /// ReplicaSets.
-    pub replica_sets: Mirror<Orphan>,
-    /// Jobs.
-    pub jobs: Mirror<Orphan>,
-    /// CronJobs.
-    pub cron_jobs: Mirror<Orphan>,
-    /// Pods (bare pods, with `--watch-bare-pods`).
-    pub pods: Mirror<Orphan>,
-}
-
-impl Orphans {
-    fn each(&self) -> [(WorkloadKind, &Mirror<Orphan>); 5] {
-        [
-            (WorkloadKind::Deployment, &self.deployments),
-            (WorkloadKind::ReplicaSet, &self.replica_sets),
-            (WorkloadKind::Job, &self.jobs),
-            (WorkloadKind::CronJob, &self.cron_jobs),
-            (WorkloadKind::Pod, &self.pods),
-        ]
-    }
-}
-
-/// What the exposure check keeps of the cluster around the Runtimes.
-#[derive(Debug)]
-pub struct Surroundings {
-    /// The one keyed hash both the kept objects and the check use.
-    hashes: LabelHashes,
-    /// Foreign Services that select some pod.
-    pub services: Mirror<ForeignService>,
-    /// Foreign NetworkPolicies that admit something.
-    pub policies: Mirror<ForeignPolicy>,
-    /// EndpointSlices the EndpointSlice controller does not manage, that
-    /// name pods.
-    pub slices: Mirror<KeptSlice>,
-    /// Orphans.
-    pub orphans: Orphans,
-    /// Namespaces whose kept contents changed.
-    wake: mpsc::UnboundedSender<Box<str>>,
-}
-
-impl Surroundings {
-    /// Empty surroundings and the stream of namespaces to wake.
-    pub fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<Box<str>>) {
-        let (wake, woken) = mpsc::unbounded();
-        (
-            Arc::new(Surroundings {
-                hashes: LabelHashes::default(),
-                services: Mirror::default(),
-                policies: Mirror::default(),
-                slices: Mirror::default(),
-                orphans: Orphans::default(),
-                wake,
-            }),
-            woken,
-        )
-    }
-
-    /// Wakes the Runtimes of each namespace in `changed`.
-    fn woke(&self, changed: Vec<Box<str>>) {
-        for ns in changed {
-            // Closed only when the controller is gone.
-            let _ = self.wake.unbounded_send(ns);
-        }
-    }
-
-    /// The watches that have not completed their first list.
-    pub fn unsynced(&self) -> Vec<&'static str> {
-        [
-            ("services (exposure)", self.services.listed()),
-            ("networkpolicies (exposure)", self.policies.listed()),
-            ("endpointslices (exposure)", self.slices.listed()),
-        ]
-        .into_iter()
-        .filter(|(_, listed)| !listed)
-        .map(|(name, _)| name)
-        .collect()
-    }
-}
 
 /// The Runtimes of namespace `ns` in `runtimes` (what a change there
 /// wakes).
@@ -183,7 +51,7 @@ pub fn check(
     rendered: Option<&Rendered>,
     snapshot: &Snapshot,
 ) -> Exposure {
-    let s = &ctx.stores.surroundings;
+    let s = &ctx.view.stores.surroundings;
     let h = &s.hashes;
     let ns = runtime.namespace().unwrap_or_default();
     let uid = runtime.uid().unwrap_or_default();
@@ -283,6 +151,7 @@ fn own_policy(ctx: &Context, runtime: &Runtime, ns: &str, h: &LabelHashes) -> Op
         .and_then(|e| e.port)
         .unwrap_or(berth_shared::api::DEFAULT_PORT);
     let labels = ctx
+        .view
         .stores
         .namespaces
         .get(&ObjectRef::new(ns))
@@ -308,7 +177,8 @@ fn pod_owners(
     for c in own_crons {
         let cron_uid = c.uid().unwrap_or_default();
         owners.extend(
-            ctx.stores
+            ctx.view
+                .stores
                 .owners
                 .jobs
                 .keys_of(&cron_uid)
@@ -331,6 +201,7 @@ fn orphans_naming(
     let name = runtime.name_any();
     let label = label_value(&name);
     let granted: HashSet<&str> = ctx
+        .config
         .grants
         .bindings
         .iter()
@@ -352,7 +223,7 @@ fn orphans_naming(
                 .map(|c| names::cronjob_name(&name, &c.name)),
         )
         .collect();
-    for (kind, mirror) in ctx.stores.surroundings.orphans.each() {
+    for (kind, mirror) in ctx.view.stores.surroundings.orphans.each() {
         mirror.each_in(ns, |n, o| {
             let at_managed_name = kind != WorkloadKind::ReplicaSet
                 && kind != WorkloadKind::Pod
@@ -363,6 +234,3 @@ fn orphans_naming(
         });
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -18,9 +18,8 @@ use kube::runtime::watcher;
 use kube::{Api, Resource};
 
 use super::{KeptSlice, Mirror, Orphan, Surroundings};
-use crate::controller::cache::drain;
 use crate::controller::cache::reduce::owned_by_runtime;
-use crate::controller::cache::reflect::Observe;
+use crate::controller::cache::reflect::{Observe, drain};
 use crate::controller::cache::taken_names::NameIndex;
 use crate::controller::cache::watches::Watches;
 
