@@ -5,13 +5,15 @@
 //! each is back within 20 s; then its RuntimeClass is deleted, and the
 //! Runtime is Blocked `ClassMissing` within 20 s. Before the fix the PDB
 //! came back after 302 s and the Runtime stayed Granted as long
-//! (reproduced by hand on 2026-12-07).
+//! (reproduced by hand on 2026-12-07). And the only node a Runtime may
+//! run on, reporting its handler, is deleted: its HandlerReady turns
+//! `False/HandlerAbsent` within 20 s.
 
 use std::time::Duration;
 
 use berth_shared::api::Runtime;
 use berth_tests::harness::wait_for_value;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
@@ -24,6 +26,8 @@ use crate::agent_support::{
 
 /// Far below the agent's resync: only a wake explains a repair within it.
 const WITHIN: Duration = Duration::from_secs(20);
+/// How long the test's own node may take to come up.
+const WAIT: Duration = Duration::from_secs(120);
 
 /// Deletes `name` of kind `K` in the namespace and waits for a new one.
 async fn deleted_and_back<K>(client: &kube::Client, ns: &str, name: &str, what: &str)
@@ -74,6 +78,82 @@ async fn agent_deletions_wake_the_runtime_without_waiting_for_a_resync() {
         let rt = runtimes.get("web").await.ok()?;
         let blocked = condition(&rt, "Blocked")?;
         (blocked.status == "True" && blocked.reason == "ClassMissing").then_some(())
+    })
+    .await;
+}
+
+/// A kwok node of the test's own, Ready, reporting `handler`, labelled and
+/// tainted so that only the test's Runtime may run there (the other tests
+/// share the cluster's nodes).
+async fn own_node(client: &kube::Client, name: &str, handler: &str) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name,
+            "labels": {"kubernetes.io/hostname": name, "type": "kwok", "berth.dev/own-node": name},
+            "annotations": {"kwok.x-k8s.io/node": "fake"}},
+        "spec": {"taints": [{"key": "berth.dev/own-node", "value": name, "effect": "NoSchedule"}]},
+    }))
+    .expect("node");
+    nodes
+        .create(&Default::default(), &node)
+        .await
+        .expect("create node");
+    // The contract requests ephemeral storage, which kwok does not report.
+    berth_tests::localcluster::nodes::set_capacity(client, name)
+        .await
+        .expect("node capacity");
+    berth_tests::localcluster::nodes::set_handlers(client, name, &[handler.to_string()])
+        .await
+        .expect("node handlers");
+    wait_for_value("the node Ready, reporting the handler", WAIT, || async {
+        let n = nodes.get(name).await.ok()?;
+        let status = n.status?;
+        let ready = status
+            .conditions?
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        let reports = status
+            .runtime_handlers?
+            .iter()
+            .any(|h| h.name.as_deref() == Some(handler));
+        (ready && reports).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn agent_deletions_a_deleted_node_wakes_the_runtimes_that_may_run_there() {
+    let Granted { ns, bw, grants, .. } = setup_granted("agent-del-node").await;
+    let node = format!("own-{}", ns.name);
+    own_node(&ns.client, &node, "bounded-runc").await;
+    let mut opts = AgentOpts::new(&ns.name, Some(&grants));
+    opts.resync_seconds = 300;
+    let _agent = Agent::start(opts).await;
+    let placement = json!({
+        "nodeSelector": {"berth.dev/own-node": node},
+        "tolerations": [{"key": "berth.dev/own-node", "operator": "Equal", "value": node, "effect": "NoSchedule"}],
+    });
+    create_runtime(
+        &ns,
+        "web",
+        json!({"runtimeProfile": bw, "replicas": 1, "scheduling": placement}),
+    )
+    .await;
+    let rt = wait_condition(&ns, "web", "HandlerReady", "True", Some("HandlerPresent")).await;
+    let present = &condition(&rt, "HandlerReady")
+        .expect("HandlerReady")
+        .message;
+    assert!(present.contains("all 1 Ready nodes"), "{present}");
+
+    Api::<Node>::all(ns.client.clone())
+        .delete(&node, &DeleteParams::default())
+        .await
+        .expect("delete the node");
+    let runtimes: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
+    wait_for_value("HandlerReady False/HandlerAbsent", WITHIN, || async {
+        let rt = runtimes.get("web").await.ok()?;
+        let c = condition(&rt, "HandlerReady")?;
+        (c.status == "False" && c.reason == "HandlerAbsent").then_some(())
     })
     .await;
 }

@@ -29,12 +29,11 @@ use crate::agent_support::{
     wait_condition, wait_reconciles, write_grants,
 };
 use crate::support::at_rest::silent_at_rest;
+use crate::support::class_hold;
 
 const WAIT: Duration = Duration::from_secs(120);
 const INTRUDER: &str = "intruder";
 const HANDLER: &str = "bounded-runc";
-/// Keeps a deleted RuntimeClass in ClassDeleting until the test lets go.
-const HOLD_FINALIZER: &str = "berth.dev/test-hold";
 
 /// A Blocked reason and the Runtime that will be held for it.
 struct Case {
@@ -135,12 +134,7 @@ async fn induce(ns: &TestNamespace, case: &Case) {
             .await;
         }
         "ClassDeleting" => {
-            classes
-                .patch(
-                    &class,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"metadata": {"finalizers": [HOLD_FINALIZER]}})),
-                )
+            class_hold::hold(&ns.client, &class)
                 .await
                 .expect("finalizer");
             classes
@@ -349,12 +343,7 @@ async fn agent_held_runtimes_keep_their_protection_for_every_grant_reason() {
     silent_at_rest(&agent, &ns.client, "a held Runtime at rest").await;
 
     // Let the deleting class go.
-    Api::<RuntimeClass>::all(ns.client.clone())
-        .patch(
-            &class_of(&ns, "deleting"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-        )
+    class_hold::let_go(&ns.client, &class_of(&ns, "deleting"))
         .await
         .expect("drop finalizer");
 }
