@@ -345,13 +345,14 @@ async fn webhook_refuses_through_the_service(ns: &TestNamespace, info_spec: serd
 }
 
 /// Creates a granted Runtime through the release's webhook, once the
-/// Lease is held: admitted at the first attempt. Right after the install
+/// Lease is held: admitted at the first attempt (here and, since the
+/// previous release is past that fix, in the upgrade test). Right after the install
 /// a Ready standby may not have read the new leader's Lease yet; before it
 /// refuses it reads the Lease again (docs/admission.md, "One grant set per
 /// cluster"), so no retryable "grants are being reloaded, retry" reaches
 /// the client. CI of 2026-12-06 met that refusal 30 ms after the holder
 /// was seen, before the replica read the Lease on demand.
-async fn create_granted(ns: &TestNamespace, name: &str, extra: serde_json::Value) {
+pub(crate) async fn create_granted(ns: &TestNamespace, name: &str, extra: serde_json::Value) {
     let api: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
     let rt = runtime_of(ns, name, extra);
     if let Err(e) = api.create(&PostParams::default(), &rt).await {

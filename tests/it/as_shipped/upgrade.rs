@@ -8,7 +8,7 @@
 //! - no workload rolled: every Deployment of the Runtimes keeps its
 //!   generation and pod template, every pod (and the Job's) its uid, and
 //!   no Job ran again (`git diff <previous> -- shared/src/render` is empty
-//!   for 8cb7404; docs/upgrade.md's release notes say what changes);
+//!   for 38de520; docs/upgrade.md's release notes say what changes);
 //! - no Runtime's status changed: phase, conditions (with their transition
 //!   times), profile decision, rollout and job records are what the
 //!   previous agent wrote;
@@ -40,7 +40,7 @@ use berth_tests::harness::{self, TestNamespace, wait_for_value};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::node::v1::RuntimeClass;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::DeleteParams;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
@@ -57,13 +57,10 @@ use super::{
 };
 use crate::agent_support::{binding_for_service, create_class, wait_condition};
 use crate::real_node::{self, NODE, WAIT};
+use crate::support::class_hold;
 
 /// The Runtimes, by name (each its own service, so its own identity).
 const RUNTIMES: [&str; 4] = ["api", "worker", "idle", "held"];
-
-/// Keeps `held`'s RuntimeClass deleting (and so the Runtime Blocked
-/// `ClassDeleting`) until the test lets go.
-const HOLD_FINALIZER: &str = "berth.dev/test-hold";
 
 /// Runtime `name`'s service: one no other test on the shared real-node
 /// cluster uses. An identity is cluster-wide, and the as-shipped test's
@@ -259,13 +256,7 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     // release's, once that policy is gone.
     let held_class = format!("{}-held", ns.name);
     create_class(&ns.client, &held_class, "runc").await;
-    let classes: Api<RuntimeClass> = Api::all(client.clone());
-    classes
-        .patch(
-            &held_class,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": [HOLD_FINALIZER]}})),
-        )
+    class_hold::hold(&client, &held_class)
         .await
         .expect("hold the class");
     let _let_go = LetGo {
@@ -322,8 +313,8 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
         }
         s
     };
-    create_under_previous(&ns, "api", spec("api", json!({}))).await;
-    create_under_previous(
+    super::create_granted(&ns, "api", spec("api", json!({}))).await;
+    super::create_granted(
         &ns,
         "worker",
         spec(
@@ -332,8 +323,8 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
         ),
     )
     .await;
-    create_under_previous(&ns, "idle", spec("idle", json!({"suspend": true}))).await;
-    create_under_previous(&ns, "held", spec("held", json!({}))).await;
+    super::create_granted(&ns, "idle", spec("idle", json!({"suspend": true}))).await;
+    super::create_granted(&ns, "held", spec("held", json!({}))).await;
     for name in ["api", "worker", "held"] {
         wait_condition(&ns, name, "Ready", "True", None).await;
     }
@@ -343,7 +334,7 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     // finalizer (an update, which wakes the previous agent too; a class
     // deleted outright woke it only at its 300 s resync, the bug the
     // agent_deletions test guards). Its workloads stay as they were.
-    classes
+    Api::<RuntimeClass>::all(client.clone())
         .delete(&held_class, &DeleteParams::default())
         .await
         .expect("delete the held class");
@@ -413,36 +404,6 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     );
 }
 
-/// Creates a granted Runtime under the previous release, whose replicas
-/// still have the bug fixed in 3e78f90 (docs/upgrade.md, release notes):
-/// right after the install a Ready standby that has not yet read the new
-/// leader's Lease refuses with the retryable "grants are being reloaded,
-/// retry" until its next read (the retry period, 5 s). The full run of
-/// 007bb44 met it 3 s after the install. So here, and only here, that
-/// refusal is retried, for up to 30 s, as a client of that release would;
-/// this tree's agent is held to admitting at the first attempt
-/// (`as_shipped::create_granted`).
-async fn create_under_previous(ns: &TestNamespace, name: &str, extra: Value) {
-    let api: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
-    let rt = super::runtime_of(ns, name, extra);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match api.create(&PostParams::default(), &rt).await {
-            Ok(_) => return,
-            Err(kube::Error::Api(s))
-                if s.message.contains("grants are being reloaded") && Instant::now() < deadline =>
-            {
-                eprintln!(
-                    "upgrade: the previous release refused {name}, retrying: {}",
-                    s.message
-                );
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            Err(e) => panic!("creating the granted Runtime {name} under the previous release: {e}"),
-        }
-    }
-}
-
 /// Lets the held class go (drops its finalizer) whatever the outcome,
 /// through a client of its own: the test's client runs on the test's
 /// runtime, which a `Drop` blocks (with it, a run that passed hung here).
@@ -458,10 +419,7 @@ impl Drop for LetGo {
                 berth_tests::localcluster::health::client_from_kubeconfig(&self.kubeconfig)
                     .await
                     .expect("client");
-            let let_go = Patch::Merge(json!({"metadata": {"finalizers": null}}));
-            let _ = Api::<RuntimeClass>::all(client)
-                .patch(&self.name, &PatchParams::default(), &let_go)
-                .await;
+            let _ = class_hold::let_go(&client, &self.name).await;
         });
     }
 }
