@@ -21,7 +21,7 @@ use kube::api::DeleteParams;
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, Granted, condition, create_runtime, setup_granted, wait_condition,
+    Agent, AgentOpts, Granted, condition, create_runtime, reconciles, setup_granted, wait_condition,
 };
 
 /// Far below the agent's resync: only a wake explains a repair within it.
@@ -128,15 +128,18 @@ async fn agent_deletions_a_deleted_node_wakes_the_runtimes_that_may_run_there() 
     own_node(&ns.client, &node, "bounded-runc").await;
     let mut opts = AgentOpts::new(&ns.name, Some(&grants));
     opts.resync_seconds = 300;
-    let _agent = Agent::start(opts).await;
+    let agent = Agent::start(opts).await;
     let placement = json!({
         "nodeSelector": {"berth.dev/own-node": node},
         "tolerations": [{"key": "berth.dev/own-node", "operator": "Equal", "value": node, "effect": "NoSchedule"}],
     });
+    // No replica: a pod on the node would be deleted with it, and its
+    // Deployment's change would wake the Runtime whatever the Node's
+    // deletion did.
     create_runtime(
         &ns,
         "web",
-        json!({"runtimeProfile": bw, "replicas": 1, "scheduling": placement}),
+        json!({"runtimeProfile": bw, "replicas": 0, "scheduling": placement}),
     )
     .await;
     let rt = wait_condition(&ns, "web", "HandlerReady", "True", Some("HandlerPresent")).await;
@@ -144,6 +147,12 @@ async fn agent_deletions_a_deleted_node_wakes_the_runtimes_that_may_run_there() 
         .expect("HandlerReady")
         .message;
     assert!(present.contains("all 1 Ready nodes"), "{present}");
+    // Settled: no reconcile for QUIET, so no requeue is pending (the
+    // status step's paced write retries after 5 s). A first form of this
+    // test deleted the node at once, and that retry, not the deletion,
+    // saw it gone: it passed on the code before the fix too.
+    quiet(&agent).await;
+    let before = reconciles(&agent.metrics().await);
 
     Api::<Node>::all(ns.client.clone())
         .delete(&node, &DeleteParams::default())
@@ -154,6 +163,26 @@ async fn agent_deletions_a_deleted_node_wakes_the_runtimes_that_may_run_there() 
         let rt = runtimes.get("web").await.ok()?;
         let c = condition(&rt, "HandlerReady")?;
         (c.status == "False" && c.reason == "HandlerAbsent").then_some(())
+    })
+    .await;
+    let after = reconciles(&agent.metrics().await);
+    assert!(after > before, "reconciles {before} → {after}");
+}
+
+/// How long the agent must not reconcile to count as settled: beyond the
+/// status step's 5 s progress interval, far below the 300 s resync.
+const QUIET: Duration = Duration::from_secs(12);
+
+/// Waits until the agent has not reconciled for [`QUIET`].
+async fn quiet(agent: &Agent) {
+    let start = reconciles(&agent.metrics().await);
+    let last = std::cell::Cell::new((start, std::time::Instant::now()));
+    wait_for_value("the agent quiet", WAIT, || async {
+        let now = reconciles(&agent.metrics().await);
+        if now != last.get().0 {
+            last.set((now, std::time::Instant::now()));
+        }
+        (last.get().1.elapsed() >= QUIET).then_some(())
     })
     .await;
 }
