@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn the_link_check_finds_a_missing_file_and_a_missing_heading() {
-        let dir = tempfile_dir().with_extension("links");
+        let dir = tempfile_dir("links");
         std::fs::create_dir_all(dir.join("docs")).expect("docs");
         std::fs::write(
             dir.join("README.md"),
@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn the_check_finds_a_stale_path_and_a_stale_item() {
-        let dir = tempfile_dir();
+        let dir = tempfile_dir("stale");
         std::fs::create_dir_all(dir.join("docs")).expect("docs");
         std::fs::create_dir_all(dir.join("agent/src")).expect("src");
         std::fs::write(
@@ -333,8 +333,12 @@ mod tests {
         assert!(!is_snake_item("a-b_c"));
     }
 
-    fn tempfile_dir() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("berth-docs-check-{}", std::process::id()));
+    /// A fresh directory of this process for the test `name`. Each test
+    /// has its own: clearing a shared one raced with the other test (it
+    /// failed once with four tests at a time).
+    fn tempfile_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("berth-docs-check-{}-{name}", std::process::id()));
         std::fs::remove_dir_all(&dir).ok();
         dir
     }
