@@ -127,6 +127,7 @@ fn remove_stale_dirs(target: &Path) {
 /// The cluster of this test process, started on first use. Panics with the
 /// start-up error (naming the component and its log) if it cannot start.
 pub fn cluster() -> &'static SharedCluster {
+    super::panic_summary::install();
     match CLUSTER.get_or_init(start) {
         Ok(c) => c,
         Err(e) => panic!("local cluster unavailable: {e}"),
@@ -142,6 +143,7 @@ static REAL_NODE_CLUSTER: OnceLock<Result<SharedCluster, String>> = OnceLock::ne
 /// a kubelet (not root, no cgroup filesystem, …); a failure to start for
 /// any other reason panics.
 pub fn real_node_cluster() -> Option<&'static SharedCluster> {
+    super::panic_summary::install();
     if let Some(reason) = berth_localcluster::realnode::unsupported_reason() {
         eprintln!("SKIPPED: this machine cannot run a real node: {reason}");
         return None;

@@ -17,6 +17,7 @@ mod cluster_objects;
 mod clusters;
 mod kubeconfigs;
 mod namespaces;
+pub mod panic_summary;
 mod waiting;
 
 pub use apiserver_metrics::{agent_kind_write, apiserver_requests};
