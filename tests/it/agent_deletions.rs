@@ -11,7 +11,6 @@
 
 use std::time::Duration;
 
-use berth_shared::api::Runtime;
 use berth_tests::harness::wait_for_value;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use k8s_openapi::api::node::v1::RuntimeClass;
@@ -21,12 +20,14 @@ use kube::api::DeleteParams;
 use serde_json::json;
 
 use crate::agent_support::{
-    Agent, AgentOpts, Granted, condition, create_runtime, reconciles, setup_granted, wait_condition,
+    Agent, AgentOpts, Granted, condition, create_runtime, reconciles, setup_granted,
+    wait_condition, wait_condition_within,
 };
+use crate::support::own_node::OwnNode;
 
 /// Far below the agent's resync: only a wake explains a repair within it.
 const WITHIN: Duration = Duration::from_secs(20);
-/// How long the test's own node may take to come up.
+/// How long the agent may take to settle.
 const WAIT: Duration = Duration::from_secs(120);
 
 /// Deletes `name` of kind `K` in the namespace and waits for a new one.
@@ -73,66 +74,25 @@ async fn agent_deletions_wake_the_runtime_without_waiting_for_a_resync() {
         .delete(&class, &DeleteParams::default())
         .await
         .expect("delete the RuntimeClass");
-    let runtimes: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
-    wait_for_value("the Runtime Blocked ClassMissing", WITHIN, || async {
-        let rt = runtimes.get("web").await.ok()?;
-        let blocked = condition(&rt, "Blocked")?;
-        (blocked.status == "True" && blocked.reason == "ClassMissing").then_some(())
-    })
-    .await;
-}
-
-/// A kwok node of the test's own, Ready, reporting `handler`, labelled and
-/// tainted so that only the test's Runtime may run there (the other tests
-/// share the cluster's nodes).
-async fn own_node(client: &kube::Client, name: &str, handler: &str) {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node: Node = serde_json::from_value(json!({
-        "metadata": {"name": name,
-            "labels": {"kubernetes.io/hostname": name, "type": "kwok", "berth.dev/own-node": name},
-            "annotations": {"kwok.x-k8s.io/node": "fake"}},
-        "spec": {"taints": [{"key": "berth.dev/own-node", "value": name, "effect": "NoSchedule"}]},
-    }))
-    .expect("node");
-    nodes
-        .create(&Default::default(), &node)
-        .await
-        .expect("create node");
-    // The contract requests ephemeral storage, which kwok does not report.
-    berth_tests::localcluster::nodes::set_capacity(client, name)
-        .await
-        .expect("node capacity");
-    berth_tests::localcluster::nodes::set_handlers(client, name, &[handler.to_string()])
-        .await
-        .expect("node handlers");
-    wait_for_value("the node Ready, reporting the handler", WAIT, || async {
-        let n = nodes.get(name).await.ok()?;
-        let status = n.status?;
-        let ready = status
-            .conditions?
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        let reports = status
-            .runtime_handlers?
-            .iter()
-            .any(|h| h.name.as_deref() == Some(handler));
-        (ready && reports).then_some(())
-    })
-    .await;
+    wait_condition_within(&ns, "web", "Blocked", "True", Some("ClassMissing"), WITHIN).await;
 }
 
 #[tokio::test]
 async fn agent_deletions_a_deleted_node_wakes_the_runtimes_that_may_run_there() {
     let Granted { ns, bw, grants, .. } = setup_granted("agent-del-node").await;
     let node = format!("own-{}", ns.name);
-    own_node(&ns.client, &node, "bounded-runc").await;
+    let own = OwnNode::create(
+        &ns.client,
+        &node,
+        "berth.dev/own-node",
+        &node,
+        Some(&["bounded-runc"]),
+    )
+    .await;
     let mut opts = AgentOpts::new(&ns.name, Some(&grants));
     opts.resync_seconds = 300;
     let agent = Agent::start(opts).await;
-    let placement = json!({
-        "nodeSelector": {"berth.dev/own-node": node},
-        "tolerations": [{"key": "berth.dev/own-node", "operator": "Equal", "value": node, "effect": "NoSchedule"}],
-    });
+    let placement = own.placement();
     // No replica: a pod on the node would be deleted with it, and its
     // Deployment's change would wake the Runtime whatever the Node's
     // deletion did.
@@ -158,12 +118,14 @@ async fn agent_deletions_a_deleted_node_wakes_the_runtimes_that_may_run_there() 
         .delete(&node, &DeleteParams::default())
         .await
         .expect("delete the node");
-    let runtimes: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
-    wait_for_value("HandlerReady False/HandlerAbsent", WITHIN, || async {
-        let rt = runtimes.get("web").await.ok()?;
-        let c = condition(&rt, "HandlerReady")?;
-        (c.status == "False" && c.reason == "HandlerAbsent").then_some(())
-    })
+    wait_condition_within(
+        &ns,
+        "web",
+        "HandlerReady",
+        "False",
+        Some("HandlerAbsent"),
+        WITHIN,
+    )
     .await;
     let after = reconciles(&agent.metrics().await);
     assert!(after > before, "reconciles {before} → {after}");

@@ -21,6 +21,7 @@ use crate::agent_support::{
     Agent, AgentOpts, Granted, binding, binding_for_service, create_runtime, setup, setup_granted,
     wait_condition, wait_reconciles, write_grants,
 };
+use crate::support::own_node::OwnNode;
 use crate::support::unmanaged::create_suspended_cronjob;
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -363,37 +364,8 @@ async fn agent_semantics_nodes_without_a_handler_list_are_unknown_not_absent() {
     // only this test's pods land there.
     let nodes: Api<Node> = Api::all(ns.client.clone());
     let name = format!("silent-{}", ns.name);
-    let node: Node = serde_json::from_value(json!({
-        "metadata": {"name": name,
-            "labels": {"kubernetes.io/hostname": name, "type": "kwok", "berth.dev/silent": ns.name},
-            "annotations": {"kwok.x-k8s.io/node": "fake"}},
-        "spec": {"taints": [{"key": "berth.dev/silent", "value": ns.name, "effect": "NoSchedule"}]},
-    }))
-    .expect("node");
-    nodes
-        .create(&Default::default(), &node)
-        .await
-        .expect("create node");
-    // The contract requests ephemeral storage, which kwok does not report.
-    berth_tests::localcluster::nodes::set_capacity(&ns.client, &name)
-        .await
-        .expect("node capacity");
-    wait_for("the silent node Ready", WAIT, || {
-        let nodes = nodes.clone();
-        let name = name.clone();
-        async move {
-            nodes.get(&name).await.is_ok_and(|n| {
-                n.status
-                    .and_then(|s| s.conditions)
-                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            })
-        }
-    })
-    .await;
-    let placement = json!({
-        "nodeSelector": {"berth.dev/silent": ns.name},
-        "tolerations": [{"key": "berth.dev/silent", "operator": "Equal", "value": ns.name, "effect": "NoSchedule"}],
-    });
+    let silent = OwnNode::create(&ns.client, &name, "berth.dev/silent", &ns.name, None).await;
+    let placement = silent.placement();
     create_runtime(
         &ns,
         "web",

@@ -11,7 +11,7 @@ use berth_console::model::{ClusterId, Kind, Scope, Screen};
 use berth_console::rows::relations::{Anchor, identity_selector, relations};
 use berth_shared::api::RuntimeGrant;
 use berth_tests::harness::{self, TestNamespace, wait_for, wait_for_value};
-use berth_tests::localcluster::nodes::{runtime_handlers, set_capacity, set_handlers};
+use berth_tests::localcluster::nodes::runtime_handlers;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::Api;
@@ -22,27 +22,9 @@ use crate::agent_support::{
     Agent, AgentOpts, binding, create_runtime, setup, wait_condition, write_grants,
 };
 use crate::console::{Live, berth_binary};
+use crate::support::own_node::OwnNode;
 
 const WAIT: Duration = Duration::from_secs(120);
-
-async fn create_node(client: &kube::Client, name: &str, mark: &str, handlers: &[&str]) {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node: Node = serde_json::from_value(json!({
-        "metadata": {"name": name,
-            "labels": {"kubernetes.io/hostname": name, "type": "kwok", "berth.dev/matrix": mark},
-            "annotations": {"kwok.x-k8s.io/node": "fake"}},
-        // Tainted: no other test's pod lands here.
-        "spec": {"taints": [{"key": "berth.dev/matrix", "value": mark, "effect": "NoSchedule"}]},
-    }))
-    .expect("node");
-    nodes
-        .create(&PostParams::default(), &node)
-        .await
-        .expect("create node");
-    set_capacity(client, name).await.expect("capacity");
-    let hs: Vec<String> = handlers.iter().map(|h| (*h).to_string()).collect();
-    set_handlers(client, name, &hs).await.expect("handlers");
-}
 
 /// The group (of the `groups` array) that holds `node`.
 fn group_of<'a>(doc: &'a serde_json::Value, node: &str) -> Option<&'a serde_json::Value> {
@@ -100,14 +82,14 @@ async fn get_handlers_matrix_groups_nodes_by_handler_set() {
         format!("{mark}-b"),
         format!("{mark}-c"),
     );
-    create_node(&client, &a, &mark, &["runc", "runsc", "kata"]).await;
-    create_node(&client, &b, &mark, &["kata", "runc", "runsc"]).await;
-    create_node(&client, &c, &mark, &["runc"]).await;
+    const KEY: &str = "berth.dev/matrix";
+    let node = OwnNode::create(&client, &a, KEY, &mark, Some(&["runc", "runsc", "kata"])).await;
+    OwnNode::create(&client, &b, KEY, &mark, Some(&["kata", "runc", "runsc"])).await;
+    OwnNode::create(&client, &c, KEY, &mark, Some(&["runc"])).await;
     let class = format!("{mark}-gvisor");
     let rc: RuntimeClass = serde_json::from_value(json!({
         "metadata": {"name": class}, "handler": "runsc",
-        "scheduling": {"nodeSelector": {"berth.dev/matrix": mark},
-            "tolerations": [{"key": "berth.dev/matrix", "operator": "Equal", "value": mark, "effect": "NoSchedule"}]},
+        "scheduling": node.placement(),
     }))
     .expect("class");
     let classes: Api<RuntimeClass> = Api::all(client.clone());

@@ -408,10 +408,23 @@ pub async fn wait_condition(
     status: &str,
     reason: Option<&str>,
 ) -> Runtime {
+    wait_condition_within(ns, name, type_, status, reason, Duration::from_secs(120)).await
+}
+
+/// [`wait_condition`] within `timeout`: for a test whose point is that the
+/// agent was woken, well before its resync would have come.
+pub async fn wait_condition_within(
+    ns: &TestNamespace,
+    name: &str,
+    type_: &str,
+    status: &str,
+    reason: Option<&str>,
+    timeout: Duration,
+) -> Runtime {
     let api: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
     wait_for_value(
         &format!("Runtime {name} {type_}={status} {reason:?}"),
-        Duration::from_secs(120),
+        timeout,
         || {
             let api = api.clone();
             async move {

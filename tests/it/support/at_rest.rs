@@ -48,7 +48,7 @@ fn handlers_of(node: &Node) -> Option<Vec<Option<String>>> {
 
 /// A watch on every Node from before a window to its end: whether any
 /// Node came, went, or changed the handlers it reports meanwhile.
-struct NodeChanges {
+pub struct NodeChanges {
     changed: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -56,7 +56,7 @@ struct NodeChanges {
 impl NodeChanges {
     /// Returns once the watch has listed the Nodes, so that every change
     /// after the return is seen.
-    async fn watch(client: &Client) -> NodeChanges {
+    pub async fn watch(client: &Client) -> NodeChanges {
         let changed = Arc::new(AtomicBool::new(false));
         let (listed, on_listed) = oneshot::channel();
         let task = tokio::spawn({
@@ -96,7 +96,7 @@ impl NodeChanges {
     }
 
     /// Whether a Node came, went or changed its handlers since `watch`.
-    fn seen(self) -> bool {
+    pub fn seen(self) -> bool {
         self.task.abort();
         self.changed.load(Ordering::SeqCst)
     }

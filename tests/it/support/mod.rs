@@ -9,6 +9,7 @@ pub mod agent;
 pub mod at_rest;
 pub mod berth;
 pub mod class_hold;
+pub mod own_node;
 pub mod series_world;
 pub mod unmanaged;
 pub mod webhook;
