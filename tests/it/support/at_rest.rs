@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use berth_shared::api::{NodeCoverage, RuntimeGrant};
 use futures::StreamExt;
@@ -144,20 +145,32 @@ pub async fn assert_no_writes_over(agent: &Agent, client: &Client, reconciles: f
     );
 }
 
+/// Longer than the agent's progress interval (5 s,
+/// `agent/src/controller/pacing/intervals.rs`): a window this long with no
+/// Runtime write holds no paced write still due.
+const QUIET: Duration = Duration::from_secs(7);
+
 /// The agent sends no write while nothing changes, after the paced
-/// progress of the last rollout is written: windows of six reconciles
-/// until one passes without a Runtime write (at most five; an agent that
-/// writes in every window fails), then one more that must be silent.
+/// progress of the last rollout is written: windows of six reconciles and
+/// at least [`QUIET`] until one passes without a Runtime write (at most
+/// five; an agent that writes in every window fails), then one more that
+/// must be silent.
 pub async fn silent_at_rest(agent: &Agent, client: &Client, what: &str) {
     // The repairs' paced progress is written a progress interval after
-    // the Deployments settle, by a retry the reconciler asked for, and six
-    // reconciles can all be those retries' (seen in CI under load: the
-    // window began before them).
+    // the Runtime's previous status write, by a retry the reconciler asked
+    // for. Six reconciles alone can pass well within that interval: with a
+    // 2 s resync and several Runtimes, a cold CI (7 Dec 2026) counted a
+    // quiet window of six in under 2 s after the repairs of
+    // `agent_held`, and the strict window after it caught the paced writes
+    // 2.4 s after the repairs. So a quiet window also lasts longer than
+    // the interval.
     let runtime_writes = |m: &str| writes(m) - grant_status_writes(m);
     let mut quiet_after = None;
     for window in 1..=5 {
         let before = agent.metrics().await;
+        let started = Instant::now();
         wait_reconciles(agent, 6.0).await;
+        tokio::time::sleep(QUIET.saturating_sub(started.elapsed())).await;
         if runtime_writes(&before) == runtime_writes(&agent.metrics().await) {
             quiet_after = Some(window);
             break;
