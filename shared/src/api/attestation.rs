@@ -68,7 +68,7 @@ pub struct NodeAttestation {
     /// What the canary showed.
     pub state: AttestationState,
     /// Why, as a stable word (`Verified`, `SandboxNotCreated`,
-    /// `KernelMismatch`, `Skipped`, `CanariesOff`, …; see
+    /// `KernelMismatch`, `Skipped`, …; see
     /// `berth_shared::attest::reasons`).
     pub reason: String,
     /// What was seen, for people.

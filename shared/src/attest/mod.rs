@@ -100,8 +100,6 @@ pub mod reasons {
     /// The node is not checked: cordoned, NotReady, under pressure, or
     /// simulated.
     pub const SKIPPED: &str = "Skipped";
-    /// The agent runs no canaries.
-    pub const CANARIES_OFF: &str = "CanariesOff";
     /// The class's claims cannot be checked (an invalid annotation).
     pub const CLAIM_INVALID: &str = "ClaimInvalid";
 }

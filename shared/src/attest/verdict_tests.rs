@@ -239,7 +239,13 @@ fn verdicts_per_node() {
         ..policy()
     };
     let v = attest_class(&c, &nodes, &records, &off);
-    assert!(v.nodes.values().all(|n| n.reason == reasons::CANARIES_OFF));
+    assert!(v.nodes.is_empty(), "no verdict of its own per node");
+    assert_eq!(v.off_nodes, 9, "every node that reports the handler");
+    assert_eq!(v.counts(), (0, 0, 9));
+    assert!(
+        v.of("bad").is_none(),
+        "a failing canary of before is not read"
+    );
     let s = v.status(&off, &Cadence::default());
     assert!(!s.canaries);
     assert_eq!(s.off_reason.as_deref(), Some("--canaries=off"));

@@ -55,6 +55,13 @@ pub struct ClassVerdicts {
     pub checks: Vec<String>,
     /// Node name → verdict.
     pub nodes: BTreeMap<String, NodeVerdict>,
+    /// Nodes that report the handler and are judged by none of their own
+    /// evidence, all unverified for the one reason the policy states
+    /// (canaries off): counted, not listed. A verdict per (class, node)
+    /// saying "canaries are off" cost the agent 0.3 MB of heap at S/4
+    /// (issue 52's profile), rebuilt on every pass, for nothing that
+    /// `offReason` does not say once.
+    pub off_nodes: usize,
 }
 
 impl ClassVerdicts {
@@ -70,6 +77,7 @@ impl ClassVerdicts {
             class: class.to_string(),
             handler: handler.to_string(),
             checks: status.checks.clone(),
+            off_nodes: 0,
             nodes: status
                 .nodes
                 .iter()
@@ -95,8 +103,13 @@ impl ClassVerdicts {
         (
             n(AttestationState::Verified),
             n(AttestationState::Failing),
-            n(AttestationState::Unverified),
+            n(AttestationState::Unverified) + self.off_nodes,
         )
+    }
+
+    /// Every node judged: listed one by one or counted as off.
+    pub fn judged(&self) -> usize {
+        self.nodes.len() + self.off_nodes
     }
 
     /// The status a grant of this class carries: the counts, and at most
@@ -147,7 +160,7 @@ impl ClassVerdicts {
             failing: count(failing),
             unverified: count(unverified),
             summary: attestation_summary(verified, failing, unverified),
-            unlisted: count(self.nodes.len().saturating_sub(listed.len())),
+            unlisted: count(self.judged().saturating_sub(listed.len())),
             nodes: listed,
         }
     }
@@ -242,20 +255,28 @@ pub fn attest_class(
         handler: class.handler.clone(),
         checks: class.checks(),
         nodes: BTreeMap::new(),
+        off_nodes: 0,
     };
+    if policy.off.is_some() {
+        // Unverified for the policy's reason, every one: counted only
+        // (see `off_nodes`).
+        out.off_nodes = nodes
+            .iter()
+            .filter(|n| n.info.reports(&class.handler))
+            .count();
+        return out;
+    }
     // The class's records by node, once: a pass judges every pair, and
     // with the budget at S the namespace holds thousands of canary Jobs.
-    // Not built when no record will be read (canaries off, claim invalid).
+    // Not built when no record will be read (claim invalid).
     let mut by_node: HashMap<&str, Vec<&CanaryRecord>> = HashMap::new();
-    if policy.off.is_none() && class.invalid.is_none() {
+    if class.invalid.is_none() {
         for r in records.iter().filter(|r| r.class == class.name) {
             by_node.entry(r.node.as_str()).or_default().push(r);
         }
     }
     for node in nodes.iter().filter(|n| n.info.reports(&class.handler)) {
-        let verdict = if let Some(off) = &policy.off {
-            NodeVerdict::unverified(reasons::CANARIES_OFF, format!("canaries are off: {off}"))
-        } else if let Some(invalid) = &class.invalid {
+        let verdict = if let Some(invalid) = &class.invalid {
             NodeVerdict::unverified(
                 reasons::CLAIM_INVALID,
                 format!("RuntimeClass {}: {invalid}", class.name),
