@@ -37,15 +37,22 @@ use crate::controller::pacing::{self, key};
 /// Borrowed from the cache in the common case: this runs on every
 /// reconcile.
 pub fn stored<'a>(ctx: &Context, runtime: &'a Runtime) -> Option<Cow<'a, RuntimeStatus>> {
-    match ctx
-        .record
-        .pacing
-        .last_status_writes
-        .stored(&key(runtime), runtime.resource_version().as_deref())
-    {
+    match ctx.record.pacing.last_status_writes.stored(
+        &key(runtime),
+        runtime.resource_version().as_deref(),
+        cached_last_applied(runtime),
+    ) {
         Some(sent) => Some(Cow::Owned(sent)),
         None => runtime.status.as_ref().map(Cow::Borrowed),
     }
+}
+
+/// The `lastApplied` the cached `runtime` shows.
+fn cached_last_applied(runtime: &Runtime) -> Option<&berth_shared::api::LastApplied> {
+    runtime
+        .status
+        .as_ref()
+        .and_then(|s| s.last_applied.as_ref())
 }
 
 /// What the status reads beyond the Runtime and its own objects: what
@@ -174,6 +181,7 @@ pub async fn publish(
             from.as_deref(),
             produced.as_deref(),
             new_status,
+            cached_last_applied(runtime),
         );
     }
     Ok(wait)
