@@ -48,7 +48,7 @@ use kube::{Api, Client};
 use serde_json::json;
 
 use crate::agent_support::{
-    APPLICATION, binding_for_service, create_class, runtime_of, wait_condition,
+    APPLICATION, binding_for_service, create_class, runtime_of, wait_condition_within,
 };
 use crate::real_node::{self, NODE, WAIT};
 use release::{AGENT, NAMESPACE, Release};
@@ -439,7 +439,7 @@ async fn as_shipped_chart_and_image_on_the_real_node() {
         real_node::on_real_node(&info, "api", json!({"runtimeProfile": alias})),
     )
     .await;
-    wait_condition(&ns, "api", "Ready", "True", None).await;
+    wait_condition_within(&ns, "api", "Ready", "True", None, WAIT).await;
     let pods = crate::agent_support::server_pods(&ns, "api").await;
     let spec = pods
         .first()

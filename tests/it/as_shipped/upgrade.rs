@@ -55,7 +55,9 @@ use super::{
     Image, agent_pods, fail_if_stuck, holder, import, imported_image, is_ready, name_of,
     release_namespace, this_cluster_values,
 };
-use crate::agent_support::{binding_for_service, create_class, wait_condition};
+use crate::agent_support::{
+    binding_for_service, create_class, wait_condition, wait_condition_within,
+};
 use crate::real_node::{self, NODE, WAIT};
 use crate::support::class_hold;
 
@@ -326,7 +328,9 @@ async fn upgrade_from_the_previous_release_and_rollback_on_the_real_node() {
     super::create_granted(&ns, "idle", spec("idle", json!({"suspend": true}))).await;
     super::create_granted(&ns, "held", spec("held", json!({}))).await;
     for name in ["api", "worker", "held"] {
-        wait_condition(&ns, name, "Ready", "True", None).await;
+        // Real pods on the real node: its wait, not the simulated one's
+        // (under four tests at a time 120 s ran out once on 1.34).
+        wait_condition_within(&ns, name, "Ready", "True", None, WAIT).await;
     }
     job_succeeded(&ns, "worker").await;
     phase(&ns, "idle", "Suspended").await;

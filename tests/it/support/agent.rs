@@ -11,7 +11,7 @@ use std::time::Duration;
 use berth_shared::api::Runtime;
 use berth_tests::bench::process::{free_port, http_get};
 use berth_tests::grants_file::{self, TestBinding};
-use berth_tests::harness::{self, TestNamespace, wait_for_value};
+use berth_tests::harness::{self, TestNamespace, wait_for_ok, wait_for_value};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Api;
 use kube::api::PostParams;
@@ -422,19 +422,40 @@ pub async fn wait_condition_within(
     timeout: Duration,
 ) -> Runtime {
     let api: Api<Runtime> = Api::namespaced(ns.client.clone(), &ns.name);
-    wait_for_value(
+    wait_for_ok(
         &format!("Runtime {name} {type_}={status} {reason:?}"),
         timeout,
         || {
             let api = api.clone();
             async move {
-                let rt = api.get(name).await.ok()?;
-                let c = condition(&rt, type_)?;
-                (c.status == status && reason.is_none_or(|r| c.reason == r)).then_some(rt)
+                let rt = api.get(name).await.map_err(|e| format!("GET: {e}"))?;
+                match condition(&rt, type_) {
+                    Some(c) if c.status == status && reason.is_none_or(|r| c.reason == r) => Ok(rt),
+                    // A timeout says where the Runtime was stuck: every
+                    // condition as last seen.
+                    _ => Err(conditions_seen(&rt)),
+                }
             }
         },
     )
     .await
+}
+
+/// The Runtime's conditions, one line each (`type=status reason: message`),
+/// for a wait's timeout message.
+fn conditions_seen(rt: &Runtime) -> String {
+    let conditions = rt
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    if conditions.is_empty() {
+        return "no status".to_string();
+    }
+    conditions
+        .iter()
+        .map(|c| format!("\n  {}={} {}: {}", c.type_, c.status, c.reason, c.message))
+        .collect()
 }
 
 /// Waits until the agent has finished at least `more` reconciles beyond
